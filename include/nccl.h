@@ -10,8 +10,8 @@
 #ifndef NCCL_H_
 #define NCCL_H_
 
-#include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #if CUDART_VERSION >= 11000
 #include <cuda_bf16.h>
 #endif
@@ -27,8 +27,7 @@
 
 #define NCCL_VERSION_CODE 22809
 /* Version encoding: two digits for the minor up to 2.8, then a wider minor field. */
-#define NCCL_VERSION(X, Y, Z) \
-  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+#define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,44 +86,44 @@ typedef enum {
  * at their UNDEF value take the library default (or the matching NCCL_* environment variable).
  * The library reads `size` and `version`, so programs built against older layouts keep working. */
 typedef struct ncclConfig_v22800 {
-  size_t size;              /* sizeof(ncclConfig_t) of the caller */
-  unsigned int magic;       /* 0xcafebeef */
-  unsigned int version;     /* NCCL_VERSION of the caller's header */
-  int blocking;             /* 1: calls block until done; 0: they may return ncclInProgress */
-  int cgaClusterSize;       /* thread-block cluster size on sm90+ (0-8) */
-  int minCTAs;              /* lower bound on CTAs (channels) per operation */
-  int maxCTAs;              /* upper bound on CTAs (channels) per operation */
-  const char* netName;      /* network module to use, e.g. "Socket" */
-  int splitShare;           /* children of ncclCommSplit share the parent's resources */
-  int trafficClass;         /* network traffic class */
-  const char* commName;     /* name shown in logs */
-  int collnetEnable;        /* allow CollNet algorithms */
-  int CTAPolicy;            /* NCCL_CTA_POLICY_* */
-  int shrinkShare;          /* children of ncclCommShrink share the parent's resources */
-  int nvlsCTAs;             /* CTAs for NVLink SHARP algorithms */
-  int nChannelsPerNetPeer;  /* P2P channels per network peer (1-64) */
-  int nvlinkCentricSched;   /* NVLink-centric scheduling */
+  size_t size;             /* sizeof(ncclConfig_t) of the caller */
+  unsigned int magic;      /* 0xcafebeef */
+  unsigned int version;    /* NCCL_VERSION of the caller's header */
+  int blocking;            /* 1: calls block until done; 0: they may return ncclInProgress */
+  int cgaClusterSize;      /* thread-block cluster size on sm90+ (0-8) */
+  int minCTAs;             /* lower bound on CTAs (channels) per operation */
+  int maxCTAs;             /* upper bound on CTAs (channels) per operation */
+  const char* netName;     /* network module to use, e.g. "Socket" */
+  int splitShare;          /* children of ncclCommSplit share the parent's resources */
+  int trafficClass;        /* network traffic class */
+  const char* commName;    /* name shown in logs */
+  int collnetEnable;       /* allow CollNet algorithms */
+  int CTAPolicy;           /* NCCL_CTA_POLICY_* */
+  int shrinkShare;         /* children of ncclCommShrink share the parent's resources */
+  int nvlsCTAs;            /* CTAs for NVLink SHARP algorithms */
+  int nChannelsPerNetPeer; /* P2P channels per network peer (1-64) */
+  int nvlinkCentricSched;  /* NVLink-centric scheduling */
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                  \
-  {                                                                              \
-    sizeof(ncclConfig_t),                         /* size */                     \
-        0xcafebeef,                               /* magic */                    \
-        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */          \
-        NCCL_CONFIG_UNDEF_INT,                    /* blocking */                 \
-        NCCL_CONFIG_UNDEF_INT,                    /* cgaClusterSize */           \
-        NCCL_CONFIG_UNDEF_INT,                    /* minCTAs */                  \
-        NCCL_CONFIG_UNDEF_INT,                    /* maxCTAs */                  \
-        NCCL_CONFIG_UNDEF_PTR,                    /* netName */                  \
-        NCCL_CONFIG_UNDEF_INT,                    /* splitShare */               \
-        NCCL_CONFIG_UNDEF_INT,                    /* trafficClass */             \
-        NCCL_CONFIG_UNDEF_PTR,                    /* commName */                 \
-        NCCL_CONFIG_UNDEF_INT,                    /* collnetEnable */            \
-        NCCL_CONFIG_UNDEF_INT,                    /* CTAPolicy */                \
-        NCCL_CONFIG_UNDEF_INT,                    /* shrinkShare */              \
-        NCCL_CONFIG_UNDEF_INT,                    /* nvlsCTAs */                 \
-        NCCL_CONFIG_UNDEF_INT,                    /* nChannelsPerNetPeer */      \
-        NCCL_CONFIG_UNDEF_INT,                    /* nvlinkCentricSched */       \
+#define NCCL_CONFIG_INITIALIZER                                                     \
+  {                                                                                 \
+    sizeof(ncclConfig_t),                                 /* size */                \
+        0xcafebeef,                                       /* magic */               \
+        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* blocking */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* cgaClusterSize */      \
+        NCCL_CONFIG_UNDEF_INT,                            /* minCTAs */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* maxCTAs */             \
+        NCCL_CONFIG_UNDEF_PTR,                            /* netName */             \
+        NCCL_CONFIG_UNDEF_INT,                            /* splitShare */          \
+        NCCL_CONFIG_UNDEF_INT,                            /* trafficClass */        \
+        NCCL_CONFIG_UNDEF_PTR,                            /* commName */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* collnetEnable */       \
+        NCCL_CONFIG_UNDEF_INT,                            /* CTAPolicy */           \
+        NCCL_CONFIG_UNDEF_INT,                            /* shrinkShare */         \
+        NCCL_CONFIG_UNDEF_INT,                            /* nvlsCTAs */            \
+        NCCL_CONFIG_UNDEF_INT,                            /* nChannelsPerNetPeer */ \
+        NCCL_CONFIG_UNDEF_INT,                            /* nvlinkCentricSched */  \
   }
 
 /* Filled by ncclGroupSimulateEnd: the cost model's estimate of the group, in microseconds. */
@@ -135,12 +134,12 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime;
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER                                      \
-  {                                                                    \
-    sizeof(ncclSimInfo_t),                        /* size */           \
-        0x74685283,                               /* magic */          \
-        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */ \
-        NCCL_UNDEF_FLOAT                          /* estimatedTime */  \
+#define NCCL_SIM_INFO_INITIALIZER                                             \
+  {                                                                           \
+    sizeof(ncclSimInfo_t),                                /* size */          \
+        0x74685283,                                       /* magic */         \
+        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */       \
+        NCCL_UNDEF_FLOAT                                  /* estimatedTime */ \
   }
 
 /*
@@ -163,10 +162,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId);
 
 /* Communicator creation. */
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                    ncclConfig_t* config);
-ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                     ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
@@ -193,8 +190,8 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
 /* Creation from several unique ids (several bootstrap roots), for very large jobs. */
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                       ncclConfig_t* config);
-ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                       ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                       ncclConfig_t* config);
 
 /* Errors. */
 const char* ncclGetErrorString(ncclResult_t result);
@@ -204,10 +201,10 @@ const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
 
 /* Re-read NCCL_DEBUG* on the next log line. Kept for compatibility; NCCL deprecates it too. */
-__attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed")))
-void ncclResetDebugInit();
-__attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed")))
-void pncclResetDebugInit();
+__attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed"))) void
+ncclResetDebugInit();
+__attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed"))) void
+pncclResetDebugInit();
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
@@ -302,10 +299,10 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
                            ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                             ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                            ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
@@ -314,10 +311,10 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                            ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                             ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                          ncclComm_t comm, cudaStream_t stream);
-ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t stream);
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,

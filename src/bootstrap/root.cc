@@ -1,0 +1,402 @@
+// The root thread (see root.h; the protocol is described in bootstrap.cc).
+#include "bootstrap/root.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "bootstrap/wire.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+
+namespace {
+
+// Poll slices: short during a job (stop requests and deadlines are noticed quickly), longer while
+// the id waits for its first rank, when nothing but a stop request can happen.
+constexpr int kJobSliceMs = kSocketPollSliceMs;
+constexpr int kIdleSliceMs = 200;
+// Bound on writing one reply: ranks wait for it, so it only blocks if a rank is stuck.
+constexpr std::chrono::milliseconds kReplySendTimeout(2000);
+
+// "3", "3,5", "0-3,7": sorted rank numbers with runs collapsed, for messages.
+std::string formatRanks(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!text.empty()) text += ",";
+    text += std::to_string(ranks[i]);
+    if (j > i) text += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string formatText(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string formatText(const char* fmt, ...) {
+  char buffer[sizeof(RootReply::message)];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(buffer, sizeof(buffer), fmt, args);
+  va_end(args);
+  return buffer;
+}
+
+// Closes root listeners in children forked while roots run. A process that calls ncclGetUniqueId
+// and then forks its ranks (launchers, multiprocessing) would otherwise keep a copy of each root's
+// listening socket in every child: after the root finishes, connections to its port (a stale id,
+// a late or impostor rank) would queue on that copy unanswered until the timeout, instead of
+// being refused or dropped at once. The child has no root thread, so the fds are dead weight there.
+class ListenerForkGuard {
+ public:
+  explicit ListenerForkGuard(int fd) : fd_(fd) {
+    static std::once_flag once;
+    std::call_once(once, [] { pthread_atfork(&lock, &unlock, &closeInChild); });
+    std::lock_guard<std::mutex> hold(mutex());
+    fds().push_back(fd_);
+  }
+  // Runs before the listener closes: a fork after this point may copy the fd, but the child can
+  // never close a number that the parent has since reused for something else.
+  ~ListenerForkGuard() {
+    std::lock_guard<std::mutex> hold(mutex());
+    auto& list = fds();
+    list.erase(std::remove(list.begin(), list.end(), fd_), list.end());
+  }
+  ListenerForkGuard(const ListenerForkGuard&) = delete;
+  ListenerForkGuard& operator=(const ListenerForkGuard&) = delete;
+
+ private:
+  // Leaked on purpose: fork handlers may run while static destructors do.
+  static std::mutex& mutex() {
+    static auto* m = new std::mutex();
+    return *m;
+  }
+  static std::vector<int>& fds() {
+    static auto* v = new std::vector<int>();
+    return *v;
+  }
+  static void lock() { mutex().lock(); }
+  static void unlock() { mutex().unlock(); }
+  static void closeInChild() {
+    for (int fd : fds()) ::close(fd);
+    fds().clear();
+    mutex().unlock();
+  }
+
+  int fd_;
+};
+
+// One job of one root. Lives on the root thread only.
+class RootJob {
+ public:
+  RootJob(Socket listener, std::chrono::milliseconds idleTimeout, std::shared_ptr<std::atomic<bool>> stop)
+      : where_(socketAddressToString(listener.localAddress())),
+        acceptor_(std::move(listener), sizeof(RootCheckIn)),
+        forkGuard_(acceptor_.listener().fd()),
+        idleTimeout_(idleTimeout),
+        stop_(std::move(stop)) {}
+
+  void run();
+
+ private:
+  struct Member {
+    Socket socket;
+    RootCheckIn info{};
+    bool present = false;
+  };
+
+  void handleCheckIn(AcceptedConnection conn);
+  bool startJob(const RootCheckIn& in);
+  // Records the failure (the first one wins), WARNs once and tells every connected rank.
+  void fail(ncclResult_t result, const std::string& text);
+  // Sends the recorded failure to a rank and closes its connection.
+  void reject(Socket* socket);
+  void sendReply(Socket* socket, ncclResult_t result, const SocketAddress* next, const std::string& text);
+  void replyAll();
+  bool complete() const;
+  std::vector<int> missingRanks() const;
+  std::string describe(const RootCheckIn& in) const;
+  const char* plural(size_t n) const { return n == 1 ? "" : "s"; }
+
+  std::string where_;
+  SocketAcceptor acceptor_;
+  ListenerForkGuard forkGuard_;  // after acceptor_: destroyed (unregistered) before the listener closes
+  std::chrono::milliseconds idleTimeout_;
+  std::shared_ptr<std::atomic<bool>> stop_;
+
+  // The job, as the first check-in describes it.
+  bool started_ = false;
+  RootCheckIn first_{};
+  Deadline deadline_;
+  Deadline::Clock::time_point startTime_;
+  RankBlock block_{0, 0};
+  bool needStitch_ = false;  // several roots: the first rank of the next block checks in here too
+  int stitchRank_ = -1;
+  std::vector<Member> members_;  // index rank - block_.begin
+  Member stitch_;
+  size_t expected_ = SIZE_MAX;  // check-ins this root answers in all
+
+  bool failed_ = false;
+  ncclResult_t failResult_ = ncclSuccess;
+  std::string failText_;
+  size_t answered_ = 0;
+};
+
+void RootJob::run() {
+  Deadline idle = idleTimeout_.count() > 0 ? Deadline::after(idleTimeout_) : Deadline::never();
+  std::vector<pollfd> fds;
+  std::vector<Member*> polled;
+  while (!stop_->load(std::memory_order_acquire)) {
+    if (!started_ && idle.expired()) {
+      INFO(kLogBootstrap, "Bootstrap root %s: no rank checked in within %lld s; closing (the id was not used)",
+           where_.c_str(), static_cast<long long>(idleTimeout_.count() / 1000));
+      return;
+    }
+    if (started_ && deadline_.expired()) {
+      if (!failed_) {
+        std::vector<int> missing = missingRanks();
+        fail(ncclRemoteError,
+             formatText("rank%s %s of %d never checked in after %.3g s; check that every rank calls "
+                        "ncclCommInitRank with the same unique id(s) and that none failed or hangs before it",
+                        plural(missing.size()), formatRanks(missing).c_str(), first_.nranks,
+                        deadline_.timeoutSeconds()));
+      }
+      return;
+    }
+    fds.clear();
+    polled.clear();
+    acceptor_.addPollFds(&fds);
+    size_t firstMember = fds.size();
+    for (Member& m : members_) {
+      if (m.socket.valid()) polled.push_back(&m);
+    }
+    if (stitch_.socket.valid()) polled.push_back(&stitch_);
+    for (Member* m : polled) fds.push_back(pollfd{m->socket.fd(), POLLIN, 0});
+    int slice = started_ ? deadline_.sliceMs(kJobSliceMs) : idle.sliceMs(kIdleSliceMs);
+    if (::poll(fds.data(), fds.size(), slice) < 0 && errno != EINTR) {
+      int err = errno;
+      fail(ncclSystemError, formatText("poll() failed: %s (errno %d)", strerror(err), err));
+      return;
+    }
+    if (acceptor_.progress() != ncclSuccess) {
+      fail(ncclSystemError, "the root's listening socket failed (see the previous warning on the root's host)");
+      return;
+    }
+    AcceptedConnection conn;
+    while (acceptor_.takeReady(&conn)) handleCheckIn(std::move(conn));
+    // A rank sends nothing after its check-in: input means it closed (exited) or broke protocol.
+    for (size_t i = 0; i < polled.size() && !failed_; ++i) {
+      if (fds[firstMember + i].revents == 0 || !polled[i]->socket.valid()) continue;
+      const RootCheckIn& in = polled[i]->info;
+      polled[i]->socket.close();
+      ++answered_;
+      std::vector<int> missing = missingRanks();
+      fail(ncclRemoteError,
+           formatText("%s closed its connection to the root before the rendezvous completed (it "
+                      "exited, aborted or failed); rank%s %s of %d had not checked in yet",
+                      describe(in).c_str(), plural(missing.size()), formatRanks(missing).c_str(), first_.nranks));
+    }
+    if (failed_ ? answered_ >= expected_ : complete()) {
+      if (!failed_) replyAll();
+      return;
+    }
+  }
+  INFO(kLogBootstrap, "Bootstrap root %s: stopped by its owner", where_.c_str());
+}
+
+std::string RootJob::describe(const RootCheckIn& in) const {
+  return formatText("rank %d (pid %d on %.*s)", in.rank, in.pid, static_cast<int>(sizeof(in.host)), in.host);
+}
+
+bool RootJob::startJob(const RootCheckIn& in) {
+  started_ = true;
+  first_ = in;
+  startTime_ = Deadline::Clock::now();
+  deadline_ = Deadline::after(std::chrono::milliseconds(std::max(in.timeoutMs, 1)));
+  if (in.nranks < 1 || in.nroots < 1 || in.nroots > in.nranks || in.root < 0 || in.root >= in.nroots || in.rank < 0 ||
+      in.rank >= in.nranks) {
+    fail(ncclInvalidUsage, formatText("%s checked in with nranks=%d, %d id(s), as id %d: inconsistent",
+                                      describe(in).c_str(), in.nranks, in.nroots, in.root));
+    return false;
+  }
+  block_ = rootBlock(in.nranks, in.nroots, in.root);
+  members_.resize(static_cast<size_t>(block_.end - block_.begin));
+  needStitch_ = in.nroots > 1;
+  stitchRank_ = block_.end % in.nranks;
+  expected_ = members_.size() + (needStitch_ ? 1 : 0);
+  return true;
+}
+
+void RootJob::handleCheckIn(AcceptedConnection conn) {
+  RootCheckIn in;
+  std::memcpy(&in, conn.hello.data(), sizeof(in));
+  in.host[sizeof(in.host) - 1] = '\0';
+  conn.socket.setDescription(formatText("rank %d", in.rank));
+  if (failed_) {
+    reject(&conn.socket);
+    return;
+  }
+  if (in.protocol != kBootstrapProtocol) {
+    fail(ncclInvalidUsage, formatText("%s speaks bootstrap protocol 0x%x, this root 0x%x: every process must "
+                                      "load the same Braid library",
+                                      describe(in).c_str(), in.protocol, kBootstrapProtocol));
+    reject(&conn.socket);
+    return;
+  }
+  if (!started_ && !startJob(in)) {
+    reject(&conn.socket);
+    return;
+  }
+  const RootCheckIn& ref = first_;
+  std::string problem;
+  Member* slot = nullptr;
+  bool stitch = in.kind == static_cast<uint32_t>(CheckInKind::kStitch);
+  if (in.nranks != ref.nranks) {
+    problem = formatText("%s called ncclCommInitRank with nranks=%d but rank %d (the first to check in) with nranks=%d",
+                         describe(in).c_str(), in.nranks, ref.rank, ref.nranks);
+  } else if (in.nroots != ref.nroots || in.root != ref.root) {
+    problem = formatText(
+        "%s passed this unique id as id %d of %d but rank %d as id %d of %d: every rank must pass "
+        "the same ids in the same order",
+        describe(in).c_str(), in.root, in.nroots, ref.rank, ref.root, ref.nroots);
+  } else if (stitch ? (!needStitch_ || in.rank != stitchRank_) : (in.rank < block_.begin || in.rank >= block_.end)) {
+    problem = formatText("%s checked in with root %d of %d, which serves ranks %d-%d%s", describe(in).c_str(), ref.root,
+                         ref.nroots, block_.begin, block_.end - 1,
+                         needStitch_ ? formatText(" and rank %d", stitchRank_).c_str() : "");
+  } else {
+    slot = stitch ? &stitch_ : &members_[static_cast<size_t>(in.rank - block_.begin)];
+    if (slot->present) {
+      const RootCheckIn& prev = slot->info;
+      problem = formatText(
+          "rank %d was claimed twice: by pid %d on %.*s and by pid %d on %.*s; each rank number must "
+          "be used by exactly one process",
+          in.rank, prev.pid, static_cast<int>(sizeof(prev.host)), prev.host, in.pid, static_cast<int>(sizeof(in.host)),
+          in.host);
+    }
+  }
+  if (!problem.empty()) {
+    fail(ncclInvalidUsage, problem);
+    reject(&conn.socket);
+    return;
+  }
+  TRACE(kLogBootstrap, "Bootstrap root %s: %s checked in%s", where_.c_str(), describe(in).c_str(),
+        stitch ? " (first rank of the next block)" : "");
+  slot->socket = std::move(conn.socket);
+  slot->info = in;
+  slot->present = true;
+}
+
+bool RootJob::complete() const {
+  if (!started_) return false;
+  for (const Member& m : members_) {
+    if (!m.present) return false;
+  }
+  return !needStitch_ || stitch_.present;
+}
+
+std::vector<int> RootJob::missingRanks() const {
+  std::vector<int> missing;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].present) missing.push_back(block_.begin + static_cast<int>(i));
+  }
+  if (needStitch_ && !stitch_.present) missing.push_back(stitchRank_);
+  return missing;
+}
+
+void RootJob::sendReply(Socket* socket, ncclResult_t result, const SocketAddress* next, const std::string& text) {
+  RootReply reply{};
+  reply.result = result;
+  if (next != nullptr) reply.next = *next;
+  std::snprintf(reply.message, sizeof(reply.message), "%s", text.c_str());
+  // A rank that died since its check-in makes this fail with a WARN of its own; the others still
+  // get their replies.
+  (void)socket->sendMsg(&reply, sizeof(reply), Deadline::after(kReplySendTimeout));
+}
+
+void RootJob::fail(ncclResult_t result, const std::string& text) {
+  if (failed_) return;
+  failed_ = true;
+  failResult_ = result;
+  failText_ = text;
+  if (started_) {
+    WARN("Bootstrap root %d of %d (%s): %s", first_.root, first_.nroots, where_.c_str(), text.c_str());
+  } else {
+    WARN("Bootstrap root %s: %s", where_.c_str(), text.c_str());
+  }
+  for (Member& m : members_) {
+    if (m.socket.valid()) reject(&m.socket);
+  }
+  if (stitch_.socket.valid()) reject(&stitch_.socket);
+}
+
+void RootJob::reject(Socket* socket) {
+  sendReply(socket, failResult_, nullptr, failText_);
+  socket->close();
+  ++answered_;
+}
+
+void RootJob::replyAll() {
+  for (size_t i = 0; i < members_.size(); ++i) {
+    // The next rank is the next member, or after the block's last rank the first rank of the next
+    // block (which checked in here as the stitch), or with one root rank 0 again.
+    const Member& next = i + 1 < members_.size() ? members_[i + 1] : needStitch_ ? stitch_ : members_[0];
+    sendReply(&members_[i].socket, ncclSuccess, &next.info.listen, "");
+  }
+  if (needStitch_) sendReply(&stitch_.socket, ncclSuccess, nullptr, "");
+  double ms = std::chrono::duration<double, std::milli>(Deadline::Clock::now() - startTime_).count();
+  INFO(kLogBootstrap, "Bootstrap root %d of %d (%s): ranks %d-%d of %d checked in within %.1f ms", first_.root,
+       first_.nroots, where_.c_str(), block_.begin, block_.end - 1, first_.nranks, ms);
+}
+
+}  // namespace
+
+ncclResult_t BootstrapRoot::start(Socket listener, std::chrono::milliseconds idleTimeout,
+                                  std::unique_ptr<BootstrapRoot>* out) {
+  std::unique_ptr<BootstrapRoot> root(new BootstrapRoot());
+  root->stop_ = std::make_shared<std::atomic<bool>>(false);
+  std::string where = socketAddressToString(listener.localAddress());
+  auto job = std::make_unique<RootJob>(std::move(listener), idleTimeout, root->stop_);
+  try {
+    root->thread_ = std::thread([job = std::move(job)]() { job->run(); });
+  } catch (const std::system_error& e) {
+    WARN("Cannot start the bootstrap root thread for %s: %s", where.c_str(), e.what());
+    return ncclSystemError;
+  }
+  *out = std::move(root);
+  return ncclSuccess;
+}
+
+std::chrono::milliseconds BootstrapRoot::idleTimeoutFromParams() {
+  int64_t seconds = paramInt(ParamId::kUidIdleTimeout);
+  return std::chrono::milliseconds(std::max<int64_t>(seconds, 0) * 1000);
+}
+
+BootstrapRoot::~BootstrapRoot() {
+  if (thread_.joinable()) {
+    stop_->store(true, std::memory_order_release);
+    thread_.join();
+  }
+}
+
+void BootstrapRoot::detach() {
+  if (thread_.joinable()) thread_.detach();
+}
+
+void BootstrapRoot::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace braid

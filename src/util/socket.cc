@@ -1,0 +1,411 @@
+// Socket and SocketAcceptor (see socket.h for the contract).
+#include "util/socket.h"
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+
+namespace {
+
+constexpr uint64_t kSocketLogSubsys = kLogBootstrap | kLogNet;
+
+void setNoDelay(int fd) {
+  // Bootstrap and control messages are small and latency-bound; Nagle would add up to 40 ms each.
+  int one = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void encodeHandshake(uint64_t magic, SocketType type, char* out) {
+  uint32_t typeWord = static_cast<uint32_t>(type);
+  std::memcpy(out, &magic, sizeof(magic));
+  std::memcpy(out + sizeof(magic), &typeWord, sizeof(typeWord));
+}
+
+// Errors after which another connection attempt can succeed.
+bool connectErrorIsTransient(int err, bool retryRefused) {
+  switch (err) {
+    case ECONNREFUSED:
+      return retryRefused;
+    case ETIMEDOUT:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EINTR:
+    case EAGAIN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* connectHint(int err, bool retryRefused) {
+  if (err == ECONNREFUSED && !retryRefused) {
+    return ": nothing listens there (the process exited or aborted, or the address is stale)";
+  }
+  if (err == EHOSTUNREACH || err == ENETUNREACH) return ": check the address and NCCL_SOCKET_IFNAME";
+  return "";
+}
+
+}  // namespace
+
+Socket::Socket(int fd, const SocketAddress& local, const SocketAddress& peer) : fd_(fd), local_(local), peer_(peer) {}
+
+Socket::Socket(Socket&& other) noexcept { *this = std::move(other); }
+
+Socket& Socket::operator=(Socket&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = other.fd_;
+    magic_ = other.magic_;
+    type_ = other.type_;
+    local_ = other.local_;
+    peer_ = other.peer_;
+    description_ = std::move(other.description_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void Socket::close() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+std::string Socket::peerName() const {
+  std::string addr = socketAddressToString(peer_);
+  return description_.empty() ? addr : description_ + " (" + addr + ")";
+}
+
+ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out) {
+  std::string where = socketAddressToString(local);
+  if (!socketAddressIsValid(local)) {
+    WARN("Cannot listen on %s: not an IPv4 or IPv6 address", where.c_str());
+    return ncclInvalidArgument;
+  }
+  Socket sock(::socket(local.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), local, SocketAddress{});
+  if (!sock.valid()) {
+    int err = errno;
+    WARN("Cannot create a socket to listen on %s: %s (errno %d)", where.c_str(), strerror(err), err);
+    return ncclSystemError;
+  }
+  // SO_REUSEADDR lets a fixed port (NCCL_COMM_ID) be bound again while old connections linger.
+  int one = 1;
+  (void)setsockopt(sock.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  socklen_t len = socketAddressLength(local);
+  if (::bind(sock.fd_, &local.sa, len) != 0 || ::listen(sock.fd_, SOMAXCONN) != 0) {
+    int err = errno;
+    WARN("Cannot listen on %s: %s (errno %d)%s", where.c_str(), strerror(err), err,
+         err == EADDRNOTAVAIL ? ": no local interface has this address" : "");
+    return ncclSystemError;
+  }
+  len = sizeof(sock.local_);
+  if (::getsockname(sock.fd_, &sock.local_.sa, &len) != 0) {
+    int err = errno;
+    WARN("getsockname on the listener for %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
+    return ncclSystemError;
+  }
+  sock.magic_ = magic;
+  sock.type_ = type;
+  *out = std::move(sock);
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const char* what) {
+  for (;;) {
+    if (deadline.aborted()) {
+      INFO(kSocketLogSubsys, "Aborted while %s %s", what, peerName().c_str());
+      return ncclInternalError;
+    }
+    if (deadline.expired()) {
+      WARN("Timed out after %.3g s %s %s", deadline.timeoutSeconds(), what, peerName().c_str());
+      return ncclRemoteError;
+    }
+    pollfd pfd{fd_, events, 0};
+    int n = ::poll(&pfd, 1, deadline.sliceMs());
+    if (n < 0 && errno != EINTR) {
+      int err = errno;
+      WARN("poll() %s %s failed: %s (errno %d)", what, peerName().c_str(), strerror(err), err);
+      return ncclSystemError;
+    }
+    // Errors and hang-ups count as ready: the next send/recv reports them with their errno.
+    if (n > 0) return ncclSuccess;
+  }
+}
+
+ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, SocketType type,
+                             const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
+                             Socket* out) {
+  std::string where = peerDescription + " (" + socketAddressToString(remote) + ")";
+  if (!socketAddressIsValid(remote)) {
+    WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
+    return ncclInvalidArgument;
+  }
+  const int64_t retries = std::max<int64_t>(0, paramInt(ParamId::kSocketRetryCnt));
+  const int64_t sleepMs = std::max<int64_t>(0, paramInt(ParamId::kSocketRetrySleepMsec));
+  for (int64_t attempt = 0;; ++attempt) {
+    Socket sock(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), SocketAddress{}, remote);
+    if (!sock.valid()) {
+      int err = errno;
+      WARN("Cannot create a socket to connect to %s: %s (errno %d)", where.c_str(), strerror(err), err);
+      return ncclSystemError;
+    }
+    sock.setDescription(peerDescription);
+    setNoDelay(sock.fd_);
+    int err = 0;
+    if (::connect(sock.fd_, &remote.sa, socketAddressLength(remote)) != 0) err = errno;
+    if (err == EINPROGRESS) {
+      NCCLCHECK(sock.waitReady(POLLOUT, deadline, "connecting to"));
+      socklen_t len = sizeof(err);
+      if (::getsockopt(sock.fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+    if (err == 0) {
+      socklen_t len = sizeof(sock.local_);
+      (void)::getsockname(sock.fd_, &sock.local_.sa, &len);
+      char handshake[kSocketHandshakeBytes];
+      encodeHandshake(magic, type, handshake);
+      NCCLCHECK(sock.sendAll(handshake, sizeof(handshake), deadline));
+      *out = std::move(sock);
+      return ncclSuccess;
+    }
+    if (!connectErrorIsTransient(err, retryRefused) || attempt >= retries) {
+      WARN("Connect to %s failed%s: %s (errno %d)%s", where.c_str(),
+           attempt > 0 ? (" after " + std::to_string(attempt + 1) + " attempts").c_str() : "", strerror(err), err,
+           connectHint(err, retryRefused));
+      return err == EHOSTUNREACH || err == ENETUNREACH || err == EADDRNOTAVAIL ? ncclSystemError : ncclRemoteError;
+    }
+    TRACE(kSocketLogSubsys, "Connect to %s: %s, attempt %" PRId64 " of %" PRId64, where.c_str(), strerror(err),
+          attempt + 1, retries + 1);
+    if (!deadlineSleep(static_cast<int>(std::min<int64_t>((attempt + 1) * sleepMs, 60000)), deadline)) {
+      if (deadline.aborted()) {
+        INFO(kSocketLogSubsys, "Aborted while connecting to %s", where.c_str());
+        return ncclInternalError;
+      }
+      WARN("Timed out after %.3g s connecting to %s: %s (errno %d) on each of %" PRId64 " attempts",
+           deadline.timeoutSeconds(), where.c_str(), strerror(err), err, attempt + 1);
+      return ncclRemoteError;
+    }
+  }
+}
+
+ncclResult_t Socket::sendSome(const void* data, size_t bytes, size_t* done) {
+  const char* p = static_cast<const char*>(data);
+  while (*done < bytes) {
+    ssize_t n = ::send(fd_, p + *done, bytes - *done, MSG_NOSIGNAL);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ncclSuccess;
+    int err = errno;
+    WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err,
+         err == EPIPE || err == ECONNRESET ? ": the peer closed the connection (it exited or aborted)" : "");
+    return err == EPIPE || err == ECONNRESET ? ncclRemoteError : ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* closed) {
+  char* p = static_cast<char*>(data);
+  *closed = false;
+  while (*done < bytes) {
+    ssize_t n = ::recv(fd_, p + *done, bytes - *done, 0);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+      continue;
+    }
+    // A reset is how a peer's close looks when it had unread data: the same news for the caller.
+    if (n == 0 || errno == ECONNRESET) {
+      *closed = true;
+      return ncclSuccess;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
+    int err = errno;
+    WARN("Receive from %s failed: %s (errno %d)", peerName().c_str(), strerror(err), err);
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::sendAll(const void* data, size_t bytes, const Deadline& deadline) {
+  size_t done = 0;
+  for (;;) {
+    NCCLCHECK(sendSome(data, bytes, &done));
+    if (done == bytes) return ncclSuccess;
+    NCCLCHECK(waitReady(POLLOUT, deadline, "sending to"));
+  }
+}
+
+ncclResult_t Socket::recvAll(void* data, size_t bytes, const Deadline& deadline) {
+  size_t done = 0;
+  for (;;) {
+    bool closed = false;
+    NCCLCHECK(recvSome(data, bytes, &done, &closed));
+    if (done == bytes) return ncclSuccess;
+    if (closed) {
+      WARN("%s closed the connection after %zu of %zu expected bytes (its process exited, aborted or failed)",
+           peerName().c_str(), done, bytes);
+      return ncclRemoteError;
+    }
+    NCCLCHECK(waitReady(POLLIN, deadline, "waiting for data from"));
+  }
+}
+
+ncclResult_t Socket::sendMsg(const void* data, size_t bytes, const Deadline& deadline) {
+  uint64_t length = bytes;
+  NCCLCHECK(sendAll(&length, sizeof(length), deadline));
+  return sendAll(data, bytes, deadline);
+}
+
+ncclResult_t Socket::recvMsg(void* data, size_t capacity, size_t* received, const Deadline& deadline) {
+  uint64_t length = 0;
+  NCCLCHECK(recvAll(&length, sizeof(length), deadline));
+  if (length > capacity) {
+    WARN("Message truncated: %s sent %" PRIu64 " bytes but the receive buffer holds %zu", peerName().c_str(), length,
+         capacity);
+    return ncclInvalidUsage;
+  }
+  NCCLCHECK(recvAll(data, length, deadline));
+  *received = length;
+  return ncclSuccess;
+}
+
+SocketAcceptor::SocketAcceptor(Socket listener, size_t helloBytes, std::chrono::milliseconds handshakeTimeout)
+    : listener_(std::move(listener)), helloBytes_(helloBytes), handshakeTimeout_(handshakeTimeout) {}
+
+void SocketAcceptor::close() {
+  pending_.clear();
+  ready_.clear();
+  listener_.close();
+}
+
+void SocketAcceptor::addPollFds(std::vector<pollfd>* fds) const {
+  fds->push_back(pollfd{listener_.fd(), POLLIN, 0});
+  for (const Pending& p : pending_) fds->push_back(pollfd{p.socket.fd(), POLLIN, 0});
+}
+
+bool SocketAcceptor::readPending(Pending* p) {
+  std::string from = socketAddressToString(p->socket.peerAddress());
+  size_t before = p->received;
+  for (;;) {
+    ssize_t n = ::recv(p->socket.fd(), p->buffer.data() + p->received, p->buffer.size() - p->received, 0);
+    if (n > 0) {
+      p->received += static_cast<size_t>(n);
+      if (p->received == p->buffer.size()) break;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: closed during the handshake (%s)", from.c_str(),
+         socketAddressToString(listener_.localAddress()).c_str(), n == 0 ? "end of stream" : strerror(errno));
+    return false;
+  }
+  // Check the handshake as soon as it is complete, so a stranger is dropped before its hello.
+  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes) {
+    uint64_t magic = 0;
+    uint32_t type = 0;
+    std::memcpy(&magic, p->buffer.data(), sizeof(magic));
+    std::memcpy(&type, p->buffer.data() + sizeof(magic), sizeof(type));
+    if (magic != listener_.magic() || type != static_cast<uint32_t>(listener_.type())) {
+      INFO(kSocketLogSubsys,
+           "Dropping connection from %s on %s: handshake magic 0x%" PRIx64 " type %u, expected 0x%" PRIx64
+           " type %u (a stale or foreign peer, or a garbage unique id)",
+           from.c_str(), socketAddressToString(listener_.localAddress()).c_str(), magic, type, listener_.magic(),
+           static_cast<uint32_t>(listener_.type()));
+      return false;
+    }
+  }
+  if (p->received < p->buffer.size() && Deadline::Clock::now() >= p->expires) {
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes after %lld ms", from.c_str(),
+         socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
+         static_cast<long long>(handshakeTimeout_.count()));
+    return false;
+  }
+  return true;
+}
+
+ncclResult_t SocketAcceptor::progress() {
+  for (;;) {
+    SocketAddress peer{};
+    socklen_t len = sizeof(peer);
+    int fd = ::accept4(listener_.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) break;
+      // The peer gave up between its SYN and our accept: nothing to do.
+      if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
+      WARN("accept() on %s failed: %s (errno %d)%s", socketAddressToString(listener_.localAddress()).c_str(),
+           strerror(err), err, err == EMFILE || err == ENFILE ? ": raise the open file limit (ulimit -n)" : "");
+      return ncclSystemError;
+    }
+    setNoDelay(fd);
+    Pending p;
+    p.socket = Socket(fd, listener_.localAddress(), peer);
+    p.buffer.resize(kSocketHandshakeBytes + helloBytes_);
+    p.expires = Deadline::Clock::now() + handshakeTimeout_;
+    pending_.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    if (!readPending(&p)) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (p.received == p.buffer.size()) {
+      AcceptedConnection done;
+      done.hello.assign(p.buffer.begin() + kSocketHandshakeBytes, p.buffer.end());
+      done.socket = std::move(p.socket);
+      ready_.push_back(std::move(done));
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+  return ncclSuccess;
+}
+
+bool SocketAcceptor::takeReady(AcceptedConnection* out) {
+  if (ready_.empty()) return false;
+  *out = std::move(ready_.front());
+  ready_.pop_front();
+  return true;
+}
+
+ncclResult_t SocketAcceptor::accept(const Deadline& deadline, AcceptedConnection* out) {
+  std::vector<pollfd> fds;
+  std::string where = socketAddressToString(listener_.localAddress());
+  for (;;) {
+    NCCLCHECK(progress());
+    if (takeReady(out)) return ncclSuccess;
+    if (deadline.aborted()) {
+      INFO(kSocketLogSubsys, "Aborted while waiting for a connection on %s", where.c_str());
+      return ncclInternalError;
+    }
+    if (deadline.expired()) {
+      WARN("Timed out after %.3g s waiting for a connection on %s", deadline.timeoutSeconds(), where.c_str());
+      return ncclRemoteError;
+    }
+    fds.clear();
+    addPollFds(&fds);
+    if (::poll(fds.data(), fds.size(), deadline.sliceMs()) < 0 && errno != EINTR) {
+      int err = errno;
+      WARN("poll() on %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
+      return ncclSystemError;
+    }
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,204 @@
+// TCP sockets for the bootstrap and, later, the socket network transport.
+//
+// Contract:
+// - Every fd is non-blocking and close-on-exec, owned by exactly one Socket (RAII, move-only).
+// - Every wait is a poll() in slices of at most kSocketPollSliceMs, bounded by a Deadline, which
+//   also carries an optional abort flag: a timeout or an abort is noticed within one slice.
+// - A connection starts with a handshake: the connector sends an 8-byte magic and a 4-byte
+//   SocketType; the acceptor checks both and silently drops connections that do not match
+//   (stale peers, port scanners, garbage ids), so they never disturb the server.
+// - Framed messages are a uint64 length followed by the payload.
+// - Failures log exactly one WARN naming the peer (the socket's description and address) and the
+//   errno text, and return ncclSystemError (a local call failed), ncclRemoteError (the peer closed,
+//   reset, refused or did not answer in time) or ncclInvalidUsage (a message larger than the
+//   buffer; ncclInvalidArgument for an address that is neither IPv4 nor IPv6). An abort returns ncclInternalError with
+//   an INFO line, not a WARN: it is not a failure.
+// Byte order is the host's: both ends run the same library on the same architecture.
+#pragma once
+
+#include <nccl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+// sockaddr of either family, 28 bytes: the layout NCCL stores at bytes 8-35 of a unique id.
+union SocketAddress {
+  sockaddr sa;
+  sockaddr_in sin;
+  sockaddr_in6 sin6;
+};
+static_assert(sizeof(SocketAddress) == 28, "SocketAddress must keep NCCL's 28-byte layout");
+
+// True for AF_INET and AF_INET6 addresses.
+bool socketAddressIsValid(const SocketAddress& addr);
+socklen_t socketAddressLength(const SocketAddress& addr);
+uint16_t socketAddressPort(const SocketAddress& addr);
+void socketAddressSetPort(SocketAddress* addr, uint16_t port);
+// "10.0.0.1:5000", "[fd00::2]:5000"; "<invalid family N>" for anything else. For messages.
+std::string socketAddressToString(const SocketAddress& addr);
+// Parses "ipv4:port", "[ipv6]:port" or "hostname:port" (resolved; IPv4 results preferred unless
+// `family` is AF_INET6; `family` AF_UNSPEC takes any). Fails with one WARN naming `what` (for
+// example "NCCL_COMM_ID") and ncclInvalidUsage.
+[[nodiscard]] ncclResult_t socketAddressParse(const std::string& text, int family, const char* what,
+                                              SocketAddress* out);
+
+// The type word of the handshake (the values NCCL uses).
+enum class SocketType : uint32_t { kBootstrap = 1, kProxy = 2, kNetSocket = 3, kNetIb = 4, kRas = 5 };
+
+constexpr int kSocketPollSliceMs = 20;
+
+// A point in time after which a wait gives up, and an optional abort flag that cuts it short.
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  static Deadline after(std::chrono::milliseconds timeout, const std::atomic<int>* abortFlag = nullptr);
+  static Deadline never(const std::atomic<int>* abortFlag = nullptr);
+  // The earlier of this deadline and now + timeout, with the same abort flag.
+  Deadline capped(std::chrono::milliseconds timeout) const;
+
+  bool expired() const { return !infinite_ && Clock::now() >= when_; }
+  bool aborted() const { return abortFlag_ != nullptr && abortFlag_->load(std::memory_order_acquire) != 0; }
+  // Milliseconds to wait in the next poll(): min(remaining, maxSliceMs), at least 0.
+  int sliceMs(int maxSliceMs = kSocketPollSliceMs) const;
+  // Seconds of the original timeout, for messages ("after 3 s").
+  double timeoutSeconds() const { return timeoutSeconds_; }
+  const std::atomic<int>* abortFlag() const { return abortFlag_; }
+
+ private:
+  Clock::time_point when_{};
+  bool infinite_ = true;
+  double timeoutSeconds_ = 0;
+  const std::atomic<int>* abortFlag_ = nullptr;
+};
+
+class Socket {
+ public:
+  Socket() = default;
+  ~Socket() { close(); }
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void close();
+
+  // For a listener: the bound address with its real port. For a connection: our end.
+  const SocketAddress& localAddress() const { return local_; }
+  // The other end of a connection.
+  const SocketAddress& peerAddress() const { return peer_; }
+  // Who the peer is, for messages ("bootstrap root 0", "rank 3"); the address is added to it.
+  void setDescription(std::string description) { description_ = std::move(description); }
+  // "rank 3 (10.0.0.1:4321)"
+  std::string peerName() const;
+
+  // Binds to `local` (port 0: an ephemeral port) with SO_REUSEADDR and listens. A SocketAcceptor
+  // on it returns only connections that completed a handshake with `magic` and `type`.
+  [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out);
+  uint64_t magic() const { return magic_; }
+  SocketType type() const { return type_; }
+
+  // Connects to `remote` and sends the handshake. Connection attempts are retried on ETIMEDOUT,
+  // ECONNRESET and EINTR, and on ECONNREFUSED only when `retryRefused` (the listener may not exist
+  // yet; otherwise a refusal means the peer is gone and waiting would only delay the error), at
+  // most NCCL_SOCKET_RETRY_CNT times with attempt k sleeping k * NCCL_SOCKET_RETRY_SLEEP_MSEC.
+  // Unreachable hosts and networks fail at once. `peerDescription` names the peer in messages.
+  [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                            const std::string& peerDescription, bool retryRefused,
+                                            const Deadline& deadline, Socket* out);
+
+  [[nodiscard]] ncclResult_t sendAll(const void* data, size_t bytes, const Deadline& deadline);
+  [[nodiscard]] ncclResult_t recvAll(void* data, size_t bytes, const Deadline& deadline);
+  // Framed message: uint64 length, then the payload. recvMsg fails ("message truncated", naming
+  // both sizes) when the sender sent more than `capacity`; the connection is then out of step and
+  // should be closed.
+  [[nodiscard]] ncclResult_t sendMsg(const void* data, size_t bytes, const Deadline& deadline);
+  [[nodiscard]] ncclResult_t recvMsg(void* data, size_t capacity, size_t* received, const Deadline& deadline);
+
+  // Non-blocking pieces for callers that multiplex several sockets with their own poll().
+  // sendSome/recvSome move what they can now and add it to *done. recvSome sets *closed, without
+  // a WARN, when the peer closed or reset the connection: the caller knows what that means.
+  [[nodiscard]] ncclResult_t sendSome(const void* data, size_t bytes, size_t* done);
+  [[nodiscard]] ncclResult_t recvSome(void* data, size_t bytes, size_t* done, bool* closed);
+
+ private:
+  Socket(int fd, const SocketAddress& local, const SocketAddress& peer);
+  [[nodiscard]] ncclResult_t waitReady(short events, const Deadline& deadline, const char* what);
+
+  int fd_ = -1;
+  uint64_t magic_ = 0;  // listener: the handshake it accepts
+  SocketType type_ = SocketType::kBootstrap;
+  SocketAddress local_{};
+  SocketAddress peer_{};
+  std::string description_;
+
+  friend class SocketAcceptor;
+};
+
+// The handshake is sent packed: the 8-byte magic, then the 4-byte type.
+constexpr size_t kSocketHandshakeBytes = 12;
+
+// A connection that passed the handshake, with the fixed-size greeting its peer sent right after.
+struct AcceptedConnection {
+  Socket socket;
+  std::vector<char> hello;
+};
+
+// Accepts connections on a listener without ever blocking on one peer: each new connection's
+// handshake and `helloBytes` greeting are read as they arrive, so a silent or garbage peer cannot
+// stall a server that waits for many others. Connections whose handshake does not match, that
+// close early, or that take longer than `handshakeTimeout` are dropped with an INFO line.
+class SocketAcceptor {
+ public:
+  SocketAcceptor() = default;
+  SocketAcceptor(Socket listener, size_t helloBytes,
+                 std::chrono::milliseconds handshakeTimeout = std::chrono::milliseconds(5000));
+
+  bool valid() const { return listener_.valid(); }
+  const Socket& listener() const { return listener_; }
+  // Closes the listener and every connection not yet taken.
+  void close();
+
+  // Appends the fds to poll for input: the listener and the connections still in their handshake.
+  void addPollFds(std::vector<pollfd>* fds) const;
+  // Accepts what is queued and reads what has arrived, without blocking; complete connections
+  // queue up for takeReady(). Fails only when the listener itself fails.
+  [[nodiscard]] ncclResult_t progress();
+  // Pops the oldest complete connection; false if there is none.
+  bool takeReady(AcceptedConnection* out);
+  // Waits for one complete connection.
+  [[nodiscard]] ncclResult_t accept(const Deadline& deadline, AcceptedConnection* out);
+
+ private:
+  struct Pending {
+    Socket socket;
+    std::vector<char> buffer;  // handshake + hello
+    size_t received = 0;
+    Deadline::Clock::time_point expires;
+  };
+  // Reads what is available; false when the connection must be dropped.
+  bool readPending(Pending* pending);
+
+  Socket listener_;
+  size_t helloBytes_ = 0;
+  std::chrono::milliseconds handshakeTimeout_{5000};
+  std::vector<Pending> pending_;
+  std::deque<AcceptedConnection> ready_;
+};
+
+// Sleeps up to `ms` in poll slices; false if the deadline expired or the abort flag was raised.
+bool deadlineSleep(int ms, const Deadline& deadline);
+
+}  // namespace braid
