@@ -1,0 +1,85 @@
+// Memory, registration, window, reduction-op and device-API entry points that have not landed
+// yet. Each fails with a WARN naming the feature (and the issue that brings it stays open).
+#include "api/api_guard.h"
+#include "api/export.h"
+#include "core/comm.h"
+#include "util/check.h"
+
+BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return braid::apiGuard("ncclMemAlloc", [] { return braid::notImplemented("ncclMemAlloc", "cuMem allocation"); });
+}
+
+BRAID_API(ncclResult_t, ncclMemFree, void* ptr);
+ncclResult_t ncclMemFree(void* ptr) {
+  return braid::apiGuard("ncclMemFree", [] { return braid::notImplemented("ncclMemFree", "cuMem allocation"); });
+}
+
+BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return braid::apiGuard("ncclCommRegister", [&] {
+    NCCLCHECK(braid::commCheckUsable(comm, "ncclCommRegister"));
+    return braid::notImplemented("ncclCommRegister", "user buffer registration");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return braid::apiGuard("ncclCommDeregister", [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommDeregister"));
+    return braid::notImplemented("ncclCommDeregister", "user buffer registration");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+          int winFlags);
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  return braid::apiGuard("ncclCommWindowRegister", [&] {
+    NCCLCHECK(braid::commCheckUsable(comm, "ncclCommWindowRegister"));
+    return braid::notImplemented("ncclCommWindowRegister", "symmetric memory windows");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return braid::apiGuard("ncclCommWindowDeregister", [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommWindowDeregister"));
+    return braid::notImplemented("ncclCommWindowDeregister", "symmetric memory windows");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+          ncclScalarResidence_t residence, ncclComm_t comm);
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  return braid::apiGuard("ncclRedOpCreatePreMulSum", [&] {
+    NCCLCHECK(braid::commCheckUsable(comm, "ncclRedOpCreatePreMulSum"));
+    return braid::notImplemented("ncclRedOpCreatePreMulSum", "PreMulSum reduction operations");
+  });
+}
+
+BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return braid::apiGuard("ncclRedOpDestroy", [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, "ncclRedOpDestroy"));
+    return braid::notImplemented("ncclRedOpDestroy", "PreMulSum reduction operations");
+  });
+}
+
+// The device API of nccl_device.h (2.28, experimental). PyTorch 2.11 references these for its
+// symmetric-memory mode; Braid does not provide that API, and says so.
+struct ncclDevCommRequirements;
+struct ncclDevComm;
+
+BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements* reqs,
+          ncclDevComm* outDevComm);
+ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) {
+  WARN("ncclDevCommCreate: the NCCL device API (nccl_device.h) is not supported by Braid");
+  return ncclInvalidUsage;
+}
+
+BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm* devComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t, const ncclDevComm*) {
+  WARN("ncclDevCommDestroy: the NCCL device API (nccl_device.h) is not supported by Braid");
+  return ncclInvalidUsage;
+}

@@ -1,0 +1,72 @@
+// The communicator. ncclComm_t is a pointer to this struct; applications never see inside it.
+//
+// A communicator owns one object per subsystem (bootstrap today; transports, plans and the rest as
+// they arrive) rather than one flat struct of fields. Its lifecycle:
+//   kInitializing -> kReady -> kFinalized -> (destroyed)
+//              \-> kFailed (init failed; only Destroy/Abort/queries are allowed)
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/config.h"
+#include "core/peer_info.h"
+
+namespace braid {
+enum class CommState : int { kInitializing, kReady, kFinalized, kFailed };
+}  // namespace braid
+
+struct ncclComm {
+  // Set while the communicator is alive; cleared before it is freed.
+  static constexpr uint64_t kMagic = 0x4252414944434f4dull;  // "BRAIDCOM"
+  uint64_t magic_ = kMagic;
+
+  int rank_ = -1;
+  int nranks_ = 0;
+  int cudaDev_ = -1;
+  int64_t busId_ = -1;
+  uint64_t commHash_ = 0;  // identifies the communicator in logs (same on every rank)
+  braid::CommConfig config_;
+
+  std::unique_ptr<braid::Bootstrap> bootstrap_;
+  std::vector<braid::PeerInfo> peers_;
+
+  // Polled by every wait of this communicator (bootstrap, later kernels and proxies).
+  std::atomic<int> abortFlag_{0};
+  std::atomic<braid::CommState> state_{braid::CommState::kInitializing};
+  // What ncclCommGetAsyncError reports.
+  std::atomic<ncclResult_t> asyncError_{ncclInProgress};
+};
+
+namespace braid {
+
+// Handle check for every API entry point that takes a communicator: a NULL, foreign or destroyed
+// handle is ncclInvalidArgument with a WARN naming `caller`, never a crash.
+[[nodiscard]] ncclResult_t commCheckHandle(const ncclComm* comm, const char* caller);
+// Handle check plus state: the communicator must have finished init successfully and not be
+// finalized (ncclInvalidUsage otherwise).
+[[nodiscard]] ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller);
+
+[[nodiscard]] ncclResult_t commGetUniqueId(ncclUniqueId* id);
+
+// Creates this rank's communicator. Inside ncclGroupStart/End the rendezvous is deferred to the
+// outermost ncclGroupEnd, which runs all deferred inits concurrently (one process may then drive
+// several GPUs from one thread). `ids` holds nIds unique ids (several: ncclCommInitRankScalable).
+[[nodiscard]] ncclResult_t commInitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds, int rank,
+                                        const ncclConfig_t* config, const char* caller);
+// One communicator per device of `devlist` (or devices 0..ndev-1 when devlist is NULL).
+[[nodiscard]] ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist);
+
+// Removes the communicator from the registry and frees it (no checks; callers have done them).
+void freeComm(ncclComm* comm);
+
+[[nodiscard]] ncclResult_t commFinalize(ncclComm_t comm);
+[[nodiscard]] ncclResult_t commDestroy(ncclComm_t comm);
+[[nodiscard]] ncclResult_t commAbort(ncclComm_t comm);
+
+}  // namespace braid

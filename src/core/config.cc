@@ -1,0 +1,159 @@
+#include "core/config.h"
+
+#include <cstddef>
+#include <cstring>
+
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// The smallest layout we accept ends with `version`: without it we cannot know which fields the
+// caller's header had.
+constexpr size_t kMinConfigSize = offsetof(ncclConfig_t, version) + sizeof(unsigned);
+
+// Copies the caller's struct over an initializer-filled one, so that fields beyond the caller's
+// size stay UNDEF, then forgets fields the caller's header version did not have (their bytes may
+// be padding or garbage in an older layout).
+ncclResult_t readUserConfig(const ncclConfig_t* user, const char* caller, ncclConfig_t* raw) {
+  *raw = NCCL_CONFIG_INITIALIZER;
+  if (user == nullptr) return ncclSuccess;
+  if (user->size < kMinConfigSize) {
+    WARN(
+        "%s: config->size is %zu, smaller than any ncclConfig_t layout (%zu); initialize the config with "
+        "NCCL_CONFIG_INITIALIZER",
+        caller, user->size, kMinConfigSize);
+    return ncclInvalidArgument;
+  }
+  if (user->magic != kConfigMagic) {
+    WARN("%s: config->magic is 0x%x, expected 0x%x; initialize the config with NCCL_CONFIG_INITIALIZER", caller,
+         user->magic, kConfigMagic);
+    return ncclInvalidArgument;
+  }
+  std::memcpy(raw, user, user->size < sizeof(ncclConfig_t) ? user->size : sizeof(ncclConfig_t));
+  raw->size = sizeof(ncclConfig_t);
+
+  const unsigned v = user->version;
+  const ncclConfig_t undef = NCCL_CONFIG_INITIALIZER;
+  if (v < NCCL_VERSION(2, 14, 0)) raw->blocking = undef.blocking;
+  if (v < NCCL_VERSION(2, 17, 0)) {
+    raw->cgaClusterSize = undef.cgaClusterSize;
+    raw->minCTAs = undef.minCTAs;
+    raw->maxCTAs = undef.maxCTAs;
+    raw->netName = undef.netName;
+  }
+  if (v < NCCL_VERSION(2, 18, 0)) raw->splitShare = undef.splitShare;
+  // trafficClass sits in what was padding of the 2.17-2.25 48-byte layout and first shipped in the
+  // 2.26 header. (NCCL gates it at 2.25.0 and so reads a 2.25.x program's padding as a traffic
+  // class; we gate it where the field really appeared.)
+  if (v < NCCL_VERSION(2, 26, 0)) raw->trafficClass = undef.trafficClass;
+  if (v < NCCL_VERSION(2, 27, 0)) {
+    raw->commName = undef.commName;
+    raw->collnetEnable = undef.collnetEnable;
+    raw->CTAPolicy = undef.CTAPolicy;
+    raw->shrinkShare = undef.shrinkShare;
+    raw->nvlsCTAs = undef.nvlsCTAs;
+  }
+  if (v < NCCL_VERSION(2, 28, 0)) {
+    raw->nChannelsPerNetPeer = undef.nChannelsPerNetPeer;
+    raw->nvlinkCentricSched = undef.nvlinkCentricSched;
+  }
+  return ncclSuccess;
+}
+
+bool isUndef(int v) { return v == NCCL_CONFIG_UNDEF_INT; }
+
+// An environment override replaces the config value when the variable is set.
+void applyOverride(ParamId id, int* field) {
+  if (paramIsSet(id) && paramInt(id) >= 0) *field = static_cast<int>(paramInt(id));
+}
+
+ncclResult_t checkRange(const char* caller, const char* field, int value, int lo, int hi) {
+  if (value < lo || value > hi) {
+    WARN("%s: config->%s is %d, must be in [%d, %d]", caller, field, value, lo, hi);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t validate(const CommConfig& c, const char* caller) {
+  if (ncclResult_t r = checkRange(caller, "blocking", c.blocking, 0, 1); r != ncclSuccess) return r;
+  if (ncclResult_t r = checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8); r != ncclSuccess) return r;
+  if (ncclResult_t r = checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
+  if (ncclResult_t r = checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
+  if (c.minCTAs > c.maxCTAs) {
+    WARN("%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", caller, c.minCTAs, c.maxCTAs);
+    return ncclInvalidArgument;
+  }
+  if (ncclResult_t r = checkRange(caller, "splitShare", c.splitShare, 0, 1); r != ncclSuccess) return r;
+  if (ncclResult_t r = checkRange(caller, "collnetEnable", c.collnetEnable, 0, 1); r != ncclSuccess) return r;
+  if (ncclResult_t r = checkRange(caller, "CTAPolicy", c.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO);
+      r != ncclSuccess)
+    return r;
+  if (ncclResult_t r = checkRange(caller, "shrinkShare", c.shrinkShare, 0, 1); r != ncclSuccess) return r;
+  if (!isUndef(c.nvlsCTAs)) {
+    if (ncclResult_t r = checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
+  }
+  if (!isUndef(c.nChannelsPerNetPeer)) {
+    if (ncclResult_t r = checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxChannels);
+        r != ncclSuccess)
+      return r;
+  }
+  return checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1);
+}
+
+// Field by field: the caller's value if defined, else the base (defaults or the parent's).
+void mergeDefined(const ncclConfig_t& raw, CommConfig* c) {
+  auto take = [](int v, int* field) {
+    if (!isUndef(v)) *field = v;
+  };
+  take(raw.blocking, &c->blocking);
+  take(raw.cgaClusterSize, &c->cgaClusterSize);
+  take(raw.minCTAs, &c->minCTAs);
+  take(raw.maxCTAs, &c->maxCTAs);
+  if (raw.netName != nullptr) c->netName = raw.netName;
+  take(raw.splitShare, &c->splitShare);
+  take(raw.trafficClass, &c->trafficClass);
+  if (raw.commName != nullptr) c->commName = raw.commName;
+  take(raw.collnetEnable, &c->collnetEnable);
+  take(raw.CTAPolicy, &c->ctaPolicy);
+  take(raw.shrinkShare, &c->shrinkShare);
+  take(raw.nvlsCTAs, &c->nvlsCTAs);
+  take(raw.nChannelsPerNetPeer, &c->nChannelsPerNetPeer);
+  take(raw.nvlinkCentricSched, &c->nvlinkCentricSched);
+}
+
+ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig* c) {
+  ncclConfig_t raw;
+  if (ncclResult_t r = readUserConfig(user, caller, &raw); r != ncclSuccess) return r;
+  mergeDefined(raw, c);
+  // A user value outside the range is the caller's mistake: report it before any override.
+  if (ncclResult_t r = validate(*c, caller); r != ncclSuccess) return r;
+  applyOverride(ParamId::kCommBlocking, &c->blocking);
+  applyOverride(ParamId::kCgaClusterSize, &c->cgaClusterSize);
+  applyOverride(ParamId::kMinCtas, &c->minCTAs);
+  applyOverride(ParamId::kMaxCtas, &c->maxCTAs);
+  applyOverride(ParamId::kCommSplitShareResources, &c->splitShare);
+  if (validate(*c, "NCCL_* environment overrides") != ncclSuccess) return ncclInvalidArgument;
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t parseConfig(const ncclConfig_t* user, const char* caller, CommConfig* out) {
+  CommConfig c;
+  if (ncclResult_t r = parseOnto(user, caller, &c); r != ncclSuccess) return r;
+  *out = c;
+  return ncclSuccess;
+}
+
+ncclResult_t parseConfigInherited(const ncclConfig_t* user, const CommConfig& parent, const char* caller,
+                                  CommConfig* out) {
+  CommConfig c = parent;
+  if (ncclResult_t r = parseOnto(user, caller, &c); r != ncclSuccess) return r;
+  *out = c;
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,40 @@
+// The per-thread group context: ncclGroupStart/End nesting and the work deferred to the outermost
+// ncclGroupEnd. It is one explicit object per thread, not scattered thread_locals.
+#pragma once
+
+#include <nccl.h>
+
+#include <functional>
+#include <vector>
+
+namespace braid {
+
+class GroupContext {
+ public:
+  // This thread's context.
+  static GroupContext& current();
+
+  bool active() const { return depth_ > 0; }
+  void start() { depth_++; }
+  // Ends one level; at the outermost level runs the deferred work and returns its first error.
+  [[nodiscard]] ncclResult_t end();
+
+  // Work that must wait for the outermost End. Jobs run concurrently, each on its own thread, so
+  // that the ranks of one communicator driven from this thread can meet each other. When one job
+  // fails, `cancel` of every other job is called so that they stop waiting for it.
+  void deferInit(std::function<ncclResult_t()> job, std::function<void()> cancel) {
+    initJobs_.push_back(DeferredJob{std::move(job), std::move(cancel)});
+  }
+
+ private:
+  struct DeferredJob {
+    std::function<ncclResult_t()> run;
+    std::function<void()> cancel;
+  };
+  [[nodiscard]] static ncclResult_t runConcurrently(std::vector<DeferredJob>& jobs);
+
+  int depth_ = 0;
+  std::vector<DeferredJob> initJobs_;
+};
+
+}  // namespace braid

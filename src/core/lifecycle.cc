@@ -1,0 +1,95 @@
+// Handle checks and the end of a communicator's life: finalize, destroy, abort.
+#include <chrono>
+
+#include "core/comm.h"
+#include "core/comm_registry.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace braid {
+
+void freeComm(ncclComm* comm) {
+  commRegistryRemove(comm);
+  comm->magic_ = 0;
+  delete comm;
+}
+
+ncclResult_t commCheckHandle(const ncclComm* comm, const char* caller) {
+  if (comm == nullptr) {
+    WARN("%s: comm is NULL", caller);
+    return ncclInvalidArgument;
+  }
+  // The registry is consulted before the pointer is dereferenced: a destroyed communicator's
+  // memory may be gone.
+  if (!commRegistryContains(comm) || comm->magic_ != ncclComm::kMagic) {
+    WARN("%s: comm %p is not a live communicator (already destroyed, or not created by this library)", caller,
+         static_cast<const void*>(comm));
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
+  NCCLCHECK(commCheckHandle(comm, caller));
+  switch (comm->state_.load()) {
+    case CommState::kReady:
+      return ncclSuccess;
+    case CommState::kInitializing:
+      WARN(
+          "%s: comm %p (rank %d) has not finished initializing; call ncclGroupEnd first, or wait until "
+          "ncclCommGetAsyncError no longer reports ncclInProgress",
+          caller, static_cast<const void*>(comm), comm->rank_);
+      return ncclInvalidUsage;
+    case CommState::kFinalized:
+      WARN("%s: comm %p (rank %d) was finalized; only ncclCommDestroy may follow ncclCommFinalize", caller,
+           static_cast<const void*>(comm), comm->rank_);
+      return ncclInvalidUsage;
+    case CommState::kFailed:
+      WARN("%s: comm %p (rank %d) failed to initialize (%s); destroy it", caller, static_cast<const void*>(comm),
+           comm->rank_, ncclGetErrorString(comm->asyncError_.load()));
+      return ncclInvalidUsage;
+  }
+  return ncclInternalError;
+}
+
+ncclResult_t commFinalize(ncclComm_t comm) {
+  NCCLCHECK(commCheckUsable(comm, "ncclCommFinalize"));
+  // Nothing is ever outstanding on the GPU yet (no collective is implemented), so finalizing only
+  // closes the communicator to new work. Once operations exist, this waits for them.
+  comm->state_ = CommState::kFinalized;
+  INFO(kLogInit, "comm %p rank %d finalized", static_cast<void*>(comm), comm->rank_);
+  return ncclSuccess;
+}
+
+namespace {
+
+// Destroy and abort free the same resources; they differ in whether outstanding work is waited
+// for (destroy) or cut short (abort). Neither ever waits for a peer: a dead peer must not hang us.
+ncclResult_t release(ncclComm_t comm, const char* caller) {
+  auto start = std::chrono::steady_clock::now();
+  int rank = comm->rank_;
+  comm->abortFlag_ = 1;
+  comm->bootstrap_.reset();
+  freeComm(comm);
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  INFO(kLogInit, "%s: comm %p rank %d released in %.2f ms", caller, static_cast<void*>(comm), rank,
+       elapsed.count() * 1e3);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t commDestroy(ncclComm_t comm) {
+  // NCCL accepts a NULL communicator here and does nothing.
+  if (comm == nullptr) return ncclSuccess;
+  NCCLCHECK(commCheckHandle(comm, "ncclCommDestroy"));
+  return release(comm, "ncclCommDestroy");
+}
+
+ncclResult_t commAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  NCCLCHECK(commCheckHandle(comm, "ncclCommAbort"));
+  return release(comm, "ncclCommAbort");
+}
+
+}  // namespace braid

@@ -1,0 +1,80 @@
+#include "core/peer_info.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// FNV-1a: stable across processes and builds, which std::hash does not promise.
+uint64_t hashString(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string firstLineOf(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+uint64_t localHostHash() {
+  const std::string& override = paramString(ParamId::kHostId);
+  if (!override.empty()) return hashString(override);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  // The boot id separates containers that share a host name but not a machine.
+  return hashString(std::string(host) + firstLineOf("/proc/sys/kernel/random/boot_id"));
+}
+
+uint64_t localPidHash() {
+  char ns[256] = {};
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  if (n < 0) ns[0] = '\0';
+  return hashString(std::to_string(getpid()) + ns);
+}
+
+int64_t busIdToInt(const char* busId) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  if (std::sscanf(busId, "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) return -1;
+  return (static_cast<int64_t>(domain) << 20) | (bus << 12) | (device << 4) | function;
+}
+
+void busIdToString(int64_t id, char* out, size_t outSize) {
+  std::snprintf(out, outSize, "%04" PRIx64 ":%02" PRIx64 ":%02" PRIx64 ".%" PRIx64, id >> 20, (id >> 12) & 0xff,
+                (id >> 4) & 0xff, id & 0xf);
+}
+
+ncclResult_t checkDistinctGpus(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); a++) {
+    for (size_t b = a + 1; b < peers.size(); b++) {
+      if (peers[a].hostHash == peers[b].hostHash && peers[a].busId == peers[b].busId) {
+        char bus[32];
+        busIdToString(peers[a].busId, bus, sizeof(bus));
+        WARN(
+            "ranks %d and %d both use the GPU with bus id %s (device %d of rank %d, device %d of rank %d); each "
+            "rank of a communicator needs its own GPU",
+            peers[a].rank, peers[b].rank, bus, peers[a].cudaDev, peers[a].rank, peers[b].cudaDev, peers[b].rank);
+        return ncclInvalidUsage;
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid

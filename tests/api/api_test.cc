@@ -1,0 +1,136 @@
+// The public API's behaviour that needs no GPU: version, error strings, argument checks that must
+// fail before any CUDA work, groups, and functions whose features have not landed yet.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <string>
+
+// Exported by the library (nccl_device.h declares it in NCCL); Braid refuses it.
+extern "C" ncclResult_t ncclDevCommCreate(ncclComm_t, const struct ncclDevCommRequirements*, struct ncclDevComm*);
+
+namespace {
+
+std::string lastError() { return ncclGetLastError(nullptr); }
+
+TEST(Api, VersionIs22809) {
+  int v = 0;
+  ASSERT_EQ(ncclSuccess, ncclGetVersion(&v));
+  EXPECT_EQ(22809, v);
+  EXPECT_EQ(ncclInvalidArgument, ncclGetVersion(nullptr));
+}
+
+TEST(Api, ErrorStringsMatchNccl) {
+  EXPECT_STREQ("no error", ncclGetErrorString(ncclSuccess));
+  EXPECT_STREQ("unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+               ncclGetErrorString(ncclUnhandledCudaError));
+  EXPECT_STREQ("unhandled system error (run with NCCL_DEBUG=INFO for details)", ncclGetErrorString(ncclSystemError));
+  EXPECT_STREQ("internal error - please report this issue to the NCCL developers",
+               ncclGetErrorString(ncclInternalError));
+  EXPECT_STREQ("invalid argument (run with NCCL_DEBUG=WARN for details)", ncclGetErrorString(ncclInvalidArgument));
+  EXPECT_STREQ("invalid usage (run with NCCL_DEBUG=WARN for details)", ncclGetErrorString(ncclInvalidUsage));
+  EXPECT_STREQ("remote process exited or there was a network error", ncclGetErrorString(ncclRemoteError));
+  EXPECT_STREQ("NCCL operation in progress", ncclGetErrorString(ncclInProgress));
+  EXPECT_STREQ("unknown result code", ncclGetErrorString(ncclNumResults));
+  EXPECT_STREQ("unknown result code", ncclGetErrorString(static_cast<ncclResult_t>(-3)));
+}
+
+TEST(Api, NullAndForeignCommunicatorsAreInvalidArguments) {
+  int value = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommCount(nullptr, &value));
+  EXPECT_NE(std::string::npos, lastError().find("ncclCommCount: comm is NULL"));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommUserRank(nullptr, &value));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommCuDevice(nullptr, &value));
+  ncclResult_t async;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommGetAsyncError(nullptr, &async));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommFinalize(nullptr));
+  char garbage[256];
+  std::memset(garbage, 0x5a, sizeof(garbage));
+  ncclComm_t fake = reinterpret_cast<ncclComm_t>(garbage);
+  EXPECT_EQ(ncclInvalidArgument, ncclCommCount(fake, &value));
+  EXPECT_NE(std::string::npos, lastError().find("not a live communicator"));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommDestroy(fake));
+  EXPECT_EQ(ncclInvalidArgument, ncclAllReduce(nullptr, nullptr, 0, ncclFloat, ncclSum, fake, nullptr));
+  // NCCL accepts destroying or aborting a NULL communicator as a no-op; so does Braid.
+  EXPECT_EQ(ncclSuccess, ncclCommDestroy(nullptr));
+  EXPECT_EQ(ncclSuccess, ncclCommAbort(nullptr));
+}
+
+TEST(Api, InitArgumentsAreCheckedBeforeAnyGpuWork) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  ncclComm_t comm;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRank(nullptr, 2, id, 0));
+  EXPECT_NE(std::string::npos, lastError().find("newcomm"));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRank(&comm, 0, id, 0));
+  EXPECT_NE(std::string::npos, lastError().find("nranks"));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRank(&comm, 4, id, 4));
+  EXPECT_NE(std::string::npos, lastError().find("rank is 4"));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRank(&comm, 4, id, -1));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankScalable(&comm, 4, 0, 0, &id, nullptr));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankScalable(&comm, 4, 0, 1, nullptr, nullptr));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitAll(nullptr, 2, nullptr));
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitAll(&comm, 0, nullptr));
+  EXPECT_EQ(ncclInvalidArgument, ncclGetUniqueId(nullptr));
+}
+
+TEST(Api, BadConfigsAreInvalidArguments) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  ncclComm_t comm;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.magic = 0x12345678;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  EXPECT_NE(std::string::npos, lastError().find("magic"));
+
+  config = NCCL_CONFIG_INITIALIZER;
+  config.size = 8;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  EXPECT_NE(std::string::npos, lastError().find("size"));
+
+  config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 2;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  EXPECT_NE(std::string::npos, lastError().find("blocking"));
+
+  config = NCCL_CONFIG_INITIALIZER;
+  config.maxCTAs = 65;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  EXPECT_NE(std::string::npos, lastError().find("maxCTAs"));
+
+  config = NCCL_CONFIG_INITIALIZER;
+  config.CTAPolicy = 7;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  EXPECT_NE(std::string::npos, lastError().find("CTAPolicy"));
+}
+
+TEST(Api, GroupEndWithoutStartIsInvalidUsage) {
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
+  EXPECT_EQ(ncclSuccess, ncclGroupStart());
+  EXPECT_EQ(ncclSuccess, ncclGroupStart());
+  EXPECT_EQ(ncclSuccess, ncclGroupEnd());
+  EXPECT_EQ(ncclSuccess, ncclGroupEnd());
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
+}
+
+TEST(Api, UniqueIdNeedsNoGpuAndIsRandom) {
+  ncclUniqueId a, b;
+  ASSERT_EQ(ncclSuccess, ncclGetUniqueId(&a));
+  ASSERT_EQ(ncclSuccess, ncclGetUniqueId(&b));
+  EXPECT_NE(0, std::memcmp(&a, &b, sizeof(a)));
+}
+
+TEST(Api, DeviceApiIsRefusedWithAWarn) {
+  EXPECT_EQ(ncclInvalidUsage, ncclDevCommCreate(nullptr, nullptr, nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("device API"));
+}
+
+TEST(Api, MissingFeaturesFailLoudly) {
+  void* p = nullptr;
+  EXPECT_EQ(ncclInvalidUsage, ncclMemAlloc(&p, 1024));
+  EXPECT_NE(std::string::npos, lastError().find("not implemented"));
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupSimulateEnd(&sim));
+}
+
+}  // namespace

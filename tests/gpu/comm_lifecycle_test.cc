@@ -1,0 +1,239 @@
+// Communicator lifecycle on real GPUs: InitAll, InitRank per process, init inside a group, the
+// scalable (several roots) init, two ranks on one GPU rejected, handle checks, and memory that
+// stays flat over many init/destroy cycles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "gpu_test_util.h"
+
+namespace {
+
+using gputest::gpuCount;
+using gputest::runInChild;
+using gputest::runRanksInProcesses;
+
+int checkQueries(ncclComm_t comm, int nranks, int rank, int dev) {
+  int count = -1, user = -1, cuDev = -1;
+  CHILD_NCCL(ncclCommCount(comm, &count));
+  CHILD_NCCL(ncclCommUserRank(comm, &user));
+  CHILD_NCCL(ncclCommCuDevice(comm, &cuDev));
+  CHILD_EXPECT(count == nranks);
+  CHILD_EXPECT(user == rank);
+  CHILD_EXPECT(cuDev == dev);
+  ncclResult_t async = ncclInternalError;
+  CHILD_NCCL(ncclCommGetAsyncError(comm, &async));
+  CHILD_EXPECT(async == ncclSuccess);
+  return 0;
+}
+
+TEST(CommLifecycle, InitAllOneToAllGpus) {
+  for (int n = 1; n <= std::min(gpuCount(), 4); n++) {
+    SCOPED_TRACE("ndev " + std::to_string(n));
+    EXPECT_EQ(0, runInChild([n] {
+                std::vector<ncclComm_t> comms(n, nullptr);
+                CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+                for (int r = 0; r < n; r++) {
+                  if (checkQueries(comms[r], n, r, r) != 0) return 1;
+                }
+                for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+                return 0;
+              }));
+  }
+}
+
+TEST(CommLifecycle, InitAllWithDevlistInReverseOrder) {
+  const int n = std::min(gpuCount(), 4);
+  EXPECT_EQ(0, runInChild([n] {
+              std::vector<int> devs(n);
+              for (int i = 0; i < n; i++) devs[i] = n - 1 - i;
+              std::vector<ncclComm_t> comms(n, nullptr);
+              CHILD_NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
+              for (int r = 0; r < n; r++) {
+                if (checkQueries(comms[r], n, r, devs[r]) != 0) return 1;
+              }
+              for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              return 0;
+            }));
+}
+
+TEST(CommLifecycle, InitRankOneProcessPerGpu) {
+  for (int n = 1; n <= std::min(gpuCount(), 4); n++) {
+    SCOPED_TRACE("nranks " + std::to_string(n));
+    EXPECT_EQ(0, runRanksInProcesses(n, [n](int rank, const ncclUniqueId& id) {
+                CHILD_CUDA(cudaSetDevice(rank));
+                ncclComm_t comm = nullptr;
+                CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
+                if (checkQueries(comm, n, rank, rank) != 0) return 1;
+                CHILD_NCCL(ncclCommFinalize(comm));
+                CHILD_NCCL(ncclCommDestroy(comm));
+                return 0;
+              }));
+  }
+}
+
+TEST(CommLifecycle, InitRankInsideGroupFromOneThread) {
+  const int n = std::min(gpuCount(), 4);
+  EXPECT_EQ(0, runInChild([n] {
+              ncclUniqueId id;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              std::vector<ncclComm_t> comms(n, nullptr);
+              CHILD_NCCL(ncclGroupStart());
+              CHILD_NCCL(ncclGroupStart());  // groups nest; only the outermost End runs the rendezvous
+              for (int r = 0; r < n; r++) {
+                CHILD_CUDA(cudaSetDevice(r));
+                CHILD_NCCL(ncclCommInitRank(&comms[r], n, id, r));
+              }
+              CHILD_NCCL(ncclGroupEnd());
+              CHILD_NCCL(ncclGroupEnd());
+              for (int r = 0; r < n; r++) {
+                if (checkQueries(comms[r], n, r, r) != 0) return 1;
+              }
+              for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              return 0;
+            }));
+}
+
+TEST(CommLifecycle, ScalableInitWithTwoRoots) {
+  const int n = std::min(gpuCount(), 4);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, runInChild([n] {
+              ncclUniqueId ids[2];
+              CHILD_NCCL(ncclGetUniqueId(&ids[0]));
+              CHILD_NCCL(ncclGetUniqueId(&ids[1]));
+              std::vector<ncclComm_t> comms(n, nullptr);
+              CHILD_NCCL(ncclGroupStart());
+              for (int r = 0; r < n; r++) {
+                CHILD_CUDA(cudaSetDevice(r));
+                CHILD_NCCL(ncclCommInitRankScalable(&comms[r], n, r, 2, ids, nullptr));
+              }
+              CHILD_NCCL(ncclGroupEnd());
+              for (int r = 0; r < n; r++) {
+                if (checkQueries(comms[r], n, r, r) != 0) return 1;
+              }
+              for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              return 0;
+            }));
+}
+
+// Two ranks on one GPU cannot work; both must be told, naming the ranks.
+TEST(CommLifecycle, TwoRanksOnOneGpuAreRejected) {
+  EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              CHILD_CUDA(cudaSetDevice(0));
+              ncclComm_t comm = nullptr;
+              ncclResult_t r = ncclCommInitRank(&comm, 2, id, rank);
+              CHILD_EXPECT(r == ncclInvalidUsage);
+              CHILD_EXPECT(comm == nullptr);
+              std::string warn = ncclGetLastError(nullptr);
+              CHILD_EXPECT(warn.find("ranks 0 and 1") != std::string::npos);
+              return 0;
+            }));
+}
+
+TEST(CommLifecycle, HandleChecks) {
+  EXPECT_EQ(0, runInChild([] {
+              CHILD_CUDA(cudaSetDevice(0));
+              ncclUniqueId id;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&comm, 1, id, 0));
+              int count = 0;
+              CHILD_EXPECT(ncclCommCount(nullptr, &count) == ncclInvalidArgument);
+              CHILD_EXPECT(ncclCommCount(comm, nullptr) == ncclInvalidArgument);
+              int fake[64] = {};
+              CHILD_EXPECT(ncclCommCount(reinterpret_cast<ncclComm_t>(fake), &count) == ncclInvalidArgument);
+              CHILD_EXPECT(std::string(ncclGetLastError(nullptr)).find("not a live communicator") != std::string::npos);
+              // Finalize closes the communicator to new work; a second finalize is a usage error.
+              CHILD_NCCL(ncclCommFinalize(comm));
+              CHILD_EXPECT(ncclCommFinalize(comm) == ncclInvalidUsage);
+              CHILD_NCCL(ncclCommDestroy(comm));
+              // A destroyed communicator is recognized, not dereferenced.
+              CHILD_EXPECT(ncclCommCount(comm, &count) == ncclInvalidArgument);
+              CHILD_EXPECT(ncclCommDestroy(comm) == ncclInvalidArgument);
+              return 0;
+            }));
+}
+
+TEST(CommLifecycle, ConfigLayoutsAndBadConfig) {
+  EXPECT_EQ(0, runInChild([] {
+              CHILD_CUDA(cudaSetDevice(0));
+              // The 48-byte layout of a program built against NCCL 2.25.
+              struct Config225 {
+                size_t size;
+                unsigned magic, version;
+                int blocking, cgaClusterSize, minCTAs, maxCTAs;
+                const char* netName;
+                int splitShare, pad;
+              } old = {sizeof(Config225), 0xcafebeef, 22501, 1, NCCL_CONFIG_UNDEF_INT, 2, 8, nullptr, 0, 0x7777};
+              static_assert(sizeof(Config225) == 48, "2.25 layout");
+              ncclUniqueId id;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRankConfig(&comm, 1, id, 0, reinterpret_cast<ncclConfig_t*>(&old)));
+              CHILD_NCCL(ncclCommDestroy(comm));
+
+              ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+              config.minCTAs = 16;
+              config.maxCTAs = 4;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              CHILD_EXPECT(ncclCommInitRankConfig(&comm, 1, id, 0, &config) == ncclInvalidArgument);
+              CHILD_EXPECT(std::string(ncclGetLastError(nullptr)).find("minCTAs") != std::string::npos);
+              return 0;
+            }));
+}
+
+// 200 init/destroy cycles of a communicator over every GPU: device and host memory stay flat.
+TEST(CommLifecycle, TwoHundredCyclesKeepMemoryFlat) {
+  const int n = std::min(gpuCount(), 4);
+  EXPECT_EQ(0, runInChild([n] {
+              std::vector<ncclComm_t> comms(n);
+              std::vector<size_t> freeBefore(n);
+              size_t rssBefore = 0;
+              for (int cycle = 0; cycle < 220; cycle++) {
+                if (cycle == 20) {  // after warm-up: allocator pools and lazy loading have settled
+                  for (int d = 0; d < n; d++) {
+                    size_t total;
+                    CHILD_CUDA(cudaSetDevice(d));
+                    CHILD_CUDA(cudaMemGetInfo(&freeBefore[d], &total));
+                  }
+                  rssBefore = gputest::residentBytes();
+                }
+                CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+                for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              }
+              for (int d = 0; d < n; d++) {
+                size_t freeAfter, total;
+                CHILD_CUDA(cudaSetDevice(d));
+                CHILD_CUDA(cudaMemGetInfo(&freeAfter, &total));
+                long long lost = static_cast<long long>(freeBefore[d]) - static_cast<long long>(freeAfter);
+                std::printf("device %d: %lld bytes of device memory lost over 200 cycles\n", d, lost);
+                CHILD_EXPECT(lost <= 2 << 20);
+              }
+              long long rssGrowth =
+                  static_cast<long long>(gputest::residentBytes()) - static_cast<long long>(rssBefore);
+              std::printf("host resident memory grew by %lld bytes over 200 cycles\n", rssGrowth);
+              CHILD_EXPECT(rssGrowth <= 4 << 20);
+              return 0;
+            }));
+}
+
+// Repeated jobs of one process per GPU, each with a fresh unique id: no state of an earlier job
+// (ports, root threads) gets in the way of the next.
+TEST(CommLifecycle, RepeatedJobsOneProcessPerGpu) {
+  const int n = std::min(gpuCount(), 4);
+  for (int cycle = 0; cycle < 5; cycle++) {
+    ASSERT_EQ(0, runRanksInProcesses(n,
+                                     [n](int rank, const ncclUniqueId& id) {
+                                       CHILD_CUDA(cudaSetDevice(rank));
+                                       ncclComm_t comm = nullptr;
+                                       CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
+                                       CHILD_NCCL(ncclCommDestroy(comm));
+                                       return 0;
+                                     }))
+        << "cycle " << cycle;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+// main() of every GPU test binary: exits with 77 (CTest's "skipped") and says why when this machine
+// has no GPU, so a CPU-only CI reports these tests as not run, never as passed.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gpu_test_util.h"
+
+namespace gputest {
+
+int runInChild(const std::function<int()>& body) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int code = body();
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int gpuCount() {
+  static int count = -1;
+  if (count >= 0) return count;
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  int code = runInChild([&] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    return write(fds[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1;
+  });
+  int n = 0;
+  if (code != 0 || read(fds[0], &n, sizeof(n)) != sizeof(n)) n = 0;
+  close(fds[0]);
+  close(fds[1]);
+  count = n;
+  return count;
+}
+
+int runRanksInProcesses(int nranks, const std::function<int(int, const ncclUniqueId&)>& body) {
+  // The id is made by a child too (its root thread then lives in rank 0's process, as in a real job).
+  std::vector<int> pipes(2 * nranks);
+  for (int r = 0; r < nranks; r++) {
+    if (pipe(&pipes[2 * r]) != 0) return nranks;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids(nranks);
+  for (int r = 0; r < nranks; r++) {
+    pids[r] = fork();
+    if (pids[r] != 0) continue;
+    ncclUniqueId id;
+    if (r == 0) {
+      if (ncclGetUniqueId(&id) != ncclSuccess) _exit(90);
+      for (int p = 1; p < nranks; p++) {
+        if (write(pipes[2 * p + 1], &id, sizeof(id)) != sizeof(id)) _exit(91);
+      }
+    } else if (read(pipes[2 * r], &id, sizeof(id)) != sizeof(id)) {
+      _exit(92);
+    }
+    int code = body(r, id);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(code);
+  }
+  for (int fd : pipes) close(fd);
+  int failed = 0;
+  for (int r = 0; r < nranks; r++) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "rank %d of %d failed (status 0x%x)\n", r, nranks, status);
+      failed++;
+    }
+  }
+  return failed;
+}
+
+size_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace gputest
+
+int main(int argc, char** argv) {
+  if (gputest::gpuCount() == 0) {
+    std::printf("SKIPPED: no CUDA GPU on this machine; this test needs at least one GPU\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,57 @@
+// Helpers for GPU tests. Every test body runs in forked child processes, so that the gtest
+// process itself never initializes CUDA (CUDA does not survive fork) and one crashing rank fails
+// its test instead of the whole binary.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+namespace gputest {
+
+// Number of GPUs, asked in a child process.
+int gpuCount();
+
+// Runs body(rank) in `nranks` child processes; rank 0's unique id (made in the child of rank 0
+// when makeId is true) is passed to all of them. Returns the number of ranks that failed (exit
+// code != 0 or killed).
+int runRanksInProcesses(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body);
+
+// Runs body() in one child process; returns its exit code (or 128+signal).
+int runInChild(const std::function<int()>& body);
+
+// Resident host memory of this process in bytes.
+size_t residentBytes();
+
+}  // namespace gputest
+
+// Checks inside a child process body: print and return a nonzero code on failure.
+#define CHILD_EXPECT(cond)                                                                \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond); \
+      return 1;                                                                           \
+    }                                                                                     \
+  } while (0)
+#define CHILD_NCCL(call)                                                                               \
+  do {                                                                                                 \
+    ncclResult_t r_ = (call);                                                                          \
+    if (r_ != ncclSuccess) {                                                                           \
+      std::fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
+                   ncclGetLastError(nullptr));                                                         \
+      return 1;                                                                                        \
+    }                                                                                                  \
+  } while (0)
+#define CHILD_CUDA(call)                                                                            \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return 1;                                                                                     \
+    }                                                                                               \
+  } while (0)

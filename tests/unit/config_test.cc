@@ -1,0 +1,170 @@
+// ncclConfig_t parsing: every layout by size/version, defaults, validation, environment overrides,
+// inheritance for split/shrink.
+#include "core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override { clearOverrides(); }
+  void TearDown() override { clearOverrides(); }
+  static void clearOverrides() {
+    for (const char* v : {"NCCL_COMM_BLOCKING", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CGA_CLUSTER_SIZE",
+                          "NCCL_COMM_SPLIT_SHARE_RESOURCES"}) {
+      unsetenv(v);
+    }
+    paramsReset();
+  }
+};
+
+TEST_F(ConfigTest, NullMeansDefaults) {
+  CommConfig c;
+  c.blocking = 7;
+  ASSERT_EQ(ncclSuccess, parseConfig(nullptr, "test", &c));
+  EXPECT_EQ(1, c.blocking);
+  EXPECT_EQ(4, c.cgaClusterSize);
+  EXPECT_EQ(1, c.minCTAs);
+  EXPECT_EQ(kMaxChannels, c.maxCTAs);
+  EXPECT_EQ(0, c.splitShare);
+  EXPECT_EQ(NCCL_CTA_POLICY_DEFAULT, c.ctaPolicy);
+  EXPECT_TRUE(c.netName.empty());
+}
+
+TEST_F(ConfigTest, CurrentLayoutFieldsAreRead) {
+  ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+  user.blocking = 0;
+  user.minCTAs = 2;
+  user.maxCTAs = 16;
+  user.netName = "Socket";
+  user.commName = "trainer";
+  user.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+  user.nChannelsPerNetPeer = 4;
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
+  EXPECT_EQ(0, c.blocking);
+  EXPECT_EQ(2, c.minCTAs);
+  EXPECT_EQ(16, c.maxCTAs);
+  EXPECT_EQ("Socket", c.netName);
+  EXPECT_EQ("trainer", c.commName);
+  EXPECT_EQ(NCCL_CTA_POLICY_EFFICIENCY, c.ctaPolicy);
+  EXPECT_EQ(4, c.nChannelsPerNetPeer);
+}
+
+// A 2.25 program passes a 48-byte struct whose last 4 bytes are padding: whatever garbage they
+// hold must not be read as trafficClass, and nothing past 48 bytes may be read at all.
+TEST_F(ConfigTest, Layout225IgnoresPaddingAndLaterFields) {
+  alignas(8) unsigned char buffer[sizeof(ncclConfig_t)];
+  std::memset(buffer, 0xab, sizeof(buffer));  // what lies beyond the caller's struct
+  ncclConfig_t full = NCCL_CONFIG_INITIALIZER;
+  full.size = 48;
+  full.version = NCCL_VERSION(2, 25, 1);
+  full.maxCTAs = 8;
+  full.trafficClass = 0x5555;  // padding in 2.25
+  std::memcpy(buffer, &full, 48);
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(reinterpret_cast<ncclConfig_t*>(buffer), "test", &c));
+  EXPECT_EQ(8, c.maxCTAs);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.trafficClass);
+  EXPECT_TRUE(c.commName.empty());
+  EXPECT_EQ(0, c.nvlinkCentricSched);
+}
+
+TEST_F(ConfigTest, Layout226ReadsTrafficClass) {
+  ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+  user.size = 48;
+  user.version = NCCL_VERSION(2, 26, 2);
+  user.trafficClass = 3;
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
+  EXPECT_EQ(3, c.trafficClass);
+}
+
+TEST_F(ConfigTest, NewerLargerLayoutIsAccepted) {
+  alignas(8) unsigned char buffer[sizeof(ncclConfig_t) + 8] = {};
+  ncclConfig_t full = NCCL_CONFIG_INITIALIZER;
+  full.size = sizeof(buffer);
+  full.version = NCCL_VERSION(2, 29, 1);
+  full.maxCTAs = 12;
+  std::memcpy(buffer, &full, sizeof(full));
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(reinterpret_cast<ncclConfig_t*>(buffer), "test", &c));
+  EXPECT_EQ(12, c.maxCTAs);
+}
+
+TEST_F(ConfigTest, BadMagicSizeAndRangesAreRejectedNamingTheField) {
+  struct Case {
+    void (*mutate)(ncclConfig_t*);
+    const char* field;
+  } cases[] = {
+      {[](ncclConfig_t* u) { u->magic = 0; }, "magic"},
+      {[](ncclConfig_t* u) { u->size = 4; }, "size"},
+      {[](ncclConfig_t* u) { u->blocking = -1; }, "blocking"},
+      {[](ncclConfig_t* u) { u->cgaClusterSize = 9; }, "cgaClusterSize"},
+      {[](ncclConfig_t* u) { u->minCTAs = 0; }, "minCTAs"},
+      {[](ncclConfig_t* u) { u->maxCTAs = 100; }, "maxCTAs"},
+      {[](ncclConfig_t* u) {
+         u->minCTAs = 8;
+         u->maxCTAs = 2;
+       },
+       "minCTAs"},
+      {[](ncclConfig_t* u) { u->splitShare = 2; }, "splitShare"},
+      {[](ncclConfig_t* u) { u->CTAPolicy = 3; }, "CTAPolicy"},
+      {[](ncclConfig_t* u) { u->nChannelsPerNetPeer = 0; }, "nChannelsPerNetPeer"},
+  };
+  for (const Case& k : cases) {
+    ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+    k.mutate(&user);
+    CommConfig c;
+    EXPECT_EQ(ncclInvalidArgument, parseConfig(&user, "ncclCommInitRankConfig", &c)) << k.field;
+    EXPECT_NE(nullptr, std::strstr(logLastError(), k.field)) << logLastError();
+  }
+}
+
+TEST_F(ConfigTest, EnvironmentOverridesConfig) {
+  setenv("NCCL_COMM_BLOCKING", "0", 1);
+  setenv("NCCL_MAX_CTAS", "8", 1);
+  paramsReset();
+  ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+  user.blocking = 1;
+  user.maxCTAs = 32;
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
+  EXPECT_EQ(0, c.blocking);
+  EXPECT_EQ(8, c.maxCTAs);
+}
+
+TEST_F(ConfigTest, ContradictoryEnvironmentIsRejected) {
+  setenv("NCCL_MIN_CTAS", "32", 1);
+  setenv("NCCL_MAX_CTAS", "4", 1);
+  paramsReset();
+  CommConfig c;
+  EXPECT_EQ(ncclInvalidArgument, parseConfig(nullptr, "test", &c));
+}
+
+TEST_F(ConfigTest, InheritedConfigKeepsParentValuesForUndefinedFields) {
+  CommConfig parent;
+  parent.blocking = 0;
+  parent.maxCTAs = 8;
+  parent.commName = "parent";
+  ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+  user.maxCTAs = 4;
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfigInherited(&user, parent, "ncclCommSplit", &c));
+  EXPECT_EQ(0, c.blocking);
+  EXPECT_EQ(4, c.maxCTAs);
+  EXPECT_EQ("parent", c.commName);
+  ASSERT_EQ(ncclSuccess, parseConfigInherited(nullptr, parent, "ncclCommSplit", &c));
+  EXPECT_EQ(8, c.maxCTAs);
+}
+
+}  // namespace
+}  // namespace braid
