@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test.sh -- Braid's test command: the one the README names and the last step of CI (.ci/run).
+# It is exactly
+#
+#   cmake --preset ci && cmake --build --preset ci && ctest --preset ci
+#
+# configure (Ninja, warnings as errors, build folder build-ci/), build everything, run every test,
+# with the time of each step. Tests that need a GPU report "Not Run (Skipped)" where there is none.
+# Arguments go to ctest, e.g. `scripts/test.sh -L cpu` or `scripts/test.sh -R abi`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [[ -x /usr/local/cuda/bin/nvcc && :$PATH: != *:/usr/local/cuda/bin:* ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+build_dir=build-ci # binaryDir of the ci preset (CMakePresets.json)
+
+t0=$SECONDS
+cmake --preset ci
+t1=$SECONDS
+
+# "clean" when nothing has been compiled in the build folder yet, as on a fresh checkout.
+kind=incremental
+if [[ -z $(find "$build_dir" -name '*.o' -print -quit 2>/dev/null) ]]; then kind=clean; fi
+cmake --build --preset ci
+t2=$SECONDS
+echo "$kind build time: $((t2 - t1)) s with $(nproc) cores"
+
+rc=0
+ctest --preset ci "$@" || rc=$?
+t3=$SECONDS
+echo "test.sh: configure $((t1 - t0)) s, $kind build $((t2 - t1)) s, tests $((t3 - t2)) s; ctest exit code $rc"
+exit $rc
