@@ -29,4 +29,7 @@ rc=0
 ctest --preset ci "$@" || rc=$?
 t3=$SECONDS
 echo "test.sh: configure $((t1 - t0)) s, $kind build $((t2 - t1)) s, tests $((t3 - t2)) s; ctest exit code $rc"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "test.sh: no GPU on this machine: tests labelled gpu were skipped (they print 'SKIPPED: no CUDA GPU')"
+fi
 exit $rc

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -78,27 +79,23 @@ ncclResult_t checkRange(const char* caller, const char* field, int value, int lo
 }
 
 ncclResult_t validate(const CommConfig& c, const char* caller) {
-  if (ncclResult_t r = checkRange(caller, "blocking", c.blocking, 0, 1); r != ncclSuccess) return r;
-  if (ncclResult_t r = checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8); r != ncclSuccess) return r;
-  if (ncclResult_t r = checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
-  if (ncclResult_t r = checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
+  NCCLCHECK(checkRange(caller, "blocking", c.blocking, 0, 1));
+  NCCLCHECK(checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8));
+  NCCLCHECK(checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxChannels));
+  NCCLCHECK(checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxChannels));
   if (c.minCTAs > c.maxCTAs) {
     WARN("%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", caller, c.minCTAs, c.maxCTAs);
     return ncclInvalidArgument;
   }
-  if (ncclResult_t r = checkRange(caller, "splitShare", c.splitShare, 0, 1); r != ncclSuccess) return r;
-  if (ncclResult_t r = checkRange(caller, "collnetEnable", c.collnetEnable, 0, 1); r != ncclSuccess) return r;
-  if (ncclResult_t r = checkRange(caller, "CTAPolicy", c.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO);
-      r != ncclSuccess)
-    return r;
-  if (ncclResult_t r = checkRange(caller, "shrinkShare", c.shrinkShare, 0, 1); r != ncclSuccess) return r;
+  NCCLCHECK(checkRange(caller, "splitShare", c.splitShare, 0, 1));
+  NCCLCHECK(checkRange(caller, "collnetEnable", c.collnetEnable, 0, 1));
+  NCCLCHECK(checkRange(caller, "CTAPolicy", c.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO));
+  NCCLCHECK(checkRange(caller, "shrinkShare", c.shrinkShare, 0, 1));
   if (!isUndef(c.nvlsCTAs)) {
-    if (ncclResult_t r = checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxChannels); r != ncclSuccess) return r;
+    NCCLCHECK(checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxChannels));
   }
   if (!isUndef(c.nChannelsPerNetPeer)) {
-    if (ncclResult_t r = checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxChannels);
-        r != ncclSuccess)
-      return r;
+    NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxChannels));
   }
   return checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1);
 }
@@ -126,10 +123,10 @@ void mergeDefined(const ncclConfig_t& raw, CommConfig* c) {
 
 ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig* c) {
   ncclConfig_t raw;
-  if (ncclResult_t r = readUserConfig(user, caller, &raw); r != ncclSuccess) return r;
+  NCCLCHECK(readUserConfig(user, caller, &raw));
   mergeDefined(raw, c);
   // A user value outside the range is the caller's mistake: report it before any override.
-  if (ncclResult_t r = validate(*c, caller); r != ncclSuccess) return r;
+  NCCLCHECK(validate(*c, caller));
   applyOverride(ParamId::kCommBlocking, &c->blocking);
   applyOverride(ParamId::kCgaClusterSize, &c->cgaClusterSize);
   applyOverride(ParamId::kMinCtas, &c->minCTAs);
@@ -143,7 +140,7 @@ ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig*
 
 ncclResult_t parseConfig(const ncclConfig_t* user, const char* caller, CommConfig* out) {
   CommConfig c;
-  if (ncclResult_t r = parseOnto(user, caller, &c); r != ncclSuccess) return r;
+  NCCLCHECK(parseOnto(user, caller, &c));
   *out = c;
   return ncclSuccess;
 }
@@ -151,7 +148,7 @@ ncclResult_t parseConfig(const ncclConfig_t* user, const char* caller, CommConfi
 ncclResult_t parseConfigInherited(const ncclConfig_t* user, const CommConfig& parent, const char* caller,
                                   CommConfig* out) {
   CommConfig c = parent;
-  if (ncclResult_t r = parseOnto(user, caller, &c); r != ncclSuccess) return r;
+  NCCLCHECK(parseOnto(user, caller, &c));
   *out = c;
   return ncclSuccess;
 }

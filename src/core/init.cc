@@ -33,16 +33,6 @@ void initLoggingOnce() {
   logVersionBannerOnce();
 }
 
-uint64_t hashBytes(const void* data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 ncclResult_t checkInitArgs(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds, int rank,
                            const char* caller) {
   if (newcomm == nullptr) {

@@ -14,15 +14,7 @@
 namespace braid {
 namespace {
 
-// FNV-1a: stable across processes and builds, which std::hash does not promise.
-uint64_t hashString(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t hashString(const std::string& s) { return hashBytes(s.data(), s.size()); }
 
 std::string firstLineOf(const char* path) {
   std::ifstream in(path);
@@ -32,6 +24,16 @@ std::string firstLineOf(const char* path) {
 }
 
 }  // namespace
+
+uint64_t hashBytes(const void* data, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 uint64_t localHostHash() {
   const std::string& override = paramString(ParamId::kHostId);

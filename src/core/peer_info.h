@@ -20,6 +20,9 @@ struct PeerInfo {
 };
 static_assert(sizeof(PeerInfo) == 40, "PeerInfo crosses process boundaries: keep it packed and fixed");
 
+// FNV-1a: stable across processes and builds, which std::hash does not promise.
+uint64_t hashBytes(const void* data, size_t size);
+
 // Identity of this host: hostname and boot id, or NCCL_HOSTID when set.
 uint64_t localHostHash();
 // Identity of this process: pid and pid namespace.
