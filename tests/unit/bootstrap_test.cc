@@ -18,13 +18,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/unique_id.h"
+#include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/socket.h"
@@ -246,13 +246,9 @@ int exerciseBootstrap(const std::vector<ncclUniqueId>& ids, uint32_t seed, int r
 class BootstrapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"NCCL_SOCKET_IFNAME", "NCCL_BOOTSTRAP_TIMEOUT", "NCCL_COMM_ID", "NCCL_SOCKET_FAMILY",
-                             "NCCL_SOCKET_RETRY_SLEEP_MSEC", "NCCL_SOCKET_RETRY_CNT", "NCCL_DEBUG", "NCCL_DEBUG_FILE",
-                             "NCCL_DEBUG_SUBSYS"}) {
-      const char* value = getenv(name);
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
-      unsetenv(name);
-    }
+    env_.clear({"NCCL_SOCKET_IFNAME", "NCCL_BOOTSTRAP_TIMEOUT", "NCCL_COMM_ID", "NCCL_SOCKET_FAMILY",
+                "NCCL_SOCKET_RETRY_SLEEP_MSEC", "NCCL_SOCKET_RETRY_CNT", "NCCL_DEBUG", "NCCL_DEBUG_FILE",
+                "NCCL_DEBUG_SUBSYS"});
     setenv("NCCL_SOCKET_IFNAME", "lo", 1);
     setenv("NCCL_BOOTSTRAP_TIMEOUT", "20", 1);
     char dir[] = "/tmp/braid_bootstrap_test_XXXXXX";
@@ -264,13 +260,7 @@ class BootstrapTest : public ::testing::Test {
     seed_ = std::random_device()();
   }
   void TearDown() override {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
+    env_.restore();
     logReset();
     std::error_code ignored;
     std::filesystem::remove_all(gLogDir, ignored);
@@ -301,7 +291,7 @@ class BootstrapTest : public ::testing::Test {
     lastMaxCreateMs_ = maxMs;
   }
 
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  testing::ScopedEnv env_;
   uint32_t seed_ = 0;
   double lastMaxCreateMs_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -15,15 +16,16 @@ namespace {
 
 class ConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override { clearOverrides(); }
-  void TearDown() override { clearOverrides(); }
-  static void clearOverrides() {
-    for (const char* v : {"NCCL_COMM_BLOCKING", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CGA_CLUSTER_SIZE",
-                          "NCCL_COMM_SPLIT_SHARE_RESOURCES"}) {
-      unsetenv(v);
-    }
+  void SetUp() override {
+    env_.clear({"NCCL_COMM_BLOCKING", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CGA_CLUSTER_SIZE",
+                "NCCL_COMM_SPLIT_SHARE_RESOURCES"});
     paramsReset();
   }
+  void TearDown() override {
+    env_.restore();
+    paramsReset();
+  }
+  testing::ScopedEnv env_;
 };
 
 TEST_F(ConfigTest, NullMeansDefaults) {

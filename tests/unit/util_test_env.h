@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/params_internal.h"
@@ -28,11 +29,7 @@ class UtilEnvTest : public ::testing::Test {
     std::vector<std::string> names = {"NCCL_CONF_FILE", "HOME"};
     for (int i = 0; i < static_cast<int>(ParamId::kCount); ++i)
       names.push_back(paramInfo(static_cast<ParamId>(i)).name);
-    for (const std::string& name : names) {
-      const char* value = getenv(name.c_str());
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
-      unsetenv(name.c_str());
-    }
+    env_.clear(names);
     char pattern[] = "/tmp/braid_util_test_XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
@@ -44,13 +41,7 @@ class UtilEnvTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
+    env_.restore();
     paramsSetSystemConfigPath("/etc/nccl.conf");
     logSetDeviceQuery(nullptr);
     logReset();  // also closes a debug file inside dir_ before it is removed
@@ -96,7 +87,7 @@ class UtilEnvTest : public ::testing::Test {
   }
 
  private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  ScopedEnv env_;
   std::string dir_;
 };
 
