@@ -1,7 +1,7 @@
 // The communicator. ncclComm_t is a pointer to this struct; applications never see inside it.
 //
-// A communicator owns one object per subsystem (bootstrap today; transports, plans and the rest as
-// they arrive) rather than one flat struct of fields. Its lifecycle:
+// A communicator owns one object per subsystem (bootstrap, data path) rather than one flat struct of
+// fields. Its lifecycle:
 //   kInitializing -> kReady -> kFinalized -> (destroyed)
 //              \-> kFailed (init failed; only Destroy/Abort/queries are allowed)
 #pragma once
@@ -15,6 +15,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
+#include "core/data_path.h"
 #include "core/peer_info.h"
 
 namespace braid {
@@ -35,6 +36,8 @@ struct ncclComm {
 
   std::unique_ptr<braid::Bootstrap> bootstrap_;
   std::vector<braid::PeerInfo> peers_;
+  // Queued operations, connections and device state; created by launch/ at the first operation.
+  std::unique_ptr<braid::DataPathBase> dataPath_;
 
   // Polled by every wait of this communicator (bootstrap, later kernels and proxies).
   std::atomic<int> abortFlag_{0};

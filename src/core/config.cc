@@ -81,8 +81,8 @@ ncclResult_t checkRange(const char* caller, const char* field, int value, int lo
 ncclResult_t validate(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "blocking", c.blocking, 0, 1));
   NCCLCHECK(checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8));
-  NCCLCHECK(checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxChannels));
-  NCCLCHECK(checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxChannels));
+  NCCLCHECK(checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxConfigCtas));
+  NCCLCHECK(checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxConfigCtas));
   if (c.minCTAs > c.maxCTAs) {
     WARN("%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", caller, c.minCTAs, c.maxCTAs);
     return ncclInvalidArgument;
@@ -92,10 +92,10 @@ ncclResult_t validate(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "CTAPolicy", c.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO));
   NCCLCHECK(checkRange(caller, "shrinkShare", c.shrinkShare, 0, 1));
   if (!isUndef(c.nvlsCTAs)) {
-    NCCLCHECK(checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxChannels));
+    NCCLCHECK(checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxConfigCtas));
   }
   if (!isUndef(c.nChannelsPerNetPeer)) {
-    NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxChannels));
+    NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxConfigCtas));
   }
   return checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1);
 }

@@ -26,7 +26,7 @@ struct CommConfig {
   int nvlinkCentricSched = 0;
 };
 
-constexpr int kMaxChannels = 64;
+constexpr int kMaxConfigCtas = 64;
 constexpr unsigned kConfigMagic = 0xcafebeef;
 
 // Reads `user` (NULL means all defaults) into `out`. Fails with ncclInvalidArgument and a WARN

@@ -1,8 +1,10 @@
 #include "core/group.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
+#include "core/comm.h"
 #include "util/log.h"
 
 namespace braid {
@@ -21,7 +23,39 @@ ncclResult_t GroupContext::end() {
 
   std::vector<DeferredJob> jobs;
   jobs.swap(initJobs_);
-  return runConcurrently(jobs);
+  ncclResult_t initResult = runConcurrently(jobs);
+  ncclResult_t launchResult = launchPending();
+  return initResult != ncclSuccess ? initResult : launchResult;
+}
+
+void GroupContext::addPendingLaunch(ncclComm* comm) {
+  if (std::find(pendingLaunches_.begin(), pendingLaunches_.end(), comm) == pendingLaunches_.end()) {
+    pendingLaunches_.push_back(comm);
+  }
+}
+
+// Connections are made first, for every communicator of the group at once: the ranks of one
+// communicator may all be driven by this thread, and each connect waits for its peers. Launches
+// follow in the order the communicators were first used.
+ncclResult_t GroupContext::launchPending() {
+  std::vector<ncclComm*> comms;
+  comms.swap(pendingLaunches_);
+  if (comms.empty()) return ncclSuccess;
+
+  std::vector<DeferredJob> connects;
+  for (ncclComm* comm : comms) {
+    if (!comm->dataPath_->needsConnect()) continue;
+    connects.push_back(DeferredJob{[comm] { return comm->dataPath_->connect(); }, [comm] { comm->abortFlag_ = 1; }});
+  }
+  ncclResult_t result = runConcurrently(connects);
+  for (ncclComm* comm : comms) {
+    if (result == ncclSuccess) {
+      result = comm->dataPath_->launchPending();
+    } else {
+      comm->dataPath_->dropPending();
+    }
+  }
+  return result;
 }
 
 ncclResult_t GroupContext::runConcurrently(std::vector<DeferredJob>& jobs) {

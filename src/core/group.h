@@ -7,6 +7,8 @@
 #include <functional>
 #include <vector>
 
+struct ncclComm;
+
 namespace braid {
 
 class GroupContext {
@@ -26,15 +28,21 @@ class GroupContext {
     initJobs_.push_back(DeferredJob{std::move(job), std::move(cancel)});
   }
 
+  // A communicator whose data path queued operations in this group; the outermost End connects it
+  // if needed (concurrently with the other communicators of the group) and launches its queue.
+  void addPendingLaunch(ncclComm* comm);
+
  private:
   struct DeferredJob {
     std::function<ncclResult_t()> run;
     std::function<void()> cancel;
   };
   [[nodiscard]] static ncclResult_t runConcurrently(std::vector<DeferredJob>& jobs);
+  [[nodiscard]] ncclResult_t launchPending();
 
   int depth_ = 0;
   std::vector<DeferredJob> initJobs_;
+  std::vector<ncclComm*> pendingLaunches_;
 };
 
 }  // namespace braid

@@ -11,9 +11,9 @@
 
 #include "core/comm.h"
 #include "core/comm_registry.h"
-#include "core/cuda_check.h"
-#include "core/cuda_driver.h"
 #include "core/group.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_driver.h"
 #include "util/check.h"
 #include "util/log.h"
 

@@ -54,8 +54,8 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
 
 ncclResult_t commFinalize(ncclComm_t comm) {
   NCCLCHECK(commCheckUsable(comm, "ncclCommFinalize"));
-  // Nothing is ever outstanding on the GPU yet (no collective is implemented), so finalizing only
-  // closes the communicator to new work. Once operations exist, this waits for them.
+  // Finalizing closes the communicator to new work and waits for what was launched.
+  if (comm->dataPath_) NCCLCHECK(comm->dataPath_->waitIdle());
   comm->state_ = CommState::kFinalized;
   INFO(kLogInit, "comm %p rank %d finalized", static_cast<void*>(comm), comm->rank_);
   return ncclSuccess;
@@ -65,16 +65,23 @@ namespace {
 
 // Destroy and abort free the same resources; they differ in whether outstanding work is waited
 // for (destroy) or cut short (abort). Neither ever waits for a peer: a dead peer must not hang us.
-ncclResult_t release(ncclComm_t comm, const char* caller) {
+ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   auto start = std::chrono::steady_clock::now();
   int rank = comm->rank_;
+  ncclResult_t result = ncclSuccess;
+  if (comm->dataPath_) {
+    // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did.
+    if (!abort && comm->state_.load() == CommState::kReady) result = comm->dataPath_->waitIdle();
+    if (abort || result != ncclSuccess) comm->dataPath_->signalAbort();
+  }
   comm->abortFlag_ = 1;
+  comm->dataPath_.reset();
   comm->bootstrap_.reset();
   freeComm(comm);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   INFO(kLogInit, "%s: comm %p rank %d released in %.2f ms", caller, static_cast<void*>(comm), rank,
        elapsed.count() * 1e3);
-  return ncclSuccess;
+  return result;
 }
 
 }  // namespace
@@ -83,13 +90,13 @@ ncclResult_t commDestroy(ncclComm_t comm) {
   // NCCL accepts a NULL communicator here and does nothing.
   if (comm == nullptr) return ncclSuccess;
   NCCLCHECK(commCheckHandle(comm, "ncclCommDestroy"));
-  return release(comm, "ncclCommDestroy");
+  return release(comm, false, "ncclCommDestroy");
 }
 
 ncclResult_t commAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   NCCLCHECK(commCheckHandle(comm, "ncclCommAbort"));
-  return release(comm, "ncclCommAbort");
+  return release(comm, true, "ncclCommAbort");
 }
 
 }  // namespace braid

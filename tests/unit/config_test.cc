@@ -35,7 +35,7 @@ TEST_F(ConfigTest, NullMeansDefaults) {
   EXPECT_EQ(1, c.blocking);
   EXPECT_EQ(4, c.cgaClusterSize);
   EXPECT_EQ(1, c.minCTAs);
-  EXPECT_EQ(kMaxChannels, c.maxCTAs);
+  EXPECT_EQ(kMaxConfigCtas, c.maxCTAs);
   EXPECT_EQ(0, c.splitShare);
   EXPECT_EQ(NCCL_CTA_POLICY_DEFAULT, c.ctaPolicy);
   EXPECT_TRUE(c.netName.empty());

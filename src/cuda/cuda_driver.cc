@@ -1,4 +1,4 @@
-#include "core/cuda_driver.h"
+#include "cuda/cuda_driver.h"
 
 #include <cuda_runtime.h>
 
@@ -33,7 +33,14 @@ bool resolve(const char* name, Fn* slot) {
 
 void load() {
   bool ok = resolve("cuGetErrorString", &gDriver.cuGetErrorString) && resolve("cuDeviceGet", &gDriver.cuDeviceGet) &&
-            resolve("cuDeviceGetAttribute", &gDriver.cuDeviceGetAttribute);
+            resolve("cuDeviceGetAttribute", &gDriver.cuDeviceGetAttribute) &&
+            resolve("cuMemGetAllocationGranularity", &gDriver.cuMemGetAllocationGranularity) &&
+            resolve("cuMemCreate", &gDriver.cuMemCreate) && resolve("cuMemRelease", &gDriver.cuMemRelease) &&
+            resolve("cuMemAddressReserve", &gDriver.cuMemAddressReserve) &&
+            resolve("cuMemAddressFree", &gDriver.cuMemAddressFree) && resolve("cuMemMap", &gDriver.cuMemMap) &&
+            resolve("cuMemUnmap", &gDriver.cuMemUnmap) && resolve("cuMemSetAccess", &gDriver.cuMemSetAccess) &&
+            resolve("cuMemExportToShareableHandle", &gDriver.cuMemExportToShareableHandle) &&
+            resolve("cuMemImportFromShareableHandle", &gDriver.cuMemImportFromShareableHandle);
   gLoadResult = ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 
