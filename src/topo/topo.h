@@ -1,0 +1,108 @@
+// What the machine is, for the GPUs of one communicator: the link between every pair of ranks, the
+// transport each pair uses, and the rings (one per channel) that collectives run on.
+//
+// Flow at init (the launch/core code drives it):
+//   1. every rank calls detectLinks for its own row (NVML, loaded with dlopen; never linked);
+//   2. the rows are allgathered into one nranks*nranks vector;
+//   3. every rank calls buildTopology on the same vector and gets the same Topology (pure and
+//      deterministic: no environment, no clock, no NVML inside);
+//   4. logConnections / dumpTopology report it (NCCL_DEBUG=INFO, NCCL_TOPO_DUMP_FILE).
+// Nothing here calls CUDA; topo links braid_util only.
+#pragma once
+
+#include <nccl.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/dev_types.h"
+
+namespace braid::topo {
+
+// One rank as the topology sees it (a subset of core's PeerInfo).
+struct RankDesc {
+  int rank;
+  int cudaDev;
+  int64_t busId;  // PCI domain:bus:dev.fn packed as in core/peer_info.h busIdToInt
+  uint64_t hostHash;
+  uint64_t pidHash;
+};
+
+// How far apart two GPUs are, nearest first (NCCL's path names; C2C, P2C and PXN have no value of
+// their own here, see parsePathType).
+enum class PathType : int { kLoc = 0, kNvl = 1, kNvb = 2, kPix = 3, kPxb = 4, kPhb = 5, kSys = 6, kNet = 7 };
+
+struct Link {
+  PathType path;
+  int nvlinks;  // NVLink lanes usable between the pair (direct or through NVSwitch); 0 without NVLink
+  bool p2pOk;   // NVML reports P2P read and write OK for the pair
+};
+
+enum class TransportKind : int { kNone = 0, kP2p = 1, kShm = 2 };
+
+struct TopoParams {
+  bool p2pDisable;
+  PathType p2pLevel;  // P2P is allowed for paths <= this
+  bool shmDisable;
+  int minChannels;  // 1 <= minChannels <= maxChannels <= kMaxChannels
+  int maxChannels;
+};
+
+// Reads NCCL_P2P_DISABLE, NCCL_P2P_LEVEL (names, case-insensitive, or NCCL's legacy integers 0-5; a
+// bad value gets a WARN and the default PXB), NCCL_SHM_DISABLE, and the channel bounds: the config's
+// minCTAs/maxCTAs (values < 1 mean "not given"), overridden by NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS
+// when those are >= 1. Bounds are clamped to [1, kMaxChannels]; if min > max, max wins.
+TopoParams topoParamsFromEnv(int configMinCtas, int configMaxCtas);
+
+// Parses an NCCL_P2P_LEVEL value: LOC NVL NVB C2C PIX PXB P2C PXN PHB SYS (C2C maps to NVB, P2C and
+// PXN to PXB: each allows exactly the paths this enum can express below it), or a legacy integer
+// 0-5 (LOC PIX PXB PHB SYS SYS). Returns false for anything else.
+bool parsePathType(const std::string& text, PathType* out);
+const char* pathTypeName(PathType path);        // "NVL", "PXB", ...
+const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
+
+// The row of links from ranks[self] to every rank, detected locally through NVML. Ranks with another
+// hostHash are kNet; ranks[self] itself is kLoc. Without NVML (or when it fails): one INFO line and
+// PHB with p2pOk=false for every same-host pair, so that SHM is used. Fails only on bad arguments.
+[[nodiscard]] ncclResult_t detectLinks(const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row);
+
+// Defaults of the ring channel count (the lead tunes kDefaultMaxNvlChannels on the GPU machine).
+constexpr int kDefaultMaxNvlChannels = 16;  // NVLink rings: 2 x nvlinks, capped here by default
+constexpr int kDefaultPcieChannels = 2;     // P2P over PCIe and SHM rings
+
+struct Topology {
+  int nranks = 0;
+  std::vector<Link> links;                        // nranks*nranks, [from * nranks + to], as gathered
+  std::vector<TransportKind> transport;           // nranks*nranks, symmetric; kNone on the diagonal
+  int nChannels = 0;                              // rings built (each becomes one CTA of a collective)
+  std::vector<std::vector<int>> rings;            // nChannels rings, each a permutation of 0..nranks-1
+  bool ll128Ok = false;                           // every hop of every ring is P2P over NVLink (false for 1 rank)
+  double bwPerChannelGBps = 0;                    // model bandwidth of one channel
+  std::array<double, kNumProtos> hopLatencyUs{};  // model latency of one ring hop, by ProtoId
+};
+
+// Pure and deterministic: the same inputs on every rank give the same Topology. A pair's transport
+// is decided on the worse of its two directions (path, nvlinks, p2pOk), so both ends agree: P2P if
+// p2pOk && !p2pDisable && path <= p2pLevel, else SHM (same host and !shmDisable), else kNone.
+// ncclSystemError + WARN naming the pair when some pair (i != j) has kNone; ncclInvalidArgument for
+// malformed input (nranks < 1, links of the wrong size).
+[[nodiscard]] ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const TopoParams& params,
+                                         Topology* out);
+
+// Writes the topology to `path` as text (format below); ncclSystemError + WARN if it cannot.
+//   # braid topology v1
+//   nranks <n>
+//   rank <r> dev <cudaDev> busid <dddd:bb:dd.f> host <hex> pid <hex>          (one per rank)
+//   link <from> <to> path <NAME> nvlinks <k> p2p <0|1> transport <P2P|SHM|none>  (one per pair i != j)
+//   channels <n> ll128 <0|1> bw_per_channel_gbps <x> hop_latency_us <ll> <ll128> <simple>
+//   ring <c> <r0> <r1> ...                                                    (one per channel)
+[[nodiscard]] ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& ranks,
+                                        const Topology& topo);
+
+// INFO (INIT|P2P|SHM) lines for `rank`: one per channel, like
+//   "Channel 03/16 : 1[2] -> 2[3] via P2P/NVLink(18)", and a summary line.
+void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology& topo);
+
+}  // namespace braid::topo

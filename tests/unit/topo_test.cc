@@ -1,0 +1,592 @@
+// Topology: parameters, transports, rings and channel counts from recorded link matrices, the dump
+// file and log lines, and NVML detection against recorded machines (a fake NVML table) and without
+// NVML at all.
+#include "topo/topo.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "topo/nvml_api.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "util_test_env.h"
+
+namespace braid::topo {
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// n ranks, every pair the same link; the diagonal is LOC.
+std::vector<Link> uniformLinks(int n, PathType path, int nvlinks, bool p2pOk) {
+  std::vector<Link> links(n * n, Link{path, nvlinks, p2pOk});
+  for (int i = 0; i < n; ++i) links[i * n + i] = Link{PathType::kLoc, 0, true};
+  return links;
+}
+
+void setPair(std::vector<Link>* links, int n, int i, int j, Link link) {
+  (*links)[i * n + j] = link;
+  (*links)[j * n + i] = link;
+}
+
+TopoParams defaultParams() { return TopoParams{false, PathType::kPxb, false, 1, kMaxChannels}; }
+
+bool isPermutation(std::vector<int> ring, int n) {
+  if (static_cast<int>(ring.size()) != n) return false;
+  std::sort(ring.begin(), ring.end());
+  for (int i = 0; i < n; ++i) {
+    if (ring[i] != i) return false;
+  }
+  return true;
+}
+
+// Checks the invariants every topology keeps.
+void expectWellFormed(const Topology& topo, const TopoParams& params) {
+  int n = topo.nranks;
+  ASSERT_EQ(topo.transport.size(), static_cast<size_t>(n * n));
+  ASSERT_EQ(static_cast<int>(topo.rings.size()), topo.nChannels);
+  EXPECT_GE(topo.nChannels, n == 1 ? 1 : params.minChannels);
+  EXPECT_LE(topo.nChannels, n == 1 ? 1 : params.maxChannels);
+  for (const auto& ring : topo.rings) EXPECT_TRUE(isPermutation(ring, n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(topo.transport[i * n + i], TransportKind::kNone);
+    for (int j = 0; j < n; ++j) EXPECT_EQ(topo.transport[i * n + j], topo.transport[j * n + i]);
+  }
+  EXPECT_GT(topo.bwPerChannelGBps, 0);
+}
+
+std::vector<RankDesc> sameHostRanks(int n) {
+  std::vector<RankDesc> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.push_back(RankDesc{r, r, (static_cast<int64_t>(0x07 + r * 0x10) << 12), 0x1234, 0x99 + uint64_t(r)});
+  }
+  return ranks;
+}
+
+class TopoTest : public testing::UtilEnvTest {
+ protected:
+  void setEnv(const char* name, const std::string& value) {
+    setVar(name, value);
+    paramsReset();
+  }
+};
+
+TEST_F(TopoTest, NvSwitchFourGpus) {
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
+  expectWellFormed(topo, defaultParams());
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      if (i != j) {
+        EXPECT_EQ(topo.transport[i * 4 + j], TransportKind::kP2p);
+      }
+    }
+  }
+  EXPECT_EQ(topo.nChannels, kDefaultMaxNvlChannels);  // 2 x 18 lanes, capped
+  EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 3, 2, 1}));  // odd channels run backwards
+  EXPECT_EQ(topo.rings[2], topo.rings[0]);
+  EXPECT_TRUE(topo.ll128Ok);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 18 * 20.6 / kDefaultMaxNvlChannels);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 3.4);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL], 0.6);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL128], 1.9);
+}
+
+TEST_F(TopoTest, NvSwitchEightGpusAndChannelBounds) {
+  std::vector<Link> links = uniformLinks(8, PathType::kNvl, 18, true);
+  Topology topo;
+  TopoParams params = defaultParams();
+  ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
+  expectWellFormed(topo, params);
+  EXPECT_EQ(topo.nChannels, 16);
+  EXPECT_TRUE(topo.ll128Ok);
+  params.minChannels = 32;
+  ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 32);
+  expectWellFormed(topo, params);
+  params.minChannels = 1;
+  params.maxChannels = 4;
+  ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 4);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 18 * 20.6 / 4);
+  // Few lanes: two channels per lane.
+  ASSERT_EQ(buildTopology(8, uniformLinks(8, PathType::kNvl, 2, true), defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 4);
+}
+
+TEST_F(TopoTest, TwoGpusPcie) {
+  Topology topo;
+  ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kPxb, 0, true), defaultParams(), &topo), ncclSuccess);
+  expectWellFormed(topo, defaultParams());
+  EXPECT_EQ(topo.transport[1], TransportKind::kP2p);
+  EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
+  EXPECT_FALSE(topo.ll128Ok);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 12.0 / 2);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 5.7);
+
+  ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kSys, 0, false), defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.transport[1], TransportKind::kShm);
+  EXPECT_EQ(topo.nChannels, 2);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 10.0 / 2);
+
+  // P2P-capable but beyond the default level (PXB): SHM; with NCCL_P2P_LEVEL=SYS: P2P.
+  std::vector<Link> sys = uniformLinks(2, PathType::kSys, 0, true);
+  ASSERT_EQ(buildTopology(2, sys, defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.transport[1], TransportKind::kShm);
+  TopoParams params = defaultParams();
+  params.p2pLevel = PathType::kSys;
+  ASSERT_EQ(buildTopology(2, sys, params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.transport[1], TransportKind::kP2p);
+}
+
+// Hybrid cube: 0-1, 1-3, 3-2, 2-0 are NVLink; the diagonals 0-3 and 1-2 are SYS without P2P. The
+// identity ring would cross a diagonal; the best ring avoids both.
+std::vector<Link> hybridLinks() {
+  std::vector<Link> links = uniformLinks(4, PathType::kSys, 0, false);
+  setPair(&links, 4, 0, 1, Link{PathType::kNvl, 2, true});
+  setPair(&links, 4, 1, 3, Link{PathType::kNvl, 1, true});
+  setPair(&links, 4, 3, 2, Link{PathType::kNvl, 2, true});
+  setPair(&links, 4, 2, 0, Link{PathType::kNvl, 2, true});
+  return links;
+}
+
+TEST_F(TopoTest, MixedRingAvoidsSlowPairs) {
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, hybridLinks(), defaultParams(), &topo), ncclSuccess);
+  expectWellFormed(topo, defaultParams());
+  EXPECT_EQ(topo.transport[0 * 4 + 3], TransportKind::kShm);
+  EXPECT_EQ(topo.transport[1 * 4 + 2], TransportKind::kShm);
+  EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 3, 2}));
+  EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 2, 3, 1}));
+  EXPECT_TRUE(topo.ll128Ok);
+  EXPECT_EQ(topo.nChannels, 2);  // 2 x the narrowest hop (1-3, one lane)
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 20.6 / 2);
+}
+
+TEST_F(TopoTest, MixedNvlinkIslandsOverPcie) {
+  // 0-1 and 2-3 NVLink, everything else PXB with P2P: no all-NVLink ring exists, the ring still
+  // takes both NVLink hops, and LL128 is off.
+  std::vector<Link> links = uniformLinks(4, PathType::kPxb, 0, true);
+  setPair(&links, 4, 0, 1, Link{PathType::kNvl, 4, true});
+  setPair(&links, 4, 2, 3, Link{PathType::kNvl, 4, true});
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, links, defaultParams(), &topo), ncclSuccess);
+  expectWellFormed(topo, defaultParams());
+  EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(topo.ll128Ok);
+  EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 5.7);
+}
+
+TEST_F(TopoTest, AsymmetricRowsAgreeOnTheWorseDirection) {
+  std::vector<Link> links = uniformLinks(2, PathType::kNvl, 18, true);
+  links[1 * 2 + 0].p2pOk = false;  // rank 1's NVML says no
+  Topology topo;
+  ASSERT_EQ(buildTopology(2, links, defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.transport[0 * 2 + 1], TransportKind::kShm);
+  EXPECT_EQ(topo.transport[1 * 2 + 0], TransportKind::kShm);
+  EXPECT_FALSE(topo.ll128Ok);
+}
+
+TEST_F(TopoTest, P2pDisableGivesShmEverywhere) {
+  setEnv("NCCL_P2P_DISABLE", "1");
+  TopoParams params = topoParamsFromEnv(1, 64);
+  EXPECT_TRUE(params.p2pDisable);
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true), params, &topo), ncclSuccess);
+  expectWellFormed(topo, params);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      if (i != j) {
+        EXPECT_EQ(topo.transport[i * 4 + j], TransportKind::kShm);
+      }
+    }
+  }
+  EXPECT_FALSE(topo.ll128Ok);
+  EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
+}
+
+TEST_F(TopoTest, P2pLevelNvlExcludesPcie) {
+  setEnv("NCCL_P2P_LEVEL", "NVL");
+  TopoParams params = topoParamsFromEnv(1, 64);
+  EXPECT_EQ(params.p2pLevel, PathType::kNvl);
+  std::vector<Link> links = uniformLinks(4, PathType::kPix, 0, true);
+  setPair(&links, 4, 0, 1, Link{PathType::kNvl, 4, true});
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, links, params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.transport[0 * 4 + 1], TransportKind::kP2p);
+  EXPECT_EQ(topo.transport[0 * 4 + 2], TransportKind::kShm);
+  EXPECT_EQ(topo.transport[2 * 4 + 3], TransportKind::kShm);
+}
+
+TEST_F(TopoTest, P2pLevelParsing) {
+  struct Case {
+    const char* text;
+    PathType path;
+  };
+  const Case cases[] = {
+      {"LOC", PathType::kLoc}, {"nvl", PathType::kNvl}, {"NVB", PathType::kNvb}, {"C2C", PathType::kNvb},
+      {"PIX", PathType::kPix}, {"PXB", PathType::kPxb}, {"P2C", PathType::kPxb}, {"PXN", PathType::kPxb},
+      {"Phb", PathType::kPhb}, {"SYS", PathType::kSys}, {"0", PathType::kLoc},   {"1", PathType::kPix},
+      {"2", PathType::kPxb},   {"3", PathType::kPhb},   {"4", PathType::kSys},   {"5", PathType::kSys}};
+  for (const Case& c : cases) {
+    PathType path = PathType::kNet;
+    EXPECT_TRUE(parsePathType(c.text, &path)) << c.text;
+    EXPECT_EQ(path, c.path) << c.text;
+  }
+  for (const char* bad : {"", "6", "-1", "NET", "PXQ", "2x", "12"}) {
+    PathType path = PathType::kNet;
+    EXPECT_FALSE(parsePathType(bad, &path)) << bad;
+  }
+  EXPECT_EQ(topoParamsFromEnv(1, 64).p2pLevel, PathType::kPxb);  // unset: default
+  setEnv("NCCL_P2P_LEVEL", "3");
+  EXPECT_EQ(topoParamsFromEnv(1, 64).p2pLevel, PathType::kPhb);
+  setEnv("NCCL_P2P_LEVEL", "NVLINK");
+  EXPECT_EQ(topoParamsFromEnv(1, 64).p2pLevel, PathType::kPxb);
+  EXPECT_TRUE(contains(logLastError(), "NCCL_P2P_LEVEL=NVLINK")) << logLastError();
+}
+
+TEST_F(TopoTest, ShmAndP2pDisabledIsAnErrorNamingThePair) {
+  setEnv("NCCL_P2P_DISABLE", "1");
+  setEnv("NCCL_SHM_DISABLE", "1");
+  TopoParams params = topoParamsFromEnv(1, 64);
+  EXPECT_TRUE(params.shmDisable);
+  Topology topo;
+  EXPECT_EQ(buildTopology(2, uniformLinks(2, PathType::kNvl, 18, true), params, &topo), ncclSystemError);
+  EXPECT_TRUE(contains(logLastError(), "ranks 0 and 1")) << logLastError();
+  EXPECT_TRUE(contains(logLastError(), "NCCL_P2P_DISABLE")) << logLastError();
+
+  // Only SHM disabled: the hybrid cube's diagonals have no transport; the first is named.
+  params = defaultParams();
+  params.shmDisable = true;
+  EXPECT_EQ(buildTopology(4, hybridLinks(), params, &topo), ncclSystemError);
+  EXPECT_TRUE(contains(logLastError(), "ranks 0 and 3")) << logLastError();
+  EXPECT_TRUE(contains(logLastError(), "NCCL_SHM_DISABLE")) << logLastError();
+
+  // One rank needs no transport at all.
+  ASSERT_EQ(buildTopology(1, uniformLinks(1, PathType::kLoc, 0, true), params, &topo), ncclSuccess);
+}
+
+TEST_F(TopoTest, OtherHostIsAnErrorForNow) {
+  std::vector<Link> links = uniformLinks(2, PathType::kNet, 0, false);
+  Topology topo;
+  EXPECT_EQ(buildTopology(2, links, defaultParams(), &topo), ncclSystemError);
+  EXPECT_TRUE(contains(logLastError(), "different hosts")) << logLastError();
+}
+
+TEST_F(TopoTest, ChannelBoundsFromConfigAndEnvironment) {
+  TopoParams params = topoParamsFromEnv(1, 64);  // ncclConfig_t defaults
+  EXPECT_EQ(params.minChannels, 1);
+  EXPECT_EQ(params.maxChannels, kMaxChannels);
+  params = topoParamsFromEnv(0, 0);  // undefined
+  EXPECT_EQ(params.minChannels, 1);
+  EXPECT_EQ(params.maxChannels, kMaxChannels);
+  params = topoParamsFromEnv(4, 8);
+  EXPECT_EQ(params.minChannels, 4);
+  EXPECT_EQ(params.maxChannels, 8);
+  setEnv("NCCL_MIN_NCHANNELS", "6");
+  setEnv("NCCL_MAX_NCHANNELS", "100");
+  params = topoParamsFromEnv(4, 8);
+  EXPECT_EQ(params.minChannels, 6);
+  EXPECT_EQ(params.maxChannels, kMaxChannels);
+  setEnv("NCCL_MIN_NCHANNELS", "12");
+  setEnv("NCCL_MAX_NCHANNELS", "3");
+  params = topoParamsFromEnv(1, 64);
+  EXPECT_EQ(params.minChannels, 3);  // max wins
+  EXPECT_EQ(params.maxChannels, 3);
+  setEnv("NCCL_MIN_NCHANNELS", "-1");
+  setEnv("NCCL_MAX_NCHANNELS", "0");
+  params = topoParamsFromEnv(2, 5);
+  EXPECT_EQ(params.minChannels, 2);
+  EXPECT_EQ(params.maxChannels, 5);
+  EXPECT_TRUE(contains(logLastError(), "NCCL_MAX_NCHANNELS=0")) << logLastError();
+
+  // PCIe with a high minimum: the rings alternate direction over all of them.
+  params.minChannels = 8;
+  params.maxChannels = 8;
+  Topology topo;
+  ASSERT_EQ(buildTopology(3, uniformLinks(3, PathType::kPxb, 0, true), params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 8);
+  EXPECT_EQ(topo.rings[7], (std::vector<int>{0, 2, 1}));
+}
+
+TEST_F(TopoTest, SingleRank) {
+  Topology topo;
+  ASSERT_EQ(buildTopology(1, uniformLinks(1, PathType::kLoc, 0, true), defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 1);
+  EXPECT_EQ(topo.rings, (std::vector<std::vector<int>>{{0}}));
+  EXPECT_FALSE(topo.ll128Ok);
+}
+
+TEST_F(TopoTest, MalformedInput) {
+  Topology topo;
+  EXPECT_EQ(buildTopology(3, uniformLinks(2, PathType::kNvl, 1, true), defaultParams(), &topo), ncclInvalidArgument);
+  EXPECT_EQ(buildTopology(0, {}, defaultParams(), &topo), ncclInvalidArgument);
+  EXPECT_EQ(buildTopology(1, uniformLinks(1, PathType::kLoc, 0, true), defaultParams(), nullptr), ncclInvalidArgument);
+}
+
+// Random link matrices: every topology is well formed, and building twice gives the same result.
+TEST_F(TopoTest, RandomFixturesAreDeterministicPermutations) {
+  std::mt19937 rng(1234);
+  const PathType paths[] = {PathType::kNvl, PathType::kPix, PathType::kPxb, PathType::kPhb, PathType::kSys};
+  for (int iter = 0; iter < 200; ++iter) {
+    // Mostly small; a few of NCCL's maximum local ranks (72) bound the search's cost.
+    int n = iter % 50 == 49 ? 72 : 2 + static_cast<int>(rng() % 15);
+    std::vector<Link> links = uniformLinks(n, PathType::kSys, 0, false);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        PathType path = paths[rng() % 5];
+        links[i * n + j] = Link{path, path == PathType::kNvl ? 1 + static_cast<int>(rng() % 18) : 0, rng() % 4 != 0};
+      }
+    }
+    TopoParams params = defaultParams();
+    params.minChannels = 1 + static_cast<int>(rng() % 4);
+    params.maxChannels = params.minChannels + static_cast<int>(rng() % 20);
+    Topology a;
+    Topology b;
+    ASSERT_EQ(buildTopology(n, links, params, &a), ncclSuccess);
+    ASSERT_EQ(buildTopology(n, links, params, &b), ncclSuccess);
+    expectWellFormed(a, params);
+    EXPECT_EQ(a.rings, b.rings);
+    EXPECT_EQ(a.transport, b.transport);
+    EXPECT_EQ(a.nChannels, b.nChannels);
+    EXPECT_EQ(a.ll128Ok, b.ll128Ok);
+    EXPECT_DOUBLE_EQ(a.bwPerChannelGBps, b.bwPerChannelGBps);
+  }
+}
+
+TEST_F(TopoTest, DumpFile) {
+  std::vector<RankDesc> ranks = sameHostRanks(2);
+  Topology topo;
+  ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
+  std::string path = dir() + "/topo.txt";
+  ASSERT_EQ(dumpTopology(path, ranks, topo), ncclSuccess);
+  std::vector<std::string> lines = readLines(path);
+  ASSERT_EQ(lines.size(), 2u + 2u + 2u + 1u + 16u);
+  EXPECT_EQ(lines[0], "# braid topology v1");
+  EXPECT_EQ(lines[1], "nranks 2");
+  EXPECT_EQ(lines[2], "rank 0 dev 0 busid 0000:07:00.0 host 0000000000001234 pid 0000000000000099");
+  EXPECT_EQ(lines[3], "rank 1 dev 1 busid 0000:17:00.0 host 0000000000001234 pid 000000000000009a");
+  EXPECT_EQ(lines[4], "link 0 1 path NVL nvlinks 18 p2p 1 transport P2P");
+  EXPECT_EQ(lines[5], "link 1 0 path NVL nvlinks 18 p2p 1 transport P2P");
+  EXPECT_EQ(lines[6], "channels 16 ll128 1 bw_per_channel_gbps 23.175 hop_latency_us 0.60 1.90 3.40");
+  EXPECT_EQ(lines[7], "ring 0 0 1");
+  EXPECT_EQ(lines[22], "ring 15 0 1");
+
+  EXPECT_EQ(dumpTopology(dir() + "/no/such/dir/topo.txt", ranks, topo), ncclSystemError);
+  EXPECT_TRUE(contains(logLastError(), "no/such/dir/topo.txt")) << logLastError();
+}
+
+TEST_F(TopoTest, LogConnections) {
+  std::string log = logToFile("INFO", "INIT,P2P");
+  std::vector<RankDesc> ranks = sameHostRanks(4);
+  ranks[2].cudaDev = 5;
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
+  logConnections(1, ranks, topo);
+  ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kPhb, 0, false), defaultParams(), &topo), ncclSuccess);
+  logToFile("INFO", "INIT,SHM", "log2.txt");
+  logConnections(0, sameHostRanks(2), topo);
+  logReset();
+  std::string text = readFile(log);
+  EXPECT_TRUE(contains(text, "Channel 00/16 : 1[1] -> 2[5] via P2P/NVLink(18)")) << text;
+  EXPECT_TRUE(contains(text, "Channel 01/16 : 1[1] -> 0[0] via P2P/NVLink(18)")) << text;
+  EXPECT_TRUE(contains(text, "Channel 15/16 : 1[1] -> 0[0]")) << text;
+  EXPECT_TRUE(contains(text, "rank 1: 16 coll channels, LL128 on")) << text;
+  std::string shm = readFile(dir() + "/log2.txt");
+  EXPECT_TRUE(contains(shm, "Channel 00/02 : 0[0] -> 1[1] via SHM(PHB)")) << shm;
+}
+
+// ---- NVML detection against recorded machines --------------------------------------------------
+
+struct FakeLink {
+  int type;           // kNvmlNvlinkDeviceGpu or kNvmlNvlinkDeviceSwitch
+  int64_t remoteBus;  // packed bus id of the far end
+};
+
+struct FakeGpu {
+  int64_t busId;
+  std::vector<FakeLink> links;
+};
+
+// One recorded machine; the fake NVML functions below read it.
+struct FakeMachine {
+  std::vector<FakeGpu> gpus;
+  int ancestor = kNvmlTopologyMultiple;
+  bool p2pOk = true;
+  int noP2pGpu = -1;  // a GPU that can do P2P with nobody
+};
+FakeMachine* gFake = nullptr;
+
+int fakeIndex(NvmlDevice dev) { return static_cast<int>(reinterpret_cast<uintptr_t>(dev)) - 1; }
+
+NvmlReturn fakeInit() { return kNvmlSuccess; }
+const char* fakeErrorString(NvmlReturn) { return "Not Found (fake)"; }
+NvmlReturn fakeByBusId(const char* busId, NvmlDevice* dev) {
+  int64_t id = busIdParse(busId);
+  for (size_t g = 0; g < gFake->gpus.size(); ++g) {
+    if (gFake->gpus[g].busId == id) {
+      *dev = reinterpret_cast<NvmlDevice>(static_cast<uintptr_t>(g + 1));
+      return kNvmlSuccess;
+    }
+  }
+  return 6;  // NVML_ERROR_NOT_FOUND
+}
+NvmlReturn fakeNvlinkState(NvmlDevice dev, unsigned link, int* active) {
+  if (link >= gFake->gpus[fakeIndex(dev)].links.size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *active = kNvmlFeatureEnabled;
+  return kNvmlSuccess;
+}
+NvmlReturn fakeRemotePci(NvmlDevice dev, unsigned link, NvmlPciInfo* pci) {
+  std::snprintf(pci->busId, sizeof(pci->busId), "0000%s",
+                busIdText(gFake->gpus[fakeIndex(dev)].links[link].remoteBus).c_str());
+  return kNvmlSuccess;
+}
+NvmlReturn fakeRemoteType(NvmlDevice dev, unsigned link, int* type) {
+  *type = gFake->gpus[fakeIndex(dev)].links[link].type;
+  return kNvmlSuccess;
+}
+NvmlReturn fakeP2p(NvmlDevice a, NvmlDevice b, int caps, int* status) {
+  bool ok = gFake->p2pOk && fakeIndex(a) != gFake->noP2pGpu && fakeIndex(b) != gFake->noP2pGpu;
+  *status = ok ? kNvmlP2pStatusOk : 5;  // NVML_P2P_STATUS_NOT_SUPPORTED
+  return kNvmlSuccess;
+}
+NvmlReturn fakeAncestor(NvmlDevice, NvmlDevice, int* level) {
+  *level = gFake->ancestor;
+  return kNvmlSuccess;
+}
+
+NvmlApi fakeApi(bool withRemoteType) {
+  return NvmlApi{fakeInit,        fakeErrorString, fakeByBusId,
+                 fakeNvlinkState, fakeRemotePci,   withRemoteType ? fakeRemoteType : nullptr,
+                 fakeP2p,         fakeAncestor,    nullptr};
+}
+
+class NvmlDetectTest : public TopoTest {
+ protected:
+  void SetUp() override {
+    TopoTest::SetUp();
+    gFake = &machine_;
+  }
+  void TearDown() override {
+    gFake = nullptr;
+    TopoTest::TearDown();
+  }
+  // GPUs at the bus ids of sameHostRanks(n).
+  void addGpus(int n) {
+    for (const RankDesc& r : sameHostRanks(n)) machine_.gpus.push_back(FakeGpu{r.busId, {}});
+  }
+  FakeMachine machine_;
+};
+
+TEST_F(NvmlDetectTest, NvSwitchMachine) {
+  addGpus(4);
+  for (int g = 0; g < 4; ++g) {
+    for (int l = 0; l < 18; ++l) machine_.gpus[g].links.push_back(FakeLink{kNvmlNvlinkDeviceSwitch, 0xc0000 + l});
+  }
+  std::vector<RankDesc> ranks = sameHostRanks(4);
+  for (bool withType : {true, false}) {
+    NvmlApi api = fakeApi(withType);  // without the type call, unknown bus ids are switches
+    std::vector<Link> row;
+    ASSERT_EQ(detectLinksWith(&api, ranks, 2, &row), ncclSuccess);
+    ASSERT_EQ(row.size(), 4u);
+    EXPECT_EQ(row[2].path, PathType::kLoc);
+    for (int j : {0, 1, 3}) {
+      EXPECT_EQ(row[j].path, PathType::kNvl) << j;
+      EXPECT_EQ(row[j].nvlinks, 18) << j;
+      EXPECT_TRUE(row[j].p2pOk) << j;
+    }
+  }
+}
+
+TEST_F(NvmlDetectTest, DirectNvlinkAndPcie) {
+  addGpus(3);
+  // GPU0 <-> GPU1: 4 direct lanes; GPU2 only on PCIe (PXB), and NVML denies it P2P.
+  for (int l = 0; l < 4; ++l) {
+    machine_.gpus[0].links.push_back(FakeLink{kNvmlNvlinkDeviceGpu, machine_.gpus[1].busId});
+    machine_.gpus[1].links.push_back(FakeLink{kNvmlNvlinkDeviceGpu, machine_.gpus[0].busId});
+  }
+  machine_.noP2pGpu = 2;
+  std::vector<RankDesc> ranks = sameHostRanks(3);
+  ranks.push_back(RankDesc{3, 0, 0x07000, 0x5678, 0x1});  // another host
+  for (bool withType : {true, false}) {
+    NvmlApi api = fakeApi(withType);
+    std::vector<Link> row;
+    ASSERT_EQ(detectLinksWith(&api, ranks, 0, &row), ncclSuccess);
+    EXPECT_EQ(row[1].path, PathType::kNvl);
+    EXPECT_EQ(row[1].nvlinks, 4);
+    EXPECT_TRUE(row[1].p2pOk);
+    EXPECT_EQ(row[2].path, PathType::kPxb);
+    EXPECT_EQ(row[2].nvlinks, 0);
+    EXPECT_FALSE(row[2].p2pOk);
+    EXPECT_EQ(row[3].path, PathType::kNet);
+  }
+  machine_.ancestor = kNvmlTopologySystem;
+  NvmlApi api = fakeApi(true);
+  std::vector<Link> row;
+  ASSERT_EQ(detectLinksWith(&api, ranks, 2, &row), ncclSuccess);
+  EXPECT_EQ(row[0].path, PathType::kSys);
+  EXPECT_EQ(row[1].path, PathType::kSys);
+}
+
+TEST_F(NvmlDetectTest, UnknownGpusFallBackToShm) {
+  addGpus(2);
+  std::vector<RankDesc> ranks = sameHostRanks(3);  // rank 2's GPU is not in NVML
+  NvmlApi api = fakeApi(true);
+  std::vector<Link> row;
+  ASSERT_EQ(detectLinksWith(&api, ranks, 0, &row), ncclSuccess);
+  EXPECT_EQ(row[1].path, PathType::kPxb);
+  EXPECT_TRUE(row[1].p2pOk);
+  EXPECT_EQ(row[2].path, PathType::kPhb);
+  EXPECT_FALSE(row[2].p2pOk);
+  ASSERT_EQ(detectLinksWith(&api, ranks, 2, &row), ncclSuccess);  // own GPU unknown: every pair
+  EXPECT_EQ(row[0].path, PathType::kPhb);
+  EXPECT_FALSE(row[0].p2pOk);
+  EXPECT_EQ(row[2].path, PathType::kLoc);
+}
+
+TEST_F(TopoTest, DetectWithoutNvml) {
+  std::string log = logToFile("INFO", "INIT");
+  std::vector<RankDesc> ranks = sameHostRanks(3);
+  ranks[2].hostHash = 0x4321;
+  std::vector<Link> row;
+  ASSERT_EQ(detectLinksWith(nullptr, ranks, 1, &row), ncclSuccess);
+  ASSERT_EQ(row.size(), 3u);
+  EXPECT_EQ(row[0].path, PathType::kPhb);
+  EXPECT_FALSE(row[0].p2pOk);
+  EXPECT_EQ(row[1].path, PathType::kLoc);
+  EXPECT_EQ(row[2].path, PathType::kNet);
+  logReset();
+  EXPECT_TRUE(contains(readFile(log), "NVML unavailable")) << readFile(log);
+
+  NvmlApi api;
+  EXPECT_FALSE(nvmlLoad("libbraid-no-such-nvml.so.1", &api));
+  EXPECT_EQ(detectLinksWith(nullptr, ranks, 3, &row), ncclInvalidArgument);
+  EXPECT_EQ(detectLinksWith(nullptr, ranks, 0, nullptr), ncclInvalidArgument);
+}
+
+// The real entry point, whatever this machine has: bus ids that exist nowhere fall back to SHM.
+TEST_F(TopoTest, DetectLinksOnThisMachine) {
+  std::vector<RankDesc> ranks = sameHostRanks(2);
+  for (RankDesc& r : ranks) r.busId |= int64_t{0xabcd} << 20;  // PCI domain abcd: not a real GPU
+  std::vector<Link> row;
+  ASSERT_EQ(detectLinks(ranks, 0, &row), ncclSuccess);
+  EXPECT_EQ(row[0].path, PathType::kLoc);
+  EXPECT_EQ(row[1].path, PathType::kPhb);
+  EXPECT_FALSE(row[1].p2pOk);
+  EXPECT_EQ(busIdText(ranks[1].busId), "abcd:17:00.0");
+  EXPECT_EQ(busIdParse("00000000:07:00.0"), 0x07000);
+  EXPECT_EQ(busIdParse("bogus"), -1);
+}
+
+}  // namespace
+}  // namespace braid::topo
