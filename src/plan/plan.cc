@@ -1,0 +1,176 @@
+// The per-operation decision: Ring with the protocol of least estimated time, then channels,
+// threads and chunk size for that protocol (see plan.h and tuning_constants.h).
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "plan/tuning_constants.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace braid::plan {
+
+namespace {
+
+// Ring steps one rank block takes: reduce-scatter then all-gather for AllReduce, one pass for
+// AllGather / ReduceScatter, and nranks for the pipelined chain of Broadcast / Reduce (NCCL's count).
+int ringSteps(CollId coll, int nranks) {
+  switch (coll) {
+    case CollId::kAllReduce:
+      return 2 * (nranks - 1);
+    case CollId::kAllGather:
+    case CollId::kReduceScatter:
+      return nranks - 1;
+    default:
+      return nranks;
+  }
+}
+
+double ringBusBwGBps(const CommModel& model, ProtoId proto, int nChannels) {
+  double bw = nChannels * model.bwPerChannelGBps;
+  if (proto == kProtoLL) {
+    int nodeIndex = std::min(std::max(model.nNodes, 1), 3) - 1;
+    return std::min(bw * kRingLlBwFactor, kLlMaxBusBwGBps[nodeIndex]);
+  }
+  if (proto == kProtoLL128) return std::min(bw * kRingLl128BwFactor, nChannels * kRingLl128MaxBwPerChannelGBps);
+  return bw;
+}
+
+uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t roundUp(uint64_t a, uint64_t grain) { return ceilDiv(a, grain) * grain; }
+
+// The largest chunk a slot holds, on the protocol's grain (0 when a slot cannot hold one grain).
+uint32_t slotChunkCap(const CommModel& model, ProtoId proto) {
+  return model.slotPayloadBytes[proto] / kChunkGrainBytes[proto] * kChunkGrainBytes[proto];
+}
+
+// NCCL_NTHREADS / NCCL_LL128_NTHREADS when valid, else the protocol's default. An invalid value is
+// WARNed about once per process and per variable, then ignored.
+int startThreads(const CommModel& model, ProtoId proto) {
+  static std::atomic<bool> warned[2] = {{false}, {false}};
+  bool isLl128 = proto == kProtoLL128;
+  int value = isLl128 ? model.ll128NthreadsOverride : model.nthreadsOverride;
+  if (value <= 0) return kDefaultThreads[proto];
+  if (value % 32 == 0 && value >= kMinOverrideThreads[proto] && value <= kMaxThreads[proto]) return value;
+  if (!warned[isLl128 ? 1 : 0].exchange(true)) {
+    WARN("%s=%d is invalid for %s (must be a multiple of 32 in [%d, %d]); using %d",
+         isLl128 ? "NCCL_LL128_NTHREADS" : "NCCL_NTHREADS", value, protoName(proto), kMinOverrideThreads[proto],
+         kMaxThreads[proto], kDefaultThreads[proto]);
+  }
+  return kDefaultThreads[proto];
+}
+
+// Fewer channels, then fewer threads, while a thread would get less than its threshold of bytes.
+void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, int* nChannels, int* nThreads) {
+  uint64_t perThread = kThreadThresholdBytes[proto] * (proto == kProtoLL ? model.nranks : 1);
+  int nc = model.maxChannels;
+  int nt = startThreads(model, proto);
+  while (nc > 1 && bytes < static_cast<uint64_t>(nc) * nt * perThread) --nc;
+  while (nt / 2 >= kMinAutoThreads && nt % 64 == 0 && bytes < static_cast<uint64_t>(nc) * nt * perThread) nt /= 2;
+  *nChannels = nc;
+  *nThreads = nt;
+}
+
+// Payload bytes per step per channel: a block cut into a few steps, no finer than one pass of the
+// CTA, on the protocol's grain, within a slot.
+uint32_t chooseChunk(const CommModel& model, CollId coll, ProtoId proto, int nChannels, int nThreads, size_t bytes) {
+  bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
+  uint64_t perChannel = ceilDiv(std::max<uint64_t>(bytes, 1), nChannels);
+  uint64_t block = chain ? perChannel : ceilDiv(perChannel, model.nranks);
+  uint64_t steps = chain ? kStepsPerChain : kStepsPerRankBlock[proto];
+  uint64_t pass = static_cast<uint64_t>(nThreads) * kPassBytesPerThread[proto];
+  uint64_t chunk = std::max(ceilDiv(block, steps), std::min(block, pass));
+  chunk = roundUp(chunk, kChunkGrainBytes[proto]);
+  return static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, proto)));
+}
+
+ncclResult_t checkModel(const CommModel& model, CollId coll) {
+  bool ok = model.nranks >= 1 && model.maxChannels >= 1 && model.maxChannels <= kMaxChannels;
+  if (ok && model.nranks > 1) ok = model.bwPerChannelGBps > 0;
+  if (!ok) {
+    WARN(
+        "Planner: inconsistent communicator model for %s (nranks %d, maxChannels %d of at most %d, %.2f GB/s "
+        "per channel)",
+        collName(coll), model.nranks, model.maxChannels, kMaxChannels, model.bwPerChannelGBps);
+    return ncclInternalError;
+  }
+  if (slotChunkCap(model, kProtoSimple) == 0) {
+    WARN("Planner: Simple FIFO slot payload %u bytes is below one grain (%u bytes)",
+         model.slotPayloadBytes[kProtoSimple], kChunkGrainBytes[kProtoSimple]);
+    return ncclInternalError;
+  }
+  return ncclSuccess;
+}
+
+void logDecision(CollId coll, size_t bytes, const Decision& d) {
+  INFO(kLogTuning, "%s %zu bytes -> %s/%s, %d channels x %d threads, chunk %u bytes, %.1f us", collName(coll), bytes,
+       algoName(d.algo), protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.estimatedUs);
+}
+
+// One rank: nothing to communicate; a copy on one channel (NCCL runs no algorithm either).
+Decision oneRankDecision(const CommModel& model, size_t bytes) {
+  Decision d{};
+  d.algo = kAlgoRing;
+  d.proto = kProtoSimple;
+  d.nChannels = 1;
+  d.nThreads = startThreads(model, kProtoSimple);
+  uint64_t chunk = roundUp(std::max<uint64_t>(bytes, 1), kChunkGrainBytes[kProtoSimple]);
+  d.chunkBytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, kProtoSimple)));
+  d.estimatedUs = 0.0;
+  return d;
+}
+
+}  // namespace
+
+double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes) {
+  if (model.nranks < 1 || proto < 0 || proto >= kNumProtos) return -1.0;
+  if (model.nranks == 1) return 0.0;
+  if (model.bwPerChannelGBps <= 0) return -1.0;
+  int nsteps = ringSteps(coll, model.nranks);
+  double busBw = ringBusBwGBps(model, proto, std::max(nChannels, 1));
+  double algBw = busBw * model.nranks / nsteps;
+  double latency = kRingBaseLatencyUs[proto] + nsteps * model.hopLatencyUs[proto];
+  return latency + static_cast<double>(bytes) / (1000.0 * algBw);
+}
+
+ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {
+  NCCLCHECK(checkModel(model, coll));
+  if (model.nranks == 1) {
+    *out = oneRankDecision(model, bytes);
+    logDecision(coll, bytes, *out);
+    return ncclSuccess;
+  }
+  int c = static_cast<int>(coll);
+  if (!filter.algo[c][kAlgoRing]) {
+    WARN("NCCL_ALGO leaves no usable algorithm for %s: Braid implements only Ring", collName(coll));
+    return ncclInvalidUsage;
+  }
+  int best = -1;
+  double bestUs = 0;
+  for (int p = 0; p < kNumProtos; ++p) {
+    ProtoId proto = static_cast<ProtoId>(p);
+    if (!filter.proto[c][p] || (proto == kProtoLL128 && !model.ll128Ok) || slotChunkCap(model, proto) == 0) continue;
+    double us = estimateUs(model, coll, proto, model.maxChannels, bytes);
+    if (best < 0 || us < bestUs) {
+      best = p;
+      bestUs = us;
+    }
+  }
+  if (best < 0) {
+    WARN("NCCL_PROTO leaves no usable protocol for %s on this communicator (LL128 is %s)", collName(coll),
+         model.ll128Ok ? "available" : "not available on these paths");
+    return ncclInvalidUsage;
+  }
+  Decision d{};
+  d.algo = kAlgoRing;
+  d.proto = static_cast<ProtoId>(best);
+  fitChannelsAndThreads(model, d.proto, bytes, &d.nChannels, &d.nThreads);
+  d.chunkBytes = chooseChunk(model, coll, d.proto, d.nChannels, d.nThreads, bytes);
+  d.estimatedUs = bestUs;
+  *out = d;
+  logDecision(coll, bytes, d);
+  return ncclSuccess;
+}
+
+}  // namespace braid::plan

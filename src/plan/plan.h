@@ -1,0 +1,93 @@
+// The per-operation launch decision: which algorithm and protocol, how many channels (CTAs) and
+// threads, and how many payload bytes per ring step, from a cost model in NCCL's shape
+// (time = latency + bytes / bandwidth), filtered by NCCL_ALGO / NCCL_PROTO.
+//
+// Pure host logic with no CUDA calls and no communicator: the caller describes the communicator in
+// a CommModel (from topo and the parameters) and gets a Decision back. Thread safe: nothing here
+// keeps state except the one-time WARNs about invalid NCCL_NTHREADS / NCCL_LL128_NTHREADS values.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device/dev_types.h"
+
+namespace braid::plan {
+
+// NCCL's algorithm numbering (NCCL_ALGO names). Braid implements Ring only, for now.
+enum AlgoId : int {
+  kAlgoTree = 0,
+  kAlgoRing = 1,
+  kAlgoCollNetDirect = 2,
+  kAlgoCollNetChain = 3,
+  kAlgoNvls = 4,
+  kAlgoNvlsTree = 5,
+  kAlgoPat = 6,
+  kNumAlgos = 7
+};
+
+// What NCCL_ALGO and NCCL_PROTO allow, per collective: true = allowed.
+struct Filter {
+  bool algo[kNumColls][kNumAlgos];
+  bool proto[kNumColls][kNumProtos];
+};
+
+// Parses both variables with NCCL 2.24+ syntax ("" or nullptr = everything allowed):
+//   "[func:]list[;func:list...]"  only the first entry may omit "func:" (it then applies to every
+//   collective); a later entry replaces the list of the collective it names. A list is
+//   comma-separated names; a leading '^' means "everything except these". Names are
+//   case-insensitive: funcs Broadcast, Reduce, AllGather, ReduceScatter, AllReduce; algos Tree,
+//   Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; protos LL, LL128, Simple.
+//   Whitespace around tokens is ignored, and so are empty entries (";;", a trailing ';').
+// A malformed string or an unknown name: one WARN naming the variable and the bad token, and
+// ncclInvalidArgument; *out is written only on success.
+[[nodiscard]] ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out);
+
+// Per communicator, filled by the caller from topo and the parameters.
+struct CommModel {
+  int nranks;
+  int nNodes;                             // 1 for now
+  int maxChannels;                        // channels connected (topo's nChannels), 1..kMaxChannels
+  double bwPerChannelGBps;                // topo: model bandwidth of one channel
+  double hopLatencyUs[kNumProtos];        // topo: per-hop latency by protocol (see tuning_constants.h)
+  bool ll128Ok;                           // LL128 allowed on every hop
+  uint32_t slotPayloadBytes[kNumProtos];  // payload of one FIFO slot: Simple slotBytes, LL slotBytes/2,
+                                          // LL128 slotBytes*120/128
+  int nthreadsOverride;                   // NCCL_NTHREADS or -1 (<= 0: automatic)
+  int ll128NthreadsOverride;              // NCCL_LL128_NTHREADS or -1 (<= 0: automatic)
+};
+
+struct Decision {
+  AlgoId algo;
+  ProtoId proto;
+  int nChannels;        // 1..model.maxChannels
+  int nThreads;         // multiple of 32, 64..512 (640 for LL128)
+  uint32_t chunkBytes;  // payload bytes per ring step per channel: a multiple of the protocol's grain
+                        // (kChunkGrainBytes), at most the slot's payload, never 0
+  double estimatedUs;   // the cost the choice was made on (all maxChannels, as NCCL's table)
+};
+
+// bytes = the operation's nccl-tests "size": count*elemsize for AllReduce/Broadcast/Reduce,
+// sendcount*elemsize*nranks for AllGather, recvcount*elemsize*nranks for ReduceScatter.
+// nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
+// algorithm; NCCL does the same), estimate 0.
+// Braid has only the Ring algorithm today: if the filter excludes Ring, or every protocol usable on
+// this communicator (LL128 needs ll128Ok), for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and
+// the collective, ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside
+// 1..kMaxChannels, bandwidth <= 0): WARN, ncclInternalError.
+[[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes,
+                                  Decision* out);
+
+// Estimated time in microseconds of Ring with `proto` on `nChannels` channels (values below 1 count
+// as 1), for ncclGroupSimulateEnd. 0 when nranks == 1; -1 when the model cannot estimate (nranks < 1
+// or bandwidth <= 0). Nondecreasing in bytes.
+double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes);
+
+// Names for logs ("AllReduce", "Ring", "LL128"); "unknown" outside the enums.
+const char* collName(CollId coll);
+const char* algoName(AlgoId algo);
+const char* protoName(ProtoId proto);
+
+}  // namespace braid::plan

@@ -1,0 +1,418 @@
+// The planner: NCCL_ALGO / NCCL_PROTO parsing (NCCL's documented examples, case, '^', errors) and
+// the decisions of the cost model (protocol by size, channels, threads, chunk bounds and grain,
+// filters that leave nothing, the one-rank case, thread overrides, the estimate).
+#include "plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/tuning_constants.h"
+#include "util/log.h"
+
+namespace braid::plan {
+namespace {
+
+constexpr CollId kColls[kNumColls] = {CollId::kBroadcast, CollId::kReduce, CollId::kAllGather, CollId::kReduceScatter,
+                                      CollId::kAllReduce};
+constexpr int kAllReduce = static_cast<int>(CollId::kAllReduce);
+constexpr int kBroadcast = static_cast<int>(CollId::kBroadcast);
+
+// One H100 node: NVLink hop latencies, default buffer sizes (Simple 4 MiB, LL 512 KiB, LL128
+// 4,915,200 B per connection, over kFifoSteps slots).
+CommModel hopperModel(int nranks, bool ll128Ok = true) {
+  CommModel m{};
+  m.nranks = nranks;
+  m.nNodes = 1;
+  m.maxChannels = 16;
+  m.bwPerChannelGBps = 20.0;
+  for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = kRingHopLatencyNvlinkUs[p];
+  m.ll128Ok = ll128Ok;
+  m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSteps;
+  m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSteps / 2;
+  m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSteps * 120 / 128;
+  m.nthreadsOverride = -1;
+  m.ll128NthreadsOverride = -1;
+  return m;
+}
+
+Filter allowAll() {
+  Filter f;
+  EXPECT_EQ(parseFilter(nullptr, nullptr, &f), ncclSuccess);
+  return f;
+}
+
+Filter parse(const char* algo, const char* proto) {
+  Filter f;
+  EXPECT_EQ(parseFilter(algo, proto, &f), ncclSuccess) << (algo ? algo : "") << " / " << (proto ? proto : "");
+  return f;
+}
+
+Decision decideOk(const CommModel& m, const Filter& f, CollId coll, size_t bytes) {
+  Decision d{};
+  EXPECT_EQ(decide(m, f, coll, bytes, &d), ncclSuccess) << collName(coll) << " " << bytes;
+  return d;
+}
+
+// Sizes 1 B .. 4 GiB: every power of two and its odd neighbours.
+std::vector<size_t> sweepSizes() {
+  std::vector<size_t> sizes;
+  for (int k = 0; k <= 32; ++k) {
+    size_t p = size_t{1} << k;
+    if (p > 2) sizes.push_back(p - 1);
+    sizes.push_back(p);
+    sizes.push_back(p + 3);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// ---- Filter parsing ----
+
+TEST(PlanFilter, EmptyAllowsEverything) {
+  for (const char* text : {static_cast<const char*>(nullptr), "", "  ", ";"}) {
+    Filter f = parse(text, text);
+    for (int c = 0; c < kNumColls; ++c) {
+      for (int a = 0; a < kNumAlgos; ++a) EXPECT_TRUE(f.algo[c][a]);
+      for (int p = 0; p < kNumProtos; ++p) EXPECT_TRUE(f.proto[c][p]);
+    }
+  }
+}
+
+TEST(PlanFilter, NcclAlgoExample) {
+  Filter f = parse("ring,collnetdirect;allreduce:tree,collnetdirect", nullptr);
+  for (int c = 0; c < kNumColls; ++c) {
+    for (int a = 0; a < kNumAlgos; ++a) {
+      bool expected =
+          c == kAllReduce ? (a == kAlgoTree || a == kAlgoCollNetDirect) : (a == kAlgoRing || a == kAlgoCollNetDirect);
+      EXPECT_EQ(f.algo[c][a], expected) << collName(kColls[c]) << " " << algoName(static_cast<AlgoId>(a));
+    }
+    for (int p = 0; p < kNumProtos; ++p) EXPECT_TRUE(f.proto[c][p]);
+  }
+}
+
+TEST(PlanFilter, NcclProtoExamples) {
+  Filter f = parse(nullptr, "^LL128;allreduce:LL128");
+  for (int c = 0; c < kNumColls; ++c) {
+    EXPECT_EQ(f.proto[c][kProtoLL], c != kAllReduce);
+    EXPECT_EQ(f.proto[c][kProtoLL128], c == kAllReduce);
+    EXPECT_EQ(f.proto[c][kProtoSimple], c != kAllReduce);
+  }
+  Filter g = parse(nullptr, "LL,Simple;allreduce:^LL");
+  EXPECT_TRUE(g.proto[kBroadcast][kProtoLL]);
+  EXPECT_FALSE(g.proto[kBroadcast][kProtoLL128]);
+  EXPECT_FALSE(g.proto[kAllReduce][kProtoLL]);
+  EXPECT_TRUE(g.proto[kAllReduce][kProtoLL128]);
+  EXPECT_TRUE(g.proto[kAllReduce][kProtoSimple]);
+}
+
+TEST(PlanFilter, PrefixedFirstEntryLeavesOtherCollectivesAlone) {
+  Filter f = parse("allreduce:ring", "broadcast:simple");
+  for (int a = 0; a < kNumAlgos; ++a) {
+    EXPECT_EQ(f.algo[kAllReduce][a], a == kAlgoRing);
+    EXPECT_TRUE(f.algo[kBroadcast][a]);
+  }
+  EXPECT_FALSE(f.proto[kBroadcast][kProtoLL]);
+  EXPECT_TRUE(f.proto[kBroadcast][kProtoSimple]);
+  EXPECT_TRUE(f.proto[kAllReduce][kProtoLL]);
+}
+
+TEST(PlanFilter, CaseInsensitiveAndWhitespace) {
+  Filter f = parse(" RING , nvlsTREE ; ALLREDUCE : Pat ;", "aLLgather: ll128 , SIMPLE");
+  EXPECT_TRUE(f.algo[kBroadcast][kAlgoRing]);
+  EXPECT_TRUE(f.algo[kBroadcast][kAlgoNvlsTree]);
+  EXPECT_FALSE(f.algo[kBroadcast][kAlgoTree]);
+  for (int a = 0; a < kNumAlgos; ++a) EXPECT_EQ(f.algo[kAllReduce][a], a == kAlgoPat);
+  int ag = static_cast<int>(CollId::kAllGather);
+  EXPECT_FALSE(f.proto[ag][kProtoLL]);
+  EXPECT_TRUE(f.proto[ag][kProtoLL128]);
+  EXPECT_TRUE(f.proto[ag][kProtoSimple]);
+}
+
+TEST(PlanFilter, CaretInvertsAndLaterEntriesReplace) {
+  Filter f = parse("^tree,pat;reduce:^ring;reduce:nvls", nullptr);
+  EXPECT_FALSE(f.algo[kBroadcast][kAlgoTree]);
+  EXPECT_FALSE(f.algo[kBroadcast][kAlgoPat]);
+  EXPECT_TRUE(f.algo[kBroadcast][kAlgoRing]);
+  EXPECT_TRUE(f.algo[kBroadcast][kAlgoCollNetChain]);
+  int reduce = static_cast<int>(CollId::kReduce);
+  for (int a = 0; a < kNumAlgos; ++a) EXPECT_EQ(f.algo[reduce][a], a == kAlgoNvls);
+}
+
+struct BadFilter {
+  const char* algo;
+  const char* proto;
+  const char* variable;  // expected in the WARN
+  const char* token;     // expected in the WARN
+};
+
+TEST(PlanFilter, MalformedOrUnknownIsInvalidArgument) {
+  const BadFilter cases[] = {
+      {"rings", nullptr, "NCCL_ALGO", "'rings'"},
+      {"ring;tree", nullptr, "NCCL_ALGO", "'tree'"},
+      {"allreduce:ring;tree", nullptr, "NCCL_ALGO", "'tree'"},
+      {"allreduce:", nullptr, "NCCL_ALGO", "empty"},
+      {"^", nullptr, "NCCL_ALGO", "empty"},
+      {"ring,,tree", nullptr, "NCCL_ALGO", "''"},
+      {"allreduc:ring", nullptr, "NCCL_ALGO", "'allreduc'"},
+      {"alltoall:ring", nullptr, "NCCL_ALGO", "'alltoall'"},
+      {"allreduce:ring:tree", nullptr, "NCCL_ALGO", "'ring:tree'"},
+      {nullptr, "LL256", "NCCL_PROTO", "'LL256'"},
+      {nullptr, "ring", "NCCL_PROTO", "'ring'"},
+      {nullptr, "simple;ll", "NCCL_PROTO", "'ll'"},
+      {"ring", "allreduce:^", "NCCL_PROTO", "empty"},
+  };
+  for (const BadFilter& bad : cases) {
+    Filter f;
+    f.algo[0][0] = false;  // a marker: a failed parse leaves *out untouched
+    f.algo[0][1] = true;
+    EXPECT_EQ(parseFilter(bad.algo, bad.proto, &f), ncclInvalidArgument)
+        << (bad.algo ? bad.algo : "") << " / " << (bad.proto ? bad.proto : "");
+    EXPECT_FALSE(f.algo[0][0]);
+    std::string warn = logLastError();
+    EXPECT_NE(warn.find(bad.variable), std::string::npos) << warn;
+    EXPECT_NE(warn.find(bad.token), std::string::npos) << warn;
+  }
+}
+
+TEST(PlanFilter, Names) {
+  EXPECT_STREQ(collName(CollId::kReduceScatter), "ReduceScatter");
+  EXPECT_STREQ(algoName(kAlgoNvlsTree), "NVLSTree");
+  EXPECT_STREQ(protoName(kProtoLL128), "LL128");
+  EXPECT_STREQ(protoName(static_cast<ProtoId>(7)), "unknown");
+}
+
+// ---- Decisions ----
+
+TEST(PlanDecide, FilterWithoutRingOrProtocolIsInvalidUsage) {
+  CommModel m = hopperModel(8);
+  Decision d{};
+  Filter noRing = parse("allreduce:tree", nullptr);
+  EXPECT_EQ(decide(m, noRing, CollId::kAllReduce, 1 << 20, &d), ncclInvalidUsage);
+  std::string warn = logLastError();
+  EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("AllReduce"), std::string::npos) << warn;
+  EXPECT_EQ(decide(m, noRing, CollId::kBroadcast, 1 << 20, &d), ncclSuccess);
+
+  Filter onlyLl128 = parse(nullptr, "reducescatter:LL128");
+  EXPECT_EQ(decide(hopperModel(8, /*ll128Ok=*/false), onlyLl128, CollId::kReduceScatter, 4096, &d), ncclInvalidUsage);
+  warn = logLastError();
+  EXPECT_NE(warn.find("NCCL_PROTO"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("ReduceScatter"), std::string::npos) << warn;
+  EXPECT_EQ(decideOk(m, onlyLl128, CollId::kReduceScatter, 4096).proto, kProtoLL128);
+}
+
+TEST(PlanDecide, SmallIsLlLargeIsSimple) {
+  Filter all = allowAll();
+  for (int n = 2; n <= 8; ++n) {
+    for (bool ll128 : {false, true}) {
+      for (CollId coll : kColls) {
+        CommModel m = hopperModel(n, ll128);
+        EXPECT_EQ(decideOk(m, all, coll, 8).proto, kProtoLL) << n << " " << collName(coll);
+        EXPECT_EQ(decideOk(m, all, coll, size_t{256} << 20).proto, kProtoSimple) << n << " " << collName(coll);
+      }
+    }
+  }
+  Decision d = decideOk(hopperModel(8), all, CollId::kAllReduce, 8);
+  EXPECT_EQ(d.algo, kAlgoRing);
+  EXPECT_EQ(d.nChannels, 1);
+  EXPECT_EQ(d.chunkBytes, 16u);
+  EXPECT_EQ(decideOk(hopperModel(8), all, CollId::kAllReduce, size_t{256} << 20).nChannels, 16);
+}
+
+// Every decision of the sweep respects the bounds the kernels rely on.
+void checkDecision(const CommModel& m, CollId coll, size_t bytes, const Decision& d) {
+  SCOPED_TRACE(std::string(collName(coll)) + " " + std::to_string(bytes) + " bytes, " + std::to_string(m.nranks) +
+               " ranks, " + protoName(d.proto));
+  EXPECT_EQ(d.algo, kAlgoRing);
+  EXPECT_GE(d.nChannels, 1);
+  EXPECT_LE(d.nChannels, m.maxChannels);
+  EXPECT_EQ(d.nThreads % 32, 0);
+  EXPECT_GE(d.nThreads, 64);
+  EXPECT_LE(d.nThreads, d.proto == kProtoLL128 ? 640 : 512);
+  EXPECT_GT(d.chunkBytes, 0u);
+  EXPECT_EQ(d.chunkBytes % kChunkGrainBytes[d.proto], 0u);
+  EXPECT_LE(d.chunkBytes, m.slotPayloadBytes[d.proto]);
+  if (!m.ll128Ok) {
+    EXPECT_NE(d.proto, kProtoLL128);
+  }
+  if (m.nranks == 1) {
+    EXPECT_EQ(d.proto, kProtoSimple);
+    EXPECT_EQ(d.nChannels, 1);
+    EXPECT_EQ(d.estimatedUs, 0.0);
+  } else {
+    EXPECT_GT(d.estimatedUs, 0.0);
+  }
+}
+
+TEST(PlanDecide, SweepBoundsChannelsAndEstimates) {
+  Filter all = allowAll();
+  for (int n = 1; n <= 8; ++n) {
+    for (bool ll128 : {false, true}) {
+      CommModel m = hopperModel(n, ll128);
+      for (CollId coll : kColls) {
+        int lastChannels = 0;
+        double lastUs = -1;
+        for (size_t bytes : sweepSizes()) {
+          Decision d = decideOk(m, all, coll, bytes);
+          checkDecision(m, coll, bytes, d);
+          EXPECT_GE(d.nChannels, lastChannels) << collName(coll) << " " << bytes << " n=" << n;
+          EXPECT_GE(d.estimatedUs, lastUs) << collName(coll) << " " << bytes << " n=" << n;
+          lastChannels = d.nChannels;
+          lastUs = d.estimatedUs;
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanDecide, ForcedProtocolsStayInBounds) {
+  const char* protos[kNumProtos] = {"LL", "LL128", "Simple"};
+  for (int p = 0; p < kNumProtos; ++p) {
+    Filter f = parse(nullptr, protos[p]);
+    for (int n : {2, 3, 8}) {
+      CommModel m = hopperModel(n);
+      for (CollId coll : kColls) {
+        int lastChannels = 0;
+        for (size_t bytes : sweepSizes()) {
+          Decision d = decideOk(m, f, coll, bytes);
+          EXPECT_EQ(d.proto, p);
+          checkDecision(m, coll, bytes, d);
+          EXPECT_GE(d.nChannels, lastChannels);
+          lastChannels = d.nChannels;
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanDecide, ChunkSplitsMediumBlocksAndCapsAtTheSlot) {
+  Filter simple = parse(nullptr, "simple");
+  CommModel m = hopperModel(4);
+  // 16 channels x 4 ranks x 256 KiB blocks: 4 steps of 64 KiB each.
+  Decision d = decideOk(m, simple, CollId::kAllReduce, size_t{16} << 20);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.chunkBytes, 64u << 10);
+  // Huge blocks: a whole slot per step.
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{4} << 30).chunkBytes, m.slotPayloadBytes[kProtoSimple]);
+  // A block smaller than one pass of the CTA is one step.
+  d = decideOk(m, simple, CollId::kAllGather, 4000);
+  EXPECT_EQ(d.nChannels, 1);
+  EXPECT_EQ(d.chunkBytes, 1008u);  // ceil(4000 / 4 ranks) on the 16-byte grain
+  // LL128 chunks are whole warp passes of 480 bytes.
+  Filter ll128 = parse(nullptr, "ll128");
+  EXPECT_EQ(decideOk(m, ll128, CollId::kReduceScatter, 100).chunkBytes, 480u);
+}
+
+TEST(PlanDecide, ChannelsThenThreadsShrinkForSmallOps) {
+  Filter simple = parse(nullptr, "simple");
+  CommModel m = hopperModel(8);
+  // 512 threads x 64 B: one channel needs 32 KiB.
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, 32 << 10).nChannels, 1);
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, 32 << 10).nThreads, 512);
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, 64 << 10).nChannels, 2);
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, (32 << 10) - 1).nThreads, 256);
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, 1).nThreads, 128);
+  Filter ll128 = parse(nullptr, "ll128");
+  EXPECT_EQ(decideOk(m, ll128, CollId::kAllReduce, 1).nThreads, 160);
+}
+
+TEST(PlanDecide, ThreadOverrides) {
+  Filter simple = parse(nullptr, "simple");
+  Filter ll128 = parse(nullptr, "ll128");
+  CommModel m = hopperModel(8);
+  m.nthreadsOverride = 256;
+  m.ll128NthreadsOverride = 320;
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{1} << 30).nThreads, 256);
+  EXPECT_EQ(decideOk(m, ll128, CollId::kAllReduce, size_t{1} << 30).nThreads, 320);
+  m.nthreadsOverride = 64;
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{1} << 30).nThreads, 64);
+  // Invalid values are ignored (with one WARN per variable per process).
+  for (int bad : {100, 32, 1024, 704}) {
+    m.nthreadsOverride = bad;
+    m.ll128NthreadsOverride = bad;
+    EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{1} << 30).nThreads, 512) << bad;
+    EXPECT_EQ(decideOk(m, ll128, CollId::kAllReduce, size_t{1} << 30).nThreads, 640) << bad;
+  }
+  // 544 is above Simple's 512 but within LL128's 640; 128 is below LL128's 160.
+  m.nthreadsOverride = 544;
+  m.ll128NthreadsOverride = 544;
+  EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{1} << 30).nThreads, 512);
+  EXPECT_EQ(decideOk(m, ll128, CollId::kAllReduce, size_t{1} << 30).nThreads, 544);
+  m.ll128NthreadsOverride = 128;
+  EXPECT_EQ(decideOk(m, ll128, CollId::kAllReduce, size_t{1} << 30).nThreads, 640);
+}
+
+TEST(PlanDecide, OneRankIsTrivialWhateverTheFilter) {
+  CommModel m = hopperModel(1);
+  Filter none = parse("allreduce:tree", "allreduce:ll");
+  Decision d = decideOk(m, none, CollId::kAllReduce, size_t{1} << 20);
+  EXPECT_EQ(d.proto, kProtoSimple);
+  EXPECT_EQ(d.nChannels, 1);
+  EXPECT_EQ(d.estimatedUs, 0.0);
+  EXPECT_EQ(d.chunkBytes, m.slotPayloadBytes[kProtoSimple]);
+  EXPECT_EQ(decideOk(m, none, CollId::kAllReduce, 0).chunkBytes, 16u);
+}
+
+TEST(PlanDecide, InconsistentModelIsInternalError) {
+  Filter all = allowAll();
+  Decision d{};
+  CommModel m = hopperModel(8);
+  m.maxChannels = 0;
+  EXPECT_EQ(decide(m, all, CollId::kAllReduce, 1024, &d), ncclInternalError);
+  m.maxChannels = kMaxChannels + 1;
+  EXPECT_EQ(decide(m, all, CollId::kAllReduce, 1024, &d), ncclInternalError);
+  m = hopperModel(8);
+  m.bwPerChannelGBps = 0;
+  EXPECT_EQ(decide(m, all, CollId::kAllReduce, 1024, &d), ncclInternalError);
+  m = hopperModel(0);
+  EXPECT_EQ(decide(m, all, CollId::kAllReduce, 1024, &d), ncclInternalError);
+  m = hopperModel(8);
+  m.slotPayloadBytes[kProtoSimple] = 8;
+  EXPECT_EQ(decide(m, all, CollId::kAllReduce, 1024, &d), ncclInternalError);
+  // A protocol whose slot cannot hold one grain is skipped, not chosen.
+  m = hopperModel(8);
+  m.slotPayloadBytes[kProtoLL] = 0;
+  EXPECT_NE(decideOk(m, all, CollId::kAllReduce, 8).proto, kProtoLL);
+}
+
+TEST(PlanEstimate, MonotonicAndShaped) {
+  for (int n = 2; n <= 8; ++n) {
+    CommModel m = hopperModel(n);
+    for (CollId coll : kColls) {
+      for (int p = 0; p < kNumProtos; ++p) {
+        for (int nc : {1, 4, 16}) {
+          double last = 0;
+          for (size_t bytes : sweepSizes()) {
+            double us = estimateUs(m, coll, static_cast<ProtoId>(p), nc, bytes);
+            EXPECT_GE(us, last);
+            last = us;
+          }
+        }
+      }
+    }
+  }
+  CommModel m = hopperModel(8);
+  // Latency only at 0 bytes: base + 2(n-1) hops for AllReduce, n-1 for AllGather, n for Broadcast.
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0), 8.4 + 14 * 3.4);
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllGather, kProtoLL, 16, 0), 6.6 + 7 * 0.6);
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0), 14.0 + 8 * 1.9);
+  // Simple bandwidth: 16 x 20 GB/s bus, algBw = bus x 8 / 14.
+  double simple1G = estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000) - (8.4 + 14 * 3.4);
+  EXPECT_NEAR(simple1G, 1e9 / (1000.0 * 320.0 * 8 / 14), 1e-6);
+  // More channels never make it slower; LL is capped at 141 GB/s of bus bandwidth.
+  EXPECT_LT(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1 << 24),
+            estimateUs(m, CollId::kAllReduce, kProtoSimple, 4, 1 << 24));
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoLL, 32, 1 << 24),
+                   estimateUs(m, CollId::kAllReduce, kProtoLL, 16, 1 << 24));
+  EXPECT_EQ(estimateUs(hopperModel(1), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), 0.0);
+  EXPECT_EQ(estimateUs(hopperModel(0), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), -1.0);
+}
+
+}  // namespace
+}  // namespace braid::plan
