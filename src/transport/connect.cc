@@ -1,0 +1,300 @@
+// connectChannels: groups the channels by (peer, direction, kind), allocates one block per group,
+// exchanges the blocks' descriptions through the bootstrap (and cuMem file descriptors over a Unix
+// socket), maps the peers' blocks and fills the device-visible connection structs.
+//
+// Message order, the same on every rank, so that nobody waits for a message that comes later:
+//   1. bind this rank's Unix socket (only if some peer is another process reached by P2P);
+//   2. allocate and zero every local block (device memory: one stream, synchronized);
+//   3. send every group's ConnDesc to its peer (bootstrap sends do not wait for the receiver);
+//   4. receive the peer's ConnDesc of every group and check that both sides agree;
+//   5. send every cuMem file descriptor to its peer's socket, named in the peer's ConnDesc
+//      (datagrams: queued by the kernel, never waiting for the receiver);
+//   6. receive the file descriptors and map every peer block.
+// A block is zeroed before step 3, so a peer can never see it dirty.
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "transport/connect_internal.h"
+#include "transport/layout.h"
+#include "transport/memory.h"
+#include "transport/shm_segment.h"
+#include "transport/transport.h"
+#include "transport/uds.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid::transport {
+namespace {
+
+constexpr uint32_t kDescMagic = 0x42524454;  // "BRDT"
+constexpr uint32_t kDescVersion = 1;
+constexpr uint64_t kFdNoteMagic = 0x4252414944464400ull;
+
+// One group's description, sent to its peer through the bootstrap.
+struct ConnDesc {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t commHash;
+  int32_t fromRank;
+  int32_t toRank;
+  int32_t role;  // the sender's Role for these channels
+  int32_t kind;  // Kind
+  uint64_t channelMask;
+  uint64_t buffBytes[kNumProtos];
+  int32_t cudaDev;
+  int32_t pad;
+  char udsName[104];  // the sender's Unix socket ("" if it has none)
+  ExportInfo block;
+};
+
+// The payload of the datagram that carries a cuMem file descriptor.
+struct FdNote {
+  uint64_t magic;
+  uint64_t commHash;
+  int32_t fromRank;
+  int32_t role;  // the exporter's Role
+  int32_t kind;
+  int32_t pad;
+};
+
+std::atomic<uint64_t> gConnectSerial{0};
+
+class ConnectionsImpl final : public Connections {
+ public:
+  explicit ConnectionsImpl(int cudaDev) : cudaDev_(cudaDev) {}
+  ~ConnectionsImpl() override {
+    DeviceGuard guard;
+    if (cudaSetDevice(cudaDev_) != cudaSuccess) (void)cudaGetLastError();
+    while (!blocks_.empty()) blocks_.pop_back();  // reverse order of creation: imports first
+  }
+  Block* keep(std::unique_ptr<Block> block) {
+    blocks_.push_back(std::move(block));
+    return blocks_.back().get();
+  }
+
+ private:
+  int cudaDev_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+};
+
+class ScopedStream {
+ public:
+  ScopedStream() = default;
+  ~ScopedStream() {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  ScopedStream(const ScopedStream&) = delete;
+  ScopedStream& operator=(const ScopedStream&) = delete;
+  cudaStream_t* addr() { return &stream_; }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+Role opposite(Role role) { return role == Role::kSend ? Role::kRecv : Role::kSend; }
+const char* roleName(Role role) { return role == Role::kSend ? "send" : "recv"; }
+int descTag(Role senderRole, Kind kind) {
+  return kTransportTagBase + static_cast<int>(kind) * 2 + static_cast<int>(senderRole);
+}
+
+// State of one connectChannels call.
+struct Session {
+  Session(const Context& context, std::vector<Group> groupList, ConnectionsImpl* connections)
+      : ctx(context), groups(std::move(groupList)), conns(connections) {}
+  const Context& ctx;
+  std::vector<Group> groups;
+  ConnectionsImpl* conns;
+  const CudaDriver* driver = nullptr;
+  bool useCuMem = false;
+  UdsSocket uds;
+  uint64_t serial = 0;
+  Deadline deadline;
+  std::string me;
+};
+
+ncclResult_t prepare(Session* s) {
+  bool crossP2p = false;
+  for (const Group& g : s->groups) crossP2p = crossP2p || (g.kind == Kind::kP2p && g.crossProcess);
+  if (!crossP2p) return ncclSuccess;
+  NCCLCHECK(cudaDriver(&s->driver));
+  NCCLCHECK(cuMemWanted(s->driver, s->ctx.cudaDev, &s->useCuMem));
+  std::string name = udsSocketName(s->ctx.commHash, s->ctx.rank, static_cast<int>(::getpid()), s->serial);
+  return UdsSocket::bind(name, s->me, &s->uds);
+}
+
+ncclResult_t allocateAll(Session* s) {
+  ScopedStream zero;
+  bool anyP2p = false;
+  for (const Group& g : s->groups) anyP2p = anyP2p || g.kind == Kind::kP2p;
+  if (anyP2p) CUDACHECK_AT(s->me, cudaStreamCreateWithFlags(zero.addr(), cudaStreamNonBlocking));
+  for (Group& g : s->groups) {
+    AllocArgs args{s->driver, s->ctx.cudaDev, g.layout.bytes, g.crossProcess, s->useCuMem, std::string(), g.what};
+    std::unique_ptr<Block> block;
+    if (g.kind == Kind::kP2p) {
+      NCCLCHECK(p2pAlloc(args, zero.get(), &block, &g.localInfo, &g.exportFd));
+    } else {
+      args.shmName = shmSegmentName(s->ctx.commHash, s->ctx.rank, g.peer, roleName(g.role),
+                                    static_cast<int>(::getpid()), s->serial);
+      NCCLCHECK(shmAlloc(args, &block, &g.localInfo));
+    }
+    g.local = s->conns->keep(std::move(block));
+  }
+  if (anyP2p) CUDACHECK_AT(s->me, cudaStreamSynchronize(zero.get()));
+  return ncclSuccess;
+}
+
+ncclResult_t sendDescs(Session* s) {
+  for (const Group& g : s->groups) {
+    ConnDesc desc;
+    std::memset(&desc, 0, sizeof(desc));
+    desc.magic = kDescMagic;
+    desc.version = kDescVersion;
+    desc.commHash = s->ctx.commHash;
+    desc.fromRank = s->ctx.rank;
+    desc.toRank = g.peer;
+    desc.role = static_cast<int32_t>(g.role);
+    desc.kind = static_cast<int32_t>(g.kind);
+    desc.channelMask = g.channelMask;
+    for (int p = 0; p < kNumProtos; ++p) desc.buffBytes[p] = s->ctx.buffBytes[p];
+    desc.cudaDev = s->ctx.cudaDev;
+    std::strncpy(desc.udsName, s->uds.name().c_str(), sizeof(desc.udsName) - 1);
+    desc.block = g.localInfo;
+    NCCLCHECK(s->ctx.bootstrap->send(g.peer, descTag(g.role, g.kind), &desc, sizeof(desc)));
+  }
+  return ncclSuccess;
+}
+
+// The peer's description must mirror ours: same communicator, channels, sizes and a block large
+// enough for the layout both sides compute.
+ncclResult_t checkDesc(const Session& s, const Group& g, const ConnDesc& d) {
+  const char* problem = nullptr;
+  if (d.magic != kDescMagic || d.version != kDescVersion)
+    problem = "a message of another version or garbage";
+  else if (d.commHash != s.ctx.commHash)
+    problem = "a description for another communicator";
+  else if (d.fromRank != g.peer || d.toRank != s.ctx.rank)
+    problem = "a description addressed to another rank";
+  else if (d.channelMask != g.channelMask)
+    problem = "another set of channels (the ring lists do not match)";
+  else if (std::memcmp(d.buffBytes, g.buffBytes, sizeof(d.buffBytes)) != 0)
+    problem = "other FIFO sizes (NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE or NCCL_LL128_BUFFSIZE differ between ranks)";
+  else if (d.block.bytes < computeLayout(opposite(g.role), static_cast<int>(g.channels.size()), g.buffBytes, 1).bytes)
+    problem = "a block smaller than the layout needs";
+  if (problem == nullptr) return ncclSuccess;
+  WARN("%s: the peer sent %s (channel mask 0x%llx here, 0x%llx from the peer)", g.what.c_str(), problem,
+       static_cast<unsigned long long>(g.channelMask), static_cast<unsigned long long>(d.channelMask));
+  return ncclInternalError;
+}
+
+ncclResult_t recvDescs(Session* s) {
+  for (Group& g : s->groups) {
+    ConnDesc desc;
+    NCCLCHECK(s->ctx.bootstrap->recv(g.peer, descTag(opposite(g.role), g.kind), &desc, sizeof(desc)));
+    NCCLCHECK(checkDesc(*s, g, desc));
+    desc.udsName[sizeof(desc.udsName) - 1] = '\0';
+    g.peerUds = desc.udsName;
+    g.peerCudaDev = desc.cudaDev;
+    g.peerInfo = desc.block;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t sendFds(Session* s) {
+  for (Group& g : s->groups) {
+    if (!g.exportFd.valid()) continue;
+    if (g.peerUds.empty()) {
+      WARN("%s: the peer has no Unix socket to receive this rank's cuMem file descriptor", g.what.c_str());
+      return ncclInternalError;
+    }
+    FdNote note{
+        kFdNoteMagic, s->ctx.commHash, s->ctx.rank, static_cast<int32_t>(g.role), static_cast<int32_t>(g.kind), 0};
+    NCCLCHECK(s->uds.sendFd(g.peerUds, g.exportFd.get(), &note, sizeof(note), s->deadline, g.what));
+    g.exportFd.reset();  // the datagram holds its own reference until the peer takes it
+  }
+  return ncclSuccess;
+}
+
+// Receives datagrams until the one for `g` has arrived; others (for later groups) are kept.
+ncclResult_t takeFd(Session* s, Group* g, std::vector<std::pair<FdNote, UniqueFd>>* early) {
+  Role peerRole = opposite(g->role);
+  while (true) {
+    for (auto it = early->begin(); it != early->end(); ++it) {
+      if (it->first.fromRank == g->peer && it->first.role == static_cast<int32_t>(peerRole) &&
+          it->first.kind == static_cast<int32_t>(g->kind)) {
+        g->importFd = std::move(it->second);
+        early->erase(it);
+        return ncclSuccess;
+      }
+    }
+    FdNote note{};
+    UniqueFd fd;
+    NCCLCHECK(s->uds.recvFd(&note, sizeof(note), &fd, s->deadline, g->what));
+    if (note.magic != kFdNoteMagic || note.commHash != s->ctx.commHash) {
+      INFO(kLogInit | kLogP2p, "%s: dropped a file descriptor datagram of another communicator", s->me.c_str());
+      continue;
+    }
+    early->emplace_back(note, std::move(fd));
+  }
+}
+
+ncclResult_t importAll(Session* s) {
+  std::vector<std::pair<FdNote, UniqueFd>> early;
+  for (Group& g : s->groups) {
+    if (static_cast<Mechanism>(g.peerInfo.mechanism) == Mechanism::kCuMemFd) NCCLCHECK(takeFd(s, &g, &early));
+    ImportArgs args{s->driver, s->ctx.cudaDev, g.peerCudaDev, g.what};
+    if (args.driver == nullptr && g.importFd.valid()) NCCLCHECK(cudaDriver(&args.driver));
+    std::unique_ptr<Block> block;
+    if (g.kind == Kind::kP2p) {
+      NCCLCHECK(p2pImport(args, g.peerInfo, std::move(g.importFd), &block));
+    } else {
+      NCCLCHECK(shmImport(args, g.peerInfo, &block));
+    }
+    g.remote = s->conns->keep(std::move(block));
+    INFO(kLogInit | (g.kind == Kind::kP2p ? kLogP2p : kLogShm), "%s: local block %zu bytes by %s, peer's by %s",
+         g.what.c_str(), g.local->bytes(), mechanismName(static_cast<Mechanism>(g.localInfo.mechanism)),
+         mechanismName(static_cast<Mechanism>(g.peerInfo.mechanism)));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t runSession(Session* s, std::vector<DevSendConn>* send, std::vector<DevRecvConn>* recv) {
+  NCCLCHECK(prepare(s));
+  NCCLCHECK(allocateAll(s));
+  NCCLCHECK(sendDescs(s));
+  NCCLCHECK(recvDescs(s));
+  NCCLCHECK(sendFds(s));
+  NCCLCHECK(importAll(s));
+  fillConns(s->groups, s->ctx.buffBytes, send, recv);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t connectChannels(const Context& ctx, const std::vector<ChannelLinks>& channels,
+                             std::unique_ptr<Connections>* out, std::vector<DevSendConn>* send,
+                             std::vector<DevRecvConn>* recv) {
+  out->reset();
+  NCCLCHECK(checkContext(ctx, channels));
+  Session s{ctx, makeGroups(ctx, channels), nullptr};
+  s.serial = gConnectSerial.fetch_add(1, std::memory_order_relaxed);
+  s.deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
+  s.me = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
+  DeviceGuard guard;
+  CUDACHECK_AT(s.me, cudaSetDevice(ctx.cudaDev));
+  auto conns = std::make_unique<ConnectionsImpl>(ctx.cudaDev);
+  s.conns = conns.get();
+  NCCLCHECK(runSession(&s, send, recv));
+  *out = std::move(conns);
+  return ncclSuccess;
+}
+
+}  // namespace braid::transport

@@ -1,0 +1,86 @@
+// Connections between the ranks of one host: the FIFOs of device/dev_types.h, in memory that both
+// ends' GPUs can reach.
+//
+// P2P: GPU memory. The receiver's buffers and tail live in its GPU, the sender's head in the
+// sender's GPU; each side maps the other's block. Within one process (ranks as threads) the raw
+// pointer is passed and peer access enabled; across processes the block is a cuMem allocation
+// exported as a POSIX file descriptor and passed over an abstract Unix datagram socket with
+// SCM_RIGHTS (NCCL_CUMEM_ENABLE, default automatic), or a cudaMalloc block opened with cudaIpc.
+// SHM: pinned host memory mapped into both GPUs (cudaHostAlloc within one process; a POSIX shared
+// memory segment registered with cudaHostRegister across processes), the receiver's buffers and
+// tail in a segment the receiver creates, the head in one the sender creates.
+//
+// Memory is batched: one block per (peer, direction, kind) holds the counters and buffers of every
+// channel that uses that peer (layout in transport/layout.h).
+//
+// Out-of-band messages: bootstrap send/recv with tags in [kTransportTagBase, kTransportTagBase + 16).
+// Unix socket names (abstract namespace): "braid-uds-<commHash>-<rank>-<pid>-<n>"; shared memory
+// segments: "/braid-shm-<commHash>-<rank>-<peer>-<send|recv>-<pid>-<n>", where n counts connects in the process.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "device/dev_types.h"
+
+namespace braid::transport {
+
+// Bootstrap tags used by connectChannels (no other user may use this range).
+constexpr int kTransportTagBase = 0x42520000;
+
+enum class Kind : int { kP2p = 1, kShm = 2 };
+
+struct PeerDesc {
+  int cudaDev;
+  int64_t busId;
+  uint64_t hostHash;
+  uint64_t pidHash;
+};
+
+struct Context {
+  int rank;
+  int nranks;
+  int cudaDev;
+  uint64_t commHash;
+  Bootstrap* bootstrap;          // tagged send/recv between ranks (tags above)
+  std::vector<PeerDesc> peers;   // indexed by rank
+  size_t buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSteps slots; multiple of 4096; 0: none)
+  const std::atomic<int>* abortFlag;
+};
+
+// Per channel: this rank sends to sendPeer and receives from recvPeer.
+struct ChannelLinks {
+  int sendPeer;
+  Kind sendKind;
+  int recvPeer;
+  Kind recvKind;
+};
+
+// Owns every allocation, mapping, imported handle and registration made by connectChannels; the
+// destructor frees them all (imported mappings before the handles behind them, in reverse order of
+// creation) and never waits for or talks to peers. Destroy it only when no kernel uses the
+// connections any more. It must outlive every kernel that uses them.
+class Connections {
+ public:
+  virtual ~Connections() = default;
+
+ protected:
+  Connections() = default;
+};
+
+// Collective over the communicator: every rank calls it at the same time with its own channel list
+// (its sends match its sendPeer's receives on the same channel, with the same Kind). Fills send[c]
+// and recv[c] for every channel c (step = 0), all pointers valid on ctx.cudaDev. Bounded by
+// NCCL_BOOTSTRAP_TIMEOUT and the abort flag. On failure nothing is left allocated and *out is null.
+// The calling thread's current device is restored before returning.
+[[nodiscard]] ncclResult_t connectChannels(const Context& ctx, const std::vector<ChannelLinks>& channels,
+                                           std::unique_ptr<Connections>* out, std::vector<DevSendConn>* send,
+                                           std::vector<DevRecvConn>* recv);
+
+}  // namespace braid::transport
