@@ -1,0 +1,176 @@
+// Ring algorithms of the five collectives, written once against the protocol interface of
+// prims/prims_common.h: Prims::step moves one ring step through the protocol's step function for the
+// work's (T, Fn), so this code is compiled once per protocol kernel, not once per type and op.
+//
+// Contract:
+//   - A CTA runs one channel's ring on its part [begin, end) of the element range (elements of T;
+//     Broadcast and AllGather run on bytes). Parts and chunks are multiples of 16 bytes, so every
+//     chunk keeps the user pointers' 16-byte alignment (when they have it).
+//   - A rank's data block is addressed by its rank (ring.rankAt(position)), never its position.
+//   - In place (AllGather: send == recv + rank*count, ReduceScatter: send + rank*count == recv,
+//     the others: send == recv) the rank's own block is never copied onto itself, and every input
+//     element is read before (or by the same thread in the same step as) it is overwritten.
+//   - preOp is applied where a rank's input enters the reduction, postOp where a fully reduced value
+//     is produced; so each happens exactly once per element.
+//   - nranks == 1: one local step per chunk (src -> dst with pre/post ops), no FIFO traffic.
+// Both ends of every connection compute the same chunk sizes, so they count the same steps.
+#pragma once
+
+#include <cstdint>
+
+#include "device/prims/prims_common.h"
+
+namespace braid {
+
+struct RingInfo {
+  const int* ranks;  // rank at each ring position
+  int n;
+  int index;  // this rank's position
+  int rank;
+  __device__ int rankAt(int pos) const { return ranks[((pos % n) + n) % n]; }
+  __device__ int positionOf(int r) const {
+    for (int p = 0; p < n; p++) {
+      if (ranks[p] == r) return p;
+    }
+    return 0;
+  }
+};
+
+// The channel's part of [0, count): equal shares rounded up to `grain` elements.
+struct ChannelPart {
+  int64_t begin;
+  int64_t end;
+};
+
+__device__ __forceinline__ ChannelPart channelPart(int64_t count, int channel, int nChannels, int64_t grain) {
+  const int64_t share = roundUp(divUp(count, nChannels), grain);
+  int64_t begin = share * channel;
+  int64_t end = begin + share;
+  if (begin > count) begin = count;
+  if (end > count) end = count;
+  return {begin, end};
+}
+
+__device__ __forceinline__ int64_t minI64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// A protocol's step for one (T, Fn), on buffers addressed in elements of elemSize bytes.
+struct Prims {
+  ProtoState* state;
+  StepFn fn;
+  int64_t elemSize;
+  __device__ void step(const char* src, char* dst, int64_t nelem, int flags) const {
+    fn(*state, src, dst, nelem, flags);
+  }
+  __device__ const char* at(const char* p, int64_t elems) const { return p + elems * elemSize; }
+  __device__ char* at(char* p, int64_t elems) const { return p + elems * elemSize; }
+};
+
+// AllReduce: per loop of n chunks, n-1 reduce-scatter steps then n-1 all-gather steps (§3.10).
+__device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
+                                     ChannelPart part, int64_t chunkElems, int64_t grain) {
+  const int n = ring.n;
+  const int i = ring.index;
+  int64_t chunk = 0;
+  for (int64_t loop = part.begin; loop < part.end; loop += n * chunk) {
+    chunk = minI64(chunkElems, roundUp(divUp(part.end - loop, n), grain));
+    auto off = [&](int r) { return loop + r * chunk; };
+    auto len = [&](int r) {
+      const int64_t o = loop + r * chunk;
+      return o >= part.end ? int64_t{0} : minI64(chunk, part.end - o);
+    };
+    int r = ring.rankAt(i - 1);
+    prims.step(prims.at(src, off(r)), nullptr, len(r), kStepSend | kStepPreOp);
+    for (int j = 1; j < n - 1; j++) {
+      r = ring.rankAt(i - 1 - j);
+      prims.step(prims.at(src, off(r)), nullptr, len(r), kStepRecv | kStepSend | kStepPreOp);
+    }
+    r = ring.rank;
+    prims.step(prims.at(src, off(r)), prims.at(dst, off(r)), len(r), kStepRecv | kStepSend | kStepPreOp | kStepPostOp);
+    for (int j = 1; j < n - 1; j++) {
+      r = ring.rankAt(i - j);
+      prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv | kStepSend);
+    }
+    r = ring.rankAt(i + 1);
+    prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv);
+  }
+}
+
+// ReduceScatter: block r of every rank's input reduces onto rank r; count is the per-rank count.
+__device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
+                                         int64_t count, ChannelPart part, int64_t chunkElems) {
+  const int n = ring.n;
+  const int i = ring.index;
+  for (int64_t o = part.begin; o < part.end; o += chunkElems) {
+    const int64_t len = minI64(chunkElems, part.end - o);
+    int r = ring.rankAt(i - 1);
+    prims.step(prims.at(src, r * count + o), nullptr, len, kStepSend | kStepPreOp);
+    for (int j = 1; j < n - 1; j++) {
+      r = ring.rankAt(i - 1 - j);
+      prims.step(prims.at(src, r * count + o), nullptr, len, kStepRecv | kStepSend | kStepPreOp);
+    }
+    prims.step(prims.at(src, ring.rank * count + o), prims.at(dst, o), len, kStepRecv | kStepPreOp | kStepPostOp);
+  }
+}
+
+// AllGather (bytes): count is the per-rank byte count.
+__device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
+                                     int64_t count, ChannelPart part, int64_t chunkElems) {
+  const int n = ring.n;
+  const int i = ring.index;
+  char* own = prims.at(dst, ring.rank * count);
+  const bool inPlace = src == own;
+  for (int64_t o = part.begin; o < part.end; o += chunkElems) {
+    const int64_t len = minI64(chunkElems, part.end - o);
+    prims.step(prims.at(src, o), inPlace ? nullptr : prims.at(own, o), len, kStepSend);
+    for (int j = 1; j < n - 1; j++) {
+      const int r = ring.rankAt(i - j);
+      prims.step(nullptr, prims.at(dst, r * count + o), len, kStepRecv | kStepSend);
+    }
+    prims.step(nullptr, prims.at(dst, ring.rankAt(i + 1) * count + o), len, kStepRecv);
+  }
+}
+
+// Broadcast (bytes): pipelined from the root along the ring.
+__device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
+                                     ChannelPart part, int64_t chunkElems) {
+  const int n = ring.n;
+  const int p = ((ring.index - ring.positionOf(root)) % n + n) % n;  // 0 at the root
+  for (int64_t o = part.begin; o < part.end; o += chunkElems) {
+    const int64_t len = minI64(chunkElems, part.end - o);
+    if (p == 0) {
+      prims.step(prims.at(src, o), src == dst ? nullptr : prims.at(dst, o), len, kStepSend);
+    } else if (p < n - 1) {
+      prims.step(nullptr, prims.at(dst, o), len, kStepRecv | kStepSend);
+    } else {
+      prims.step(nullptr, prims.at(dst, o), len, kStepRecv);
+    }
+  }
+}
+
+// Reduce: pipelined along the ring, starting after the root and ending at it.
+__device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
+                                  ChannelPart part, int64_t chunkElems) {
+  const int n = ring.n;
+  const int q = ((ring.index - ring.positionOf(root) - 1) % n + n) % n;  // n-1 at the root
+  for (int64_t o = part.begin; o < part.end; o += chunkElems) {
+    const int64_t len = minI64(chunkElems, part.end - o);
+    if (q == 0) {
+      prims.step(prims.at(src, o), nullptr, len, kStepSend | kStepPreOp);
+    } else if (q < n - 1) {
+      prims.step(prims.at(src, o), nullptr, len, kStepRecv | kStepSend | kStepPreOp);
+    } else {
+      prims.step(prims.at(src, o), prims.at(dst, o), len, kStepRecv | kStepPreOp | kStepPostOp);
+    }
+  }
+}
+
+// One rank: dst = post(pre(src)) chunk by chunk, skipped when it would copy a buffer onto itself.
+__device__ inline void localCopy(const Prims& prims, const char* src, char* dst, ChannelPart part, int64_t chunkElems,
+                                 bool hasOps) {
+  if (src == dst && !hasOps) return;
+  for (int64_t o = part.begin; o < part.end; o += chunkElems) {
+    prims.step(prims.at(src, o), prims.at(dst, o), minI64(chunkElems, part.end - o), kStepPreOp | kStepPostOp);
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,94 @@
+// The contract between the host and the device code: plain structs that a host compiler reads as
+// well as nvcc. The transports fill the connection structs, launch/ fills DevComm and DevWork, and
+// the kernels read them. Nothing here includes a CUDA header, so plan/ and topo/ can use the enums.
+//
+// Connection FIFO (one direction, one channel). The receiver owns the data buffers; the sender owns
+// the head word. Each side sees both through mapped memory (peer GPU memory for P2P, pinned shared
+// host memory for SHM):
+//   - buffs[p]: kFifoSteps slots of DevComm::slotBytes[p] bytes for protocol p, in the receiver's
+//     memory; slot s holds step s % kFifoSteps.
+//   - tail: in the receiver's memory. The Simple sender stores the absolute number of the last step
+//     it made complete (after a system-scope fence); the receiver polls it. LL and LL128 do not use
+//     it: their flags travel with the data and hold (uint32_t)(step + 1).
+//   - head: in the sender's memory. The receiver stores the absolute number of steps it has consumed
+//     (for every protocol); the sender may fill step s once s < head + kFifoSteps.
+//   - step: the next step number, persisted across kernels by the kernel itself (written back to
+//     DevComm at the end of each kernel). Both sides count the same steps for every operation, so
+//     head and tail stay meaningful across operations and protocols, which is why they are absolute.
+// Memory for buffs, tail and head starts zeroed; step starts at 0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace braid {
+
+constexpr int kMaxChannels = 32;
+constexpr int kFifoSteps = 8;
+
+// NCCL's protocol numbering (NCCL_PROTO names LL, LL128, Simple).
+enum ProtoId : int { kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2, kNumProtos = 3 };
+
+// NCCL's ncclFunc_t order for the collectives that have kernels.
+enum class CollId : uint8_t { kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4 };
+constexpr int kNumColls = 5;
+
+// The reduction the kernel applies. ncclAvg becomes kPreMulSum (floating types: inputs multiplied by
+// 1/nranks, then summed) or kSumPostDiv (integer types: summed, then divided by nranks, truncating).
+enum class DevRedOp : uint8_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kPreMulSum = 4, kSumPostDiv = 5 };
+
+// Sender's view of one connection.
+struct DevSendConn {
+  char* buffs[kNumProtos];  // the receiver's FIFO buffers (remote for P2P)
+  uint64_t* tail;           // in the receiver's memory; Simple only
+  uint64_t* head;           // in this sender's memory; written by the receiver
+  uint64_t step;            // next step to fill
+};
+
+// Receiver's view of one connection.
+struct DevRecvConn {
+  char* buffs[kNumProtos];  // this receiver's FIFO buffers
+  uint64_t* tail;           // in this receiver's memory; written by the sender
+  uint64_t* head;           // in the sender's memory (remote for P2P)
+  uint64_t step;            // next step to consume
+};
+
+// One channel: one ring, driven by one CTA.
+struct DevChannel {
+  const int* ringRanks;  // device array of nranks: the rank at each ring position
+  int ringIndex;         // this rank's position: ringRanks[ringIndex] == rank
+  DevSendConn send;      // to ringRanks[(ringIndex + 1) % nranks]
+  DevRecvConn recv;      // from ringRanks[(ringIndex + nranks - 1) % nranks]
+};
+
+// Per communicator, in device memory, written by the host when connections are made.
+struct DevComm {
+  int rank;
+  int nranks;
+  int nChannels;                   // channels connected (an operation may use fewer)
+  uint32_t slotBytes[kNumProtos];  // bytes of one FIFO slot, flags included for LL and LL128
+  volatile int* abortFlag;         // host-mapped; nonzero means every wait loop exits
+  DevChannel channels[kMaxChannels];
+};
+
+// One collective. Counts are in elements of dtype.
+struct DevWork {
+  const void* sendbuff;
+  void* recvbuff;
+  uint64_t count;       // AllReduce, Broadcast, Reduce: all elements; AllGather: sendcount; ReduceScatter: recvcount
+  uint64_t scalar;      // kPreMulSum: the factor as bits of dtype (fp8: bits of a half); kSumPostDiv: the divisor
+  int32_t root;         // Broadcast and Reduce
+  uint8_t coll;         // CollId
+  uint8_t dtype;        // ncclDataType_t
+  uint8_t redOp;        // DevRedOp
+  uint8_t proto;        // ProtoId
+  int32_t nChannels;    // CTAs launched; channel b of the kernel is channels[b]
+  uint32_t chunkBytes;  // payload bytes moved per ring step per channel (<= a slot's payload)
+};
+
+struct DevKernelArgs {
+  DevComm* comm;  // device pointer
+  DevWork work;
+};
+
+}  // namespace braid

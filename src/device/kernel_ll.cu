@@ -1,0 +1,35 @@
+// The LL-protocol kernel: one CTA per channel, every thread runs the algorithm (prims/prims_ll.h).
+#include "device/coll/run_work.h"
+#include "device/kernels.h"
+#include "device/launch_kernel.h"
+#include "device/prims/prims_ll.h"
+
+namespace braid {
+
+// The step function of this protocol for the (T, Fn) that visitTypeOp picks.
+struct LLPicker {
+  StepChoice choice;
+  template <typename T, typename Fn>
+  __device__ void run() {
+    choice.set<T, Fn>(&llStep<T, Fn>);
+  }
+  static __device__ int64_t chunkBytes(const DevComm& comm, uint32_t requested) {
+    return llChunkBytes(comm, requested);
+  }
+};
+
+__global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
+  __shared__ PrimsShared shared;
+  if (threadIdx.x == 0) shared.aborted = 0;
+  __syncthreads();
+  ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                    kProtoLL, args.work.scalar);
+  runWork<LLPicker>(args, state);
+}
+
+cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+  llKernel<<<args.work.nChannels, nThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace braid

@@ -1,0 +1,36 @@
+// The LL128-protocol kernel: one CTA per channel, every thread runs the algorithm in 8-lane groups
+// (prims/prims_ll128.h).
+#include "device/coll/run_work.h"
+#include "device/kernels.h"
+#include "device/launch_kernel.h"
+#include "device/prims/prims_ll128.h"
+
+namespace braid {
+
+// The step function of this protocol for the (T, Fn) that visitTypeOp picks.
+struct LL128Picker {
+  StepChoice choice;
+  template <typename T, typename Fn>
+  __device__ void run() {
+    choice.set<T, Fn>(&ll128Step<T, Fn>);
+  }
+  static __device__ int64_t chunkBytes(const DevComm& comm, uint32_t requested) {
+    return ll128ChunkBytes(comm, requested);
+  }
+};
+
+__global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArgs args) {
+  __shared__ PrimsShared shared;
+  if (threadIdx.x == 0) shared.aborted = 0;
+  __syncthreads();
+  ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                    kProtoLL128, args.work.scalar);
+  runWork<LL128Picker>(args, state);
+}
+
+cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+  ll128Kernel<<<args.work.nChannels, nThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace braid

@@ -1,0 +1,52 @@
+// The Simple-protocol kernel: one CTA per channel, nThreads workers that run the algorithm and one
+// poster warp that publishes tail/head (prims/prims_simple.h explains the split and its ordering).
+#include "device/coll/run_work.h"
+#include "device/kernels.h"
+#include "device/launch_kernel.h"
+#include "device/prims/prims_simple.h"
+
+namespace braid {
+
+// The step function of this protocol for the (T, Fn) that visitTypeOp picks.
+struct SimplePicker {
+  StepChoice choice;
+  template <typename T, typename Fn>
+  __device__ void run() {
+    choice.set<T, Fn>(&simpleStep<T, Fn>);
+  }
+  static __device__ int64_t chunkBytes(const DevComm& comm, uint32_t requested) {
+    return simpleChunkBytes(comm, requested);
+  }
+};
+
+__global__ void __launch_bounds__(kMaxThreads + kSimpleExtraThreads, 1) simpleKernel(const DevKernelArgs args) {
+  __shared__ PrimsShared shared;
+  const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
+  DevChannel* channel = &args.comm->channels[blockIdx.x];
+  // Read before the barrier: the workers may write the steps back before the poster starts.
+  const uint64_t sendStep = channel->send.step;
+  const uint64_t recvStep = channel->recv.step;
+  if (threadIdx.x == 0) {
+    shared.sendDone = sendStep;
+    shared.recvDone = recvStep;
+    shared.finished = 0;
+    shared.aborted = 0;
+  }
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid >= nWorkers) {
+    if (tid == nWorkers) simplePosterLoop(args.comm, channel, &shared, sendStep, recvStep);
+    return;
+  }
+  ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, args.work.scalar);
+  runWork<SimplePicker>(args, state);
+  // After the steps were written back (same thread): lets the poster post the last step and exit.
+  if (tid == 0) stReleaseCta(&shared.finished, 1);
+}
+
+cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+  simpleKernel<<<args.work.nChannels, nThreads + kSimpleExtraThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace braid

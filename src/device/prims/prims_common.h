@@ -1,0 +1,168 @@
+// What the three protocols (prims_simple.h, prims_ll.h, prims_ll128.h) share: the step flags, the
+// per-CTA setup, abort polling, and 8-byte pack loads/stores for user buffers of any alignment.
+//
+// The protocol interface the ring algorithms (coll/ring_colls.h) are written against is one step
+// function per protocol and (T, Fn), called through a pointer (StepFn) so that the algorithms are
+// compiled once per protocol, not once per type and op:
+//   void xxxStep<T, Fn>(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
+// It does one ring step (see StepFlags) on nelem elements of T, the functor built from
+// ProtoState::scalar. A step with nelem <= 0 does nothing and is not counted, on either side of a
+// connection: both sides compute the same sizes for the same chunk, so their step counts stay equal.
+#pragma once
+
+#include <cstdint>
+
+#include "device/arch/ptx.h"
+#include "device/dev_types.h"
+
+namespace braid {
+
+// What one step does. The value is
+//   v = kRecv && src ? reduce(fifo, pre(src)) : (kRecv ? fifo : pre(src));  v = post(v)
+// and v goes to dst (when non-null) and to the next rank's FIFO (kSend). pre() is the functor's
+// preOp when kPreOp is set, post() its postOp when kPostOp is set.
+enum StepFlags : int { kStepRecv = 1, kStepSend = 2, kStepPreOp = 4, kStepPostOp = 8 };
+
+// Spin iterations between two reads of the host-mapped abort flag (a PCIe round trip).
+constexpr uint32_t kAbortPollSpins = 4096;
+
+// Per-CTA shared state. Simple uses the counters to hand completed steps to its poster warp.
+struct PrimsShared {
+  uint64_t sendDone;  // absolute number of send steps whose payload is written
+  uint64_t recvDone;  // absolute number of receive steps whose payload is consumed
+  uint64_t finished;  // nonzero once the workers have finished the operation
+  int aborted;        // set by the first thread that sees the abort flag
+};
+
+// Abort polling for one thread: cheap shared-memory check every call, the host flag every
+// kAbortPollSpins calls. Returns true once the operation is aborted.
+class AbortWatch {
+ public:
+  __device__ AbortWatch(const volatile int* hostFlag, PrimsShared* shared) : hostFlag_(hostFlag), shared_(shared) {}
+  __device__ bool aborted() const { return *reinterpret_cast<volatile int*>(&shared_->aborted) != 0; }
+  __device__ bool poll() {
+    if (aborted()) return true;
+    if (++spins_ < kAbortPollSpins) return false;
+    spins_ = 0;
+    if (hostFlag_ == nullptr || readAbort(hostFlag_) == 0) return false;
+    *reinterpret_cast<volatile int*>(&shared_->aborted) = 1;
+    return true;
+  }
+
+ private:
+  const volatile int* hostFlag_;
+  PrimsShared* shared_;
+  uint32_t spins_ = 0;
+};
+
+// One CTA thread's view of its channel's connections, the same for every protocol and type.
+struct ProtoState {
+  DevChannel* channel;  // &comm->channels[blockIdx.x]
+  PrimsShared* shared;
+  int tid;       // index among the threads that run the algorithm
+  int nthreads;  // number of those threads (a multiple of 32)
+  uint64_t slotBytes;
+  char* sendBuff;  // the next rank's FIFO for this protocol
+  const char* recvBuff;
+  const uint64_t* sendHead;
+  uint64_t* recvHead;
+  const uint64_t* recvTail;
+  uint64_t sendStep;
+  uint64_t recvStep;
+  uint64_t headCache;  // last head value seen by this thread (LL, LL128)
+  uint64_t scalar;     // DevWork::scalar, for the functor
+  AbortWatch abort;
+};
+
+using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
+
+__device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared* shared, int tid, int nthreads,
+                                                     int proto, uint64_t scalar) {
+  DevChannel* ch = &comm->channels[blockIdx.x];
+  return ProtoState{ch,
+                    shared,
+                    tid,
+                    nthreads,
+                    comm->slotBytes[proto],
+                    ch->send.buffs[proto],
+                    ch->recv.buffs[proto],
+                    ch->send.head,
+                    ch->recv.head,
+                    ch->recv.tail,
+                    ch->send.step,
+                    ch->recv.step,
+                    0,
+                    scalar,
+                    AbortWatch(comm->abortFlag, shared)};
+}
+
+// Steps go back to DevComm for the next kernel (every thread counted the same steps).
+__device__ __forceinline__ void finishProtoState(const ProtoState& s) {
+  if (s.tid != 0) return;
+  s.channel->send.step = s.sendStep;
+  s.channel->recv.step = s.recvStep;
+}
+
+__device__ __forceinline__ int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int64_t roundUp(int64_t a, int64_t b) { return divUp(a, b) * b; }
+
+// Payload bytes per step: the request capped at the slot's payload, in 16-byte units (so that every
+// chunk offset keeps the user buffer's 16-byte alignment), 0 meaning the whole slot.
+__device__ __forceinline__ int64_t clampChunkBytes(int64_t capacity, uint32_t requested) {
+  int64_t c = requested == 0 ? capacity : (requested < capacity ? static_cast<int64_t>(requested) : capacity);
+  c = c / 16 * 16;
+  return c < 16 ? 16 : c;
+}
+
+// The unsigned integer of a type's size: partial packs move elements as raw bits.
+template <int kBytes>
+struct UintOfSize;
+template <>
+struct UintOfSize<1> {
+  using Type = uint8_t;
+};
+template <>
+struct UintOfSize<2> {
+  using Type = uint16_t;
+};
+template <>
+struct UintOfSize<4> {
+  using Type = uint32_t;
+};
+template <>
+struct UintOfSize<8> {
+  using Type = uint64_t;
+};
+
+// Loads `nbytes` (0..8, a multiple of sizeof(T)) bytes of T elements at p into the low bytes of a
+// pack. p is aligned to sizeof(T); the fast path needs 8-byte alignment and a full pack.
+template <typename T>
+__device__ __forceinline__ uint64_t loadPack8(const char* p, int nbytes, bool aligned8) {
+  if (aligned8 && nbytes == 8) return *reinterpret_cast<const uint64_t*>(p);
+  using U = typename UintOfSize<sizeof(T)>::Type;
+  constexpr int kElems = 8 / sizeof(T);
+  const U* src = reinterpret_cast<const U*>(p);
+  uint64_t v = 0;
+#pragma unroll
+  for (int i = 0; i < kElems; i++) {
+    if (i * static_cast<int>(sizeof(T)) < nbytes) v |= static_cast<uint64_t>(src[i]) << (8 * sizeof(T) * i);
+  }
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ void storePack8(char* p, uint64_t v, int nbytes, bool aligned8) {
+  if (aligned8 && nbytes == 8) {
+    *reinterpret_cast<uint64_t*>(p) = v;
+    return;
+  }
+  using U = typename UintOfSize<sizeof(T)>::Type;
+  constexpr int kElems = 8 / sizeof(T);
+  U* dst = reinterpret_cast<U*>(p);
+#pragma unroll
+  for (int i = 0; i < kElems; i++) {
+    if (i * static_cast<int>(sizeof(T)) < nbytes) dst[i] = static_cast<U>(v >> (8 * sizeof(T) * i));
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,185 @@
+// Simple protocol: bulk 16-byte vector copies through the FIFO slots, with the tail/head handshake.
+//
+// Threads: the algorithm runs on nthreads "workers"; one extra "poster" warp (launched beside them)
+// publishes completed steps, so that the system-scope fence overlaps the workers' next copy.
+//
+// One step, workers:
+//   1. worker 0 waits until the step may run: recv: tail >= recvStep + 1 (ld.acquire.sys);
+//      send: head + kFifoSteps >= sendStep + 1 (ld.acquire.sys), i.e. the receiver has consumed the
+//      step that last used this slot.
+//   2. bar.sync(workers): the acquire by worker 0 plus the barrier order every worker's FIFO reads and
+//      writes after the handshake (and ld.acquire invalidates the SM's L1, so no stale line is read).
+//   3. every worker copies/reduces its share of the step with 16-byte accesses, 4 packs per source in
+//      flight per thread (or element by element when a user pointer is not 16-byte aligned).
+//   4. bar.sync(workers); worker 0 stores sendDone = sendStep + 1 / recvDone = recvStep + 1 in shared
+//      memory with st.release.cta. The barrier orders all workers' payload stores before it.
+// Poster (one thread): ld.acquire.cta of sendDone/recvDone; for a new sendDone: fence.acq_rel.sys then
+// tail = sendDone (st.relaxed.sys), which by cumulativity publishes the payload the workers wrote
+// before the release; for a new recvDone: head = recvDone. head needs no fence: the slot's loads have
+// been performed, since their values were stored (to dst or the next FIFO) before the barrier.
+// The poster's posts never wait on the workers' next wait, so the ring cannot deadlock on it.
+#pragma once
+
+#include <cstdint>
+
+#include "device/prims/prims_common.h"
+#include "device/reduce/reduce_ops.h"
+
+namespace braid {
+
+constexpr int kSimpleUnroll = 4;
+constexpr int kSimpleBarrier = 1;  // workers' named barrier
+
+// v = [post]( fifoIn && userIn ? reduce(fifoIn, [pre](userIn)) : whichever is present ), stored to
+// userOut and fifoOut when present. All pointers present are 16-byte aligned; nPacks 16-byte packs.
+template <typename T, typename Fn>
+__device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthreads, const uint4* fifoIn,
+                                                const uint4* userIn, uint4* userOut, uint4* fifoOut, int64_t nPacks,
+                                                bool pre, bool post) {
+  constexpr int kU = kSimpleUnroll;
+  const int lane = tid % 32;
+  const int64_t warpPacks = 32 * kU;
+  const int64_t fullEnd = nPacks / warpPacks * warpPacks;
+  for (int64_t base = static_cast<int64_t>(tid / 32) * warpPacks + lane; base < fullEnd;
+       base += static_cast<int64_t>(nthreads / 32) * warpPacks) {
+    uint4 v[kU];
+    if (fifoIn != nullptr) {
+#pragma unroll
+      for (int u = 0; u < kU; u++) v[u] = ldVolatile16(fifoIn + base + u * 32);
+    }
+    if (userIn != nullptr) {
+      uint4 s[kU];
+#pragma unroll
+      for (int u = 0; u < kU; u++) s[u] = ldGlobal16(userIn + base + u * 32);
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        if (Fn::kHasPreOp && pre) s[u] = applyPreOp<Fn, T, uint4>(fn, s[u]);
+        v[u] = fifoIn != nullptr ? applyReduce<Fn, T, uint4>(fn, v[u], s[u]) : s[u];
+      }
+    }
+    if (Fn::kHasPostOp && post) {
+#pragma unroll
+      for (int u = 0; u < kU; u++) v[u] = applyPostOp<Fn, T, uint4>(fn, v[u]);
+    }
+    if (userOut != nullptr) {
+#pragma unroll
+      for (int u = 0; u < kU; u++) stGlobal16(userOut + base + u * 32, v[u]);
+    }
+    if (fifoOut != nullptr) {
+#pragma unroll
+      for (int u = 0; u < kU; u++) stGlobal16(fifoOut + base + u * 32, v[u]);
+    }
+  }
+  for (int64_t i = fullEnd + tid; i < nPacks; i += nthreads) {
+    uint4 v = fifoIn != nullptr ? ldVolatile16(fifoIn + i) : uint4{};
+    if (userIn != nullptr) {
+      uint4 s = ldGlobal16(userIn + i);
+      if (Fn::kHasPreOp && pre) s = applyPreOp<Fn, T, uint4>(fn, s);
+      v = fifoIn != nullptr ? applyReduce<Fn, T, uint4>(fn, v, s) : s;
+    }
+    if (Fn::kHasPostOp && post) v = applyPostOp<Fn, T, uint4>(fn, v);
+    if (userOut != nullptr) stGlobal16(userOut + i, v);
+    if (fifoOut != nullptr) stGlobal16(fifoOut + i, v);
+  }
+}
+
+// The same, element by element over [begin, end): unaligned user pointers and the sub-16-byte tail.
+template <typename T, typename Fn>
+__device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
+                                                T* userOut, T* fifoOut, int64_t begin, int64_t end, bool pre,
+                                                bool post) {
+  for (int64_t i = begin + tid; i < end; i += nthreads) {
+    T v = fifoIn != nullptr ? fifoIn[i] : T();
+    if (userIn != nullptr) {
+      T s = userIn[i];
+      if (Fn::kHasPreOp && pre) s = fn.preOp(s);
+      v = fifoIn != nullptr ? fn(v, s) : s;
+    }
+    if (Fn::kHasPostOp && post) v = fn.postOp(v);
+    if (userOut != nullptr) userOut[i] = v;
+    if (fifoOut != nullptr) fifoOut[i] = v;
+  }
+}
+
+template <typename T, typename Fn>
+__device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
+                                                 T* userOut, T* fifoOut, int64_t nelem, bool pre, bool post) {
+  const uintptr_t userBits = reinterpret_cast<uintptr_t>(userIn) | reinterpret_cast<uintptr_t>(userOut);
+  int64_t vecElems = 0;
+  if (userBits % 16 == 0) {
+    const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
+    reduceCopyPacks<T, Fn>(fn, tid, nthreads, reinterpret_cast<const uint4*>(fifoIn),
+                           reinterpret_cast<const uint4*>(userIn), reinterpret_cast<uint4*>(userOut),
+                           reinterpret_cast<uint4*>(fifoOut), nPacks, pre, post);
+    vecElems = nPacks * 16 / static_cast<int64_t>(sizeof(T));
+  }
+  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, post);
+}
+
+__device__ __forceinline__ void simpleWait(ProtoState& s, bool recv, bool send) {
+  if (recv) {
+    while (ldAcquireSys(s.recvTail) < s.recvStep + 1) {
+      if (s.abort.poll()) return;
+    }
+  }
+  if (send) {
+    while (ldAcquireSys(s.sendHead) + kFifoSteps < s.sendStep + 1) {
+      if (s.abort.poll()) return;
+    }
+  }
+}
+
+__device__ __forceinline__ int64_t simpleChunkBytes(const DevComm& comm, uint32_t requested) {
+  return clampChunkBytes(comm.slotBytes[kProtoSimple], requested);
+}
+
+// One Simple step on the workers (see the header comment). Not inlined: one copy per (T, Fn).
+template <typename T, typename Fn>
+__device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+  if (nelem <= 0) return;
+  const bool recv = (flags & kStepRecv) != 0;
+  const bool send = (flags & kStepSend) != 0;
+  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send);
+  namedBarrierSync(kSimpleBarrier, s.nthreads);
+  if (!s.abort.aborted()) {
+    const T* fifoIn = recv ? reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSteps) * s.slotBytes) : nullptr;
+    T* fifoOut = send ? reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSteps) * s.slotBytes) : nullptr;
+    const Fn fn(s.scalar);
+    simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst),
+                            fifoOut, nelem, (flags & kStepPreOp) != 0, (flags & kStepPostOp) != 0);
+  }
+  namedBarrierSync(kSimpleBarrier, s.nthreads);
+  if (send) s.sendStep++;
+  if (recv) s.recvStep++;
+  if (s.tid == 0) {
+    if (send) stReleaseCta(&s.shared->sendDone, s.sendStep);
+    if (recv) stReleaseCta(&s.shared->recvDone, s.recvStep);
+  }
+}
+
+// The poster warp of a Simple CTA (only its lane 0 calls this). See the header comment. The initial
+// steps are read before the CTA's first barrier: the workers may finish and write DevComm before the
+// poster starts.
+__device__ __forceinline__ void simplePosterLoop(DevComm* comm, DevChannel* channel, PrimsShared* shared,
+                                                 uint64_t postedTail, uint64_t postedHead) {
+  uint64_t* tail = channel->send.tail;
+  uint64_t* head = channel->recv.head;
+  AbortWatch abort(comm->abortFlag, shared);
+  while (true) {
+    const uint64_t finished = ldAcquireCta(&shared->finished);
+    const uint64_t sendDone = ldAcquireCta(&shared->sendDone);
+    const uint64_t recvDone = ldAcquireCta(&shared->recvDone);
+    if (sendDone != postedTail) {
+      fenceAcqRelSys();
+      stRelaxedSys(tail, sendDone);
+      postedTail = sendDone;
+    }
+    if (recvDone != postedHead) {
+      stRelaxedSys(head, recvDone);
+      postedHead = recvDone;
+    }
+    if (finished != 0 || abort.poll()) return;
+  }
+}
+
+}  // namespace braid

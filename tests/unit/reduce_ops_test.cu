@@ -1,0 +1,671 @@
+// Reduction functors (src/device/reduce/) on the CPU: every functor on every type it supports
+// against an independent reference (exact for integers, double precision rounded once for the
+// floating types, NCCL's "compute in half, narrow with SATFINITE" model for fp8), the pack helpers
+// against the scalar functors, the (type, op) dispatch, and the ncclAvg scalars. The last test runs
+// the pack helpers on a GPU, when there is one, and compares with the host results.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "device/reduce/avg_scalar.h"
+#include "device/reduce/reduce_dispatch.h"
+#include "device/reduce/reduce_ops.h"
+
+namespace braid {
+namespace {
+
+using E4m3 = __nv_fp8_e4m3;
+using E5m2 = __nv_fp8_e5m2;
+using reduce_detail::BitsOf;
+
+constexpr bool sameValue(DevDataType a, ncclDataType_t b) { return static_cast<int>(a) == static_cast<int>(b); }
+static_assert(sameValue(kDevInt8, ncclInt8) && sameValue(kDevUint8, ncclUint8) && sameValue(kDevInt32, ncclInt32) &&
+                  sameValue(kDevUint32, ncclUint32) && sameValue(kDevInt64, ncclInt64) &&
+                  sameValue(kDevUint64, ncclUint64) && sameValue(kDevFloat16, ncclFloat16) &&
+                  sameValue(kDevFloat32, ncclFloat32) && sameValue(kDevFloat64, ncclFloat64) &&
+                  sameValue(kDevBfloat16, ncclBfloat16) && sameValue(kDevFloat8e4m3, ncclFloat8e4m3) &&
+                  sameValue(kDevFloat8e5m2, ncclFloat8e5m2) && sameValue(kDevNumTypes, ncclNumTypes),
+              "DevDataType must match ncclDataType_t");
+
+// ---- Conversions for the references ----
+double toD(__half x) { return __half2float(x); }
+double toD(__nv_bfloat16 x) { return __bfloat162float(x); }
+double toD(E4m3 x) { return static_cast<float>(x); }
+double toD(E5m2 x) { return static_cast<float>(x); }
+double toD(float x) { return x; }
+double toD(double x) { return x; }
+
+template <typename T>
+T fromD(double d);
+template <>
+__half fromD<__half>(double d) {
+  return __double2half(d);
+}
+template <>
+__nv_bfloat16 fromD<__nv_bfloat16>(double d) {
+  return __double2bfloat16(d);
+}
+template <>
+E4m3 fromD<E4m3>(double d) {
+  return BitsOf<E4m3>::from(__nv_cvt_double_to_fp8(d, __NV_SATFINITE, __NV_E4M3));
+}
+template <>
+E5m2 fromD<E5m2>(double d) {
+  return BitsOf<E5m2>::from(__nv_cvt_double_to_fp8(d, __NV_SATFINITE, __NV_E5M2));
+}
+template <>
+float fromD<float>(double d) {
+  return static_cast<float>(d);
+}
+template <>
+double fromD<double>(double d) {
+  return d;
+}
+
+template <typename T>
+constexpr bool kIsFp8 = std::is_same<T, E4m3>::value || std::is_same<T, E5m2>::value;
+// Types whose Max/Min order +0 above -0 (CUDA's __hmax/__hmin); fmaxf/fmax leave it unspecified.
+template <typename T>
+constexpr bool kZeroSignDefined = !std::is_same<T, float>::value && !std::is_same<T, double>::value;
+
+template <typename T>
+uint64_t bitsU64(T x) {
+  return BitsOf<T>::to(x);
+}
+template <typename T>
+bool isNan(T x) {
+  return std::isnan(toD(x));
+}
+
+// Exact value of a op b in double, rounded once to T. For fp8, NCCL rounds to half first and then
+// to fp8 with SATFINITE; the model does the same from the exact value (fp8 x fp8 and fp8 x half
+// products and fp8 sums are exact in double).
+template <typename T>
+T roundResult(double exact) {
+  if constexpr (kIsFp8<T>) {
+    return fromD<T>(toD(__double2half(exact)));
+  } else {
+    return fromD<T>(exact);
+  }
+}
+
+double refMaxMin(double a, double b, bool isMax) {
+  if (std::isnan(a) && std::isnan(b)) return std::nan("");
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  if (a == b && a == 0) return (std::signbit(a) == isMax) ? b : a;
+  return isMax ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+// Equality of results: same bits, or both NaN, or (where unspecified) zeros of either sign.
+template <typename T>
+::testing::AssertionResult sameResult(T got, T want, bool anyZeroSign = false) {
+  if (bitsU64(got) == bitsU64(want)) return ::testing::AssertionSuccess();
+  if (isNan(got) && isNan(want)) return ::testing::AssertionSuccess();
+  if (anyZeroSign && toD(got) == 0 && toD(want) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << toD(got) << " (bits 0x" << std::hex << bitsU64(got) << ") want "
+                                       << toD(want) << " (bits 0x" << bitsU64(want) << ")";
+}
+
+// ---- Sample values ----
+template <typename T>
+std::vector<T> floatSamples(std::mt19937_64& rng) {
+  std::vector<T> v;
+  if constexpr (sizeof(T) == 1) {
+    for (int b = 0; b < 256; ++b) v.push_back(BitsOf<T>::from(static_cast<uint8_t>(b)));
+    return v;
+  } else {
+    const double inf = std::numeric_limits<double>::infinity();
+    for (double d : {0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -2.25, 1e-3, 65504.0, -65504.0, 1e30, inf, -inf, std::nan("")}) {
+      v.push_back(fromD<T>(d));
+    }
+    using U = typename BitsOf<T>::U;
+    std::uniform_real_distribution<double> uniform(-1000.0, 1000.0);
+    for (int i = 0; i < 300; ++i) v.push_back(BitsOf<T>::from(static_cast<U>(rng())));
+    for (int i = 0; i < 300; ++i) v.push_back(fromD<T>(uniform(rng)));
+    return v;
+  }
+}
+
+template <typename T>
+std::vector<T> intSamples(std::mt19937_64& rng) {
+  using L = std::numeric_limits<T>;
+  std::vector<T> v = {T(0), T(1), T(2), T(3), T(7), L::max(), L::min(), T(L::max() - 1), T(L::min() + 1)};
+  if (std::is_signed<T>::value) {
+    for (T x : {T(-1), T(-2), T(-3), T(-7), T(-8), T(-9)}) v.push_back(x);
+  }
+  for (int i = 0; i < 400; ++i) v.push_back(static_cast<T>(rng()));
+  for (int i = 0; i < 100; ++i) v.push_back(static_cast<T>(static_cast<int64_t>(rng() % 2001) - 1000));
+  return v;
+}
+
+// ---- Integer functors ----
+template <typename T>
+T truncateTo(uint64_t bits) {
+  T r;
+  memcpy(&r, &bits, sizeof(T));  // little endian: the low bytes
+  return r;
+}
+
+template <typename T>
+void checkIntegerOps() {
+  SCOPED_TRACE(typeid(T).name());
+  std::mt19937_64 rng(1234 + sizeof(T));
+  const std::vector<T> s = intSamples<T>(rng);
+  const FuncSum<T> sum;
+  const FuncProd<T> prod;
+  const FuncMax<T> mx;
+  const FuncMin<T> mn;
+  const FuncSumPostDiv<T> avgSum(3);
+  for (T a : s) {
+    for (T b : s) {
+      // Two's complement wrap: the low bits of the 64-bit sum/product of the sign-extended values.
+      const uint64_t wa = static_cast<uint64_t>(a);
+      const uint64_t wb = static_cast<uint64_t>(b);
+      ASSERT_EQ(truncateTo<T>(wa + wb), sum(a, b)) << +a << " + " << +b;
+      ASSERT_EQ(truncateTo<T>(wa * wb), prod(a, b)) << +a << " * " << +b;
+      ASSERT_EQ(std::max(a, b), mx(a, b));
+      ASSERT_EQ(std::min(a, b), mn(a, b));
+      ASSERT_EQ(truncateTo<T>(wa + wb), avgSum(a, b));
+    }
+  }
+}
+
+TEST(ReduceOps, IntegerSumProdMaxMinAllTypes) {
+  checkIntegerOps<int8_t>();
+  checkIntegerOps<uint8_t>();
+  checkIntegerOps<int32_t>();
+  checkIntegerOps<uint32_t>();
+  checkIntegerOps<int64_t>();
+  checkIntegerOps<uint64_t>();
+}
+
+TEST(ReduceOps, IntegerWrapExamples) {
+  EXPECT_EQ(int8_t(-56), FuncSum<int8_t>()(100, 100));
+  EXPECT_EQ(uint8_t(44), FuncSum<uint8_t>()(200, 100));
+  EXPECT_EQ(std::numeric_limits<int32_t>::min(), FuncSum<int32_t>()(std::numeric_limits<int32_t>::max(), 1));
+  EXPECT_EQ(int8_t(0), FuncProd<int8_t>()(16, 16));
+  EXPECT_EQ(std::numeric_limits<int64_t>::min(), FuncProd<int64_t>()(std::numeric_limits<int64_t>::min(), -1));
+  EXPECT_EQ(uint64_t(0), FuncSum<uint64_t>()(~uint64_t(0), 1));
+  EXPECT_EQ(int8_t(-128), FuncMin<int8_t>()(-128, 127));
+  EXPECT_EQ(uint8_t(255), FuncMax<uint8_t>()(0, 255));
+  EXPECT_EQ(int64_t(-1), FuncMax<int64_t>()(std::numeric_limits<int64_t>::min(), -1));
+}
+
+template <typename T>
+void checkPostDiv(const std::vector<T>& values, const std::vector<uint64_t>& divisors) {
+  SCOPED_TRACE(typeid(T).name());
+  for (uint64_t d : divisors) {
+    const FuncSumPostDiv<T> fn(d);
+    for (T x : values) {
+      // C's division truncates toward zero; computed in 64 bits with the type's signedness.
+      T want;
+      if (std::is_signed<T>::value) {
+        want = static_cast<T>(static_cast<__int128>(x) / static_cast<__int128>(d));
+      } else {
+        want = static_cast<T>(static_cast<uint64_t>(x) / d);
+      }
+      ASSERT_EQ(want, fn.postOp(x)) << +x << " / " << d;
+    }
+  }
+}
+
+TEST(ReduceOps, SumPostDivTruncatesLikeC) {
+  std::vector<uint64_t> small;
+  for (uint64_t d = 1; d <= 9; ++d) small.push_back(d);
+  std::vector<int8_t> all8;
+  std::vector<uint8_t> allU8;
+  for (int i = 0; i < 256; ++i) {
+    all8.push_back(static_cast<int8_t>(i));
+    allU8.push_back(static_cast<uint8_t>(i));
+  }
+  std::vector<uint64_t> div8 = small;
+  div8.insert(div8.end(), {127, 128, 255, 1000});
+  checkPostDiv(all8, div8);
+  checkPostDiv(allU8, div8);
+  std::mt19937_64 rng(99);
+  std::vector<uint64_t> wide = small;
+  wide.insert(wide.end(), {1000, 65537, 0x7fffffffu, 0xffffffffu});
+  checkPostDiv(intSamples<int32_t>(rng), wide);
+  checkPostDiv(intSamples<uint32_t>(rng), wide);
+  wide.insert(wide.end(), {(uint64_t{1} << 40) + 3, uint64_t{1} << 63, ~uint64_t{0}});
+  checkPostDiv(intSamples<int64_t>(rng), wide);
+  checkPostDiv(intSamples<uint64_t>(rng), wide);
+  // Examples: -7 / 2 is -3 (not -4), INT8_MIN / 1 stays, a divisor of 0 counts as 1.
+  EXPECT_EQ(int8_t(-3), FuncSumPostDiv<int8_t>(2).postOp(-7));
+  EXPECT_EQ(int8_t(-128), FuncSumPostDiv<int8_t>(1).postOp(-128));
+  EXPECT_EQ(int32_t(-5), FuncSumPostDiv<int32_t>(0).postOp(-5));
+  EXPECT_TRUE(FuncSumPostDiv<int32_t>::kHasPostOp);
+  EXPECT_FALSE(FuncSumPostDiv<int32_t>::kHasPreOp);
+}
+
+// ---- Floating functors ----
+template <typename T>
+void checkFloatOps() {
+  SCOPED_TRACE(typeid(T).name());
+  std::mt19937_64 rng(77 + sizeof(T));
+  const std::vector<T> s = floatSamples<T>(rng);
+  const FuncSum<T> sum;
+  const FuncProd<T> prod;
+  const FuncMax<T> mx;
+  const FuncMin<T> mn;
+  for (T a : s) {
+    for (T b : s) {
+      const double da = toD(a);
+      const double db = toD(b);
+      // float and double: one rounding of the exact double result is the IEEE result (double has
+      // 53 >= 2*24+2 bits, so rounding twice is harmless for float; double itself is exact here).
+      ASSERT_TRUE(sameResult(sum(a, b), roundResult<T>(da + db))) << da << " + " << db;
+      ASSERT_TRUE(sameResult(prod(a, b), roundResult<T>(da * db))) << da << " * " << db;
+      ASSERT_TRUE(sameResult(mx(a, b), fromD<T>(refMaxMin(da, db, true)), !kZeroSignDefined<T>))
+          << da << " max " << db << " bits " << std::hex << bitsU64(a) << " " << bitsU64(b);
+      ASSERT_TRUE(sameResult(mn(a, b), fromD<T>(refMaxMin(da, db, false)), !kZeroSignDefined<T>))
+          << da << " min " << db;
+    }
+  }
+}
+
+TEST(ReduceOps, FloatingSumProdMaxMinAllTypes) {
+  checkFloatOps<__half>();
+  checkFloatOps<float>();
+  checkFloatOps<double>();
+  checkFloatOps<__nv_bfloat16>();
+  checkFloatOps<E4m3>();  // exhaustive: all 256 x 256 pairs
+  checkFloatOps<E5m2>();
+}
+
+template <typename T>
+void expectMaxMinSpecials() {
+  SCOPED_TRACE(typeid(T).name());
+  const T nan = fromD<T>(std::nan(""));
+  const T one = fromD<T>(1.0);
+  const T two = fromD<T>(-2.0);
+  const FuncMax<T> mx;
+  const FuncMin<T> mn;
+  // One NaN operand is ignored, two give NaN.
+  EXPECT_TRUE(sameResult(mx(nan, one), one));
+  EXPECT_TRUE(sameResult(mx(one, nan), one));
+  EXPECT_TRUE(sameResult(mn(nan, two), two));
+  EXPECT_TRUE(sameResult(mn(two, nan), two));
+  EXPECT_TRUE(isNan(mx(nan, nan)));
+  EXPECT_TRUE(isNan(mn(nan, nan)));
+  if constexpr (!std::is_same<T, E4m3>::value) {  // e4m3 has no infinity
+    const T inf = fromD<T>(std::numeric_limits<double>::infinity());
+    const T ninf = fromD<T>(-std::numeric_limits<double>::infinity());
+    EXPECT_TRUE(sameResult(mx(inf, one), inf));
+    EXPECT_TRUE(sameResult(mn(ninf, one), ninf));
+    EXPECT_TRUE(sameResult(mx(ninf, nan), ninf));
+    EXPECT_TRUE(sameResult(mn(nan, inf), inf));
+  }
+  if constexpr (kZeroSignDefined<T>) {
+    const T pz = fromD<T>(0.0);
+    const T nz = fromD<T>(-0.0);
+    EXPECT_EQ(bitsU64(pz), bitsU64(mx(nz, pz)));
+    EXPECT_EQ(bitsU64(pz), bitsU64(mx(pz, nz)));
+    EXPECT_EQ(bitsU64(nz), bitsU64(mn(nz, pz)));
+    EXPECT_EQ(bitsU64(nz), bitsU64(mn(pz, nz)));
+  }
+}
+
+TEST(ReduceOps, MaxMinNanAndInfinity) {
+  expectMaxMinSpecials<__half>();
+  expectMaxMinSpecials<float>();
+  expectMaxMinSpecials<double>();
+  expectMaxMinSpecials<__nv_bfloat16>();
+  expectMaxMinSpecials<E4m3>();
+  expectMaxMinSpecials<E5m2>();
+}
+
+TEST(ReduceOps, Fp8SaturatesLikeNccl) {
+  const E4m3 max4 = fromD<E4m3>(448.0);
+  EXPECT_EQ(448.0, toD(FuncSum<E4m3>()(max4, max4)));
+  EXPECT_EQ(-448.0, toD(FuncSum<E4m3>()(fromD<E4m3>(-448.0), fromD<E4m3>(-448.0))));
+  EXPECT_EQ(448.0, toD(FuncProd<E4m3>()(max4, fromD<E4m3>(2.0))));
+  const E5m2 max5 = fromD<E5m2>(57344.0);
+  EXPECT_EQ(57344.0, toD(FuncSum<E5m2>()(max5, max5)));
+  // Half arithmetic overflows to inf, and SATFINITE turns even a true infinity into the maximum.
+  const E5m2 inf5 = BitsOf<E5m2>::from(0x7c);
+  ASSERT_TRUE(std::isinf(toD(inf5)));
+  EXPECT_EQ(57344.0, toD(FuncSum<E5m2>()(inf5, fromD<E5m2>(1.0))));
+  EXPECT_TRUE(isNan(FuncSum<E5m2>()(inf5, BitsOf<E5m2>::from(0xfc))));  // inf + -inf
+  EXPECT_TRUE(isNan(FuncSum<E4m3>()(BitsOf<E4m3>::from(0x7f), max4)));  // NaN stays NaN
+  // Rounding happens once, in half, then to nearest-even fp8: 1 + 1/16 (a tie) rounds to 1 in e4m3.
+  EXPECT_EQ(1.0, toD(FuncSum<E4m3>()(fromD<E4m3>(1.0), fromD<E4m3>(0.0625))));
+}
+
+// PreMulSum: preOp(x) = x * scalar (rounded to T; for fp8 through half), reduce = sum.
+template <typename T>
+void checkPreMulSum(uint64_t scalarBits) {
+  using S = typename reduce_detail::Compute<T>::Type;
+  const double scalar = toD(BitsOf<S>::from(static_cast<typename BitsOf<S>::U>(scalarBits)));
+  SCOPED_TRACE(std::string(typeid(T).name()) + " scalar " + std::to_string(scalar));
+  std::mt19937_64 rng(5);
+  const FuncPreMulSum<T> fn(scalarBits);
+  EXPECT_TRUE(FuncPreMulSum<T>::kHasPreOp);
+  EXPECT_FALSE(FuncPreMulSum<T>::kHasPostOp);
+  const std::vector<T> s = floatSamples<T>(rng);
+  for (T x : s) {
+    ASSERT_TRUE(sameResult(fn.preOp(x), roundResult<T>(toD(x) * scalar))) << toD(x);
+    ASSERT_TRUE(sameResult(fn.postOp(x), x));
+  }
+  for (size_t i = 0; i + 1 < s.size(); i += 7) {
+    ASSERT_TRUE(sameResult(fn(s[i], s[i + 1]), FuncSum<T>()(s[i], s[i + 1])));
+  }
+}
+
+template <typename T>
+void checkPreMulSumScalars(ncclDataType_t dtype, double extra) {
+  for (int n = 1; n <= 8; ++n) checkPreMulSum<T>(avgScalarBits(dtype, n));
+  using S = typename reduce_detail::Compute<T>::Type;
+  checkPreMulSum<T>(BitsOf<S>::to(fromD<S>(extra)));
+}
+
+TEST(ReduceOps, PreMulSumAllFloatingTypes) {
+  checkPreMulSumScalars<__half>(ncclFloat16, -2.5);
+  checkPreMulSumScalars<float>(ncclFloat32, 0.3);
+  checkPreMulSumScalars<double>(ncclFloat64, 0.3);
+  checkPreMulSumScalars<__nv_bfloat16>(ncclBfloat16, 3.75);
+  checkPreMulSumScalars<E4m3>(ncclFloat8e4m3, 0.3);
+  checkPreMulSumScalars<E5m2>(ncclFloat8e5m2, -1.7);
+}
+
+TEST(ReduceOps, PreMulSumOnIntegersWraps) {
+  const FuncPreMulSum<uint8_t> fn(3);
+  EXPECT_EQ(uint8_t(44), fn.preOp(100));  // 300 mod 256
+  const FuncPreMulSum<int32_t> neg(static_cast<uint32_t>(-2));
+  EXPECT_EQ(int32_t(-14), neg.preOp(7));
+}
+
+// ---- ncclAvg scalars ----
+TEST(AvgScalar, EveryTypeAndRankCount) {
+  for (int n = 1; n <= 8; ++n) {
+    SCOPED_TRACE(n);
+    const double inv = 1.0 / n;
+    const float invF = static_cast<float>(inv);
+    EXPECT_EQ(bitsU64(__float2half(invF)), avgScalarBits(ncclFloat16, n));
+    EXPECT_EQ(bitsU64(__float2bfloat16(invF)), avgScalarBits(ncclBfloat16, n));
+    EXPECT_EQ(bitsU64(invF), avgScalarBits(ncclFloat32, n));
+    EXPECT_EQ(bitsU64(inv), avgScalarBits(ncclFloat64, n));
+    // fp8: the value of 1/n rounded to fp8, given as half bits. Checked against the fp8 value
+    // nearest 1/n, found by search over all 256 encodings (ties to even mantissa).
+    for (int variant = 0; variant < 2; ++variant) {
+      double best = 0;
+      for (int b = 0; b < 256; ++b) {
+        const double v = variant == 0 ? toD(BitsOf<E4m3>::from(static_cast<uint8_t>(b)))
+                                      : toD(BitsOf<E5m2>::from(static_cast<uint8_t>(b)));
+        if (std::isnan(v) || std::isinf(v)) continue;
+        const double err = std::fabs(v - invF);
+        const double bestErr = std::fabs(best - invF);
+        if (err < bestErr || (err == bestErr && (b & 1) == 0 && v != best)) best = v;
+      }
+      const uint64_t bits = avgScalarBits(variant == 0 ? ncclFloat8e4m3 : ncclFloat8e5m2, n);
+      EXPECT_EQ(best, toD(BitsOf<__half>::from(static_cast<uint16_t>(bits)))) << "variant " << variant;
+      EXPECT_EQ(0u, bits >> 16);
+    }
+    for (ncclDataType_t t : {ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64}) {
+      EXPECT_EQ(static_cast<uint64_t>(n), avgScalarBits(t, n));
+    }
+  }
+  EXPECT_EQ(0x3555u, avgScalarBits(ncclFloat16, 3));                 // 0.33325
+  EXPECT_EQ(0x3580u, avgScalarBits(ncclFloat8e4m3, 3));              // 0.34375 as half
+  EXPECT_EQ(0x3c00u, avgScalarBits(ncclFloat8e5m2, 1));              // 1.0 as half
+  EXPECT_EQ(0u, avgScalarBits(ncclFloat32, 0));                      // invalid rank count
+  EXPECT_EQ(0u, avgScalarBits(static_cast<ncclDataType_t>(12), 4));  // invalid type
+}
+
+// ---- Dispatch ----
+struct RecordingVisitor {
+  int calls = 0;
+  std::string fn;
+  bool eltMatches = false;
+  template <typename T, typename Fn>
+  void run() {
+    ++calls;
+    fn = typeid(Fn).name();
+    eltMatches = std::is_same<T, typename Fn::EltType>::value;
+  }
+};
+
+template <typename Fn>
+std::string nameOf() {
+  return typeid(Fn).name();
+}
+
+template <typename S, typename U>
+std::vector<std::string> integerRow() {
+  return {nameOf<FuncSum<U>>(),       nameOf<FuncProd<U>>(), nameOf<FuncMax<S>>(), nameOf<FuncMin<S>>(), "",
+          nameOf<FuncSumPostDiv<S>>()};
+}
+template <typename T>
+std::vector<std::string> floatRow() {
+  return {nameOf<FuncSum<T>>(), nameOf<FuncProd<T>>(),      nameOf<FuncMax<T>>(),
+          nameOf<FuncMin<T>>(), nameOf<FuncPreMulSum<T>>(), ""};
+}
+
+TEST(ReduceDispatch, MapsEveryPairAndRefusesInvalidOnes) {
+  const std::vector<std::vector<std::string>> want = {integerRow<int8_t, uint8_t>(),
+                                                      integerRow<uint8_t, uint8_t>(),
+                                                      integerRow<int32_t, uint32_t>(),
+                                                      integerRow<uint32_t, uint32_t>(),
+                                                      integerRow<int64_t, uint64_t>(),
+                                                      integerRow<uint64_t, uint64_t>(),
+                                                      floatRow<__half>(),
+                                                      floatRow<float>(),
+                                                      floatRow<double>(),
+                                                      floatRow<__nv_bfloat16>(),
+                                                      floatRow<E4m3>(),
+                                                      floatRow<E5m2>()};
+  std::set<std::string> distinct;
+  for (int t = 0; t < kDevNumTypes; ++t) {
+    for (int op = 0; op < 6; ++op) {
+      RecordingVisitor v;
+      const bool ok = visitTypeOpHost(t, op, v);
+      const std::string& expect = want[t][op];
+      EXPECT_EQ(!expect.empty(), ok) << "type " << t << " op " << op;
+      EXPECT_EQ(ok ? 1 : 0, v.calls);
+      if (!ok) continue;
+      EXPECT_EQ(expect, v.fn) << "type " << t << " op " << op;
+      EXPECT_TRUE(v.eltMatches);
+      distinct.insert(v.fn);
+    }
+  }
+  EXPECT_EQ(54u, distinct.size());
+  for (auto [t, op] : std::vector<std::pair<int, int>>{{-1, 0}, {12, 0}, {255, 1}, {7, -1}, {7, 6}, {0, 100}}) {
+    RecordingVisitor v;
+    EXPECT_FALSE(visitTypeOpHost(t, op, v)) << t << "," << op;
+    EXPECT_EQ(0, v.calls);
+  }
+}
+
+// ---- Pack helpers ----
+template <typename T>
+::testing::AssertionResult laneSame(T got, T want) {
+  if constexpr (std::is_integral<T>::value) {
+    if (got == want) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "got " << +got << " want " << +want;
+  } else {
+    return sameResult(got, want);
+  }
+}
+
+template <typename T, typename Pack>
+std::vector<T> lanesOf(const Pack& p) {
+  using U = typename BitsOf<T>::U;
+  U raw[sizeof(Pack) / sizeof(T)];
+  memcpy(raw, &p, sizeof(Pack));
+  std::vector<T> out;
+  for (U u : raw) out.push_back(BitsOf<T>::from(u));
+  return out;
+}
+
+template <typename Pack>
+Pack randomPack(std::mt19937_64& rng) {
+  uint64_t words[sizeof(Pack) / 8];
+  for (uint64_t& w : words) w = rng();
+  Pack p;
+  memcpy(&p, words, sizeof(Pack));
+  return p;
+}
+
+// The scalar each (type, op) gets in the pack and GPU tests: ncclAvg over 3 ranks.
+uint64_t testScalar(int dtype) { return avgScalarBits(static_cast<ncclDataType_t>(dtype), 3); }
+
+// Every lane of applyReduce/applyPreOp/applyPostOp equals the scalar functor on that lane.
+template <typename Pack>
+struct PackCheckVisitor {
+  uint64_t scalar;
+  std::mt19937_64 rng{42};
+  template <typename T, typename Fn>
+  void run() {
+    SCOPED_TRACE(std::string(typeid(Fn).name()) + " pack of " + std::to_string(sizeof(Pack)));
+    const Fn fn(scalar);
+    for (int iter = 0; iter < 3000; ++iter) {
+      const Pack a = randomPack<Pack>(rng);
+      const Pack b = randomPack<Pack>(rng);
+      const std::vector<T> la = lanesOf<T>(a);
+      const std::vector<T> lb = lanesOf<T>(b);
+      const std::vector<T> red = lanesOf<T>(applyReduce<Fn, T>(fn, a, b));
+      const std::vector<T> pre = lanesOf<T>(applyPreOp<Fn, T>(fn, a));
+      const std::vector<T> post = lanesOf<T>(applyPostOp<Fn, T>(fn, a));
+      for (size_t i = 0; i < la.size(); ++i) {
+        ASSERT_TRUE(laneSame(red[i], fn(la[i], lb[i]))) << "reduce lane " << i;
+        ASSERT_TRUE(laneSame(pre[i], fn.preOp(la[i]))) << "preOp lane " << i;
+        ASSERT_TRUE(laneSame(post[i], fn.postOp(la[i]))) << "postOp lane " << i;
+      }
+    }
+  }
+};
+
+TEST(ReducePacks, EveryInstantiationMatchesScalarFunctor) {
+  for (int t = 0; t < kDevNumTypes; ++t) {
+    for (int op = 0; op < 6; ++op) {
+      PackCheckVisitor<uint64_t> v64{testScalar(t)};
+      PackCheckVisitor<uint4> v128{testScalar(t)};
+      if (!visitTypeOpHost(t, op, v64)) continue;
+      ASSERT_TRUE(visitTypeOpHost(t, op, v128));
+    }
+  }
+}
+
+TEST(ReducePacks, SignedTypesShareUnsignedSumBits) {
+  // The dispatch runs int8/int32/int64 Sum and Prod on the unsigned functors; the bits must agree.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    const uint4 a = randomPack<uint4>(rng);
+    const uint4 b = randomPack<uint4>(rng);
+    const uint4 s = applyReduce<FuncSum<int8_t>, int8_t>(FuncSum<int8_t>(), a, b);
+    const uint4 u = applyReduce<FuncSum<uint8_t>, uint8_t>(FuncSum<uint8_t>(), a, b);
+    ASSERT_EQ(0, memcmp(&s, &u, sizeof(uint4)));
+    const uint4 sp = applyReduce<FuncProd<int32_t>, int32_t>(FuncProd<int32_t>(), a, b);
+    const uint4 up = applyReduce<FuncProd<uint32_t>, uint32_t>(FuncProd<uint32_t>(), a, b);
+    ASSERT_EQ(0, memcmp(&sp, &up, sizeof(uint4)));
+    const uint64_t s64 =
+        applyReduce<FuncProd<int64_t>, int64_t>(FuncProd<int64_t>(), a.x | uint64_t{a.y} << 32, ~uint64_t{0});
+    const uint64_t u64 =
+        applyReduce<FuncProd<uint64_t>, uint64_t>(FuncProd<uint64_t>(), a.x | uint64_t{a.y} << 32, ~uint64_t{0});
+    ASSERT_EQ(s64, u64);
+  }
+}
+
+// ---- The same pack helpers on a GPU ----
+struct ApplyVisitor {
+  uint64_t scalar;
+  int n;  // uint4 packs per input
+  const uint4* a;
+  const uint4* b;
+  uint4* out;  // 3n uint4 results (reduce, preOp, postOp), then 3 * 2n uint64_t results
+  template <typename T, typename Fn>
+  __host__ __device__ void run() {
+    const Fn fn(scalar);
+    const auto* a64 = reinterpret_cast<const uint64_t*>(a);
+    const auto* b64 = reinterpret_cast<const uint64_t*>(b);
+    auto* out64 = reinterpret_cast<uint64_t*>(out + 3 * n);
+#if defined(__CUDA_ARCH__)
+    const int first = static_cast<int>(threadIdx.x);
+    const int stride = static_cast<int>(blockDim.x);
+#else
+    const int first = 0;
+    const int stride = 1;
+#endif
+    for (int i = first; i < n; i += stride) {
+      out[i] = applyReduce<Fn, T>(fn, a[i], b[i]);
+      out[n + i] = applyPreOp<Fn, T>(fn, a[i]);
+      out[2 * n + i] = applyPostOp<Fn, T>(fn, a[i]);
+    }
+    for (int i = first; i < 2 * n; i += stride) {
+      out64[i] = applyReduce<Fn, T>(fn, a64[i], b64[i]);
+      out64[2 * n + i] = applyPreOp<Fn, T>(fn, a64[i]);
+      out64[4 * n + i] = applyPostOp<Fn, T>(fn, a64[i]);
+    }
+  }
+};
+
+__global__ void applyKernel(int dtype, int redOp, ApplyVisitor v) { visitTypeOp(dtype, redOp, v); }
+
+// Compares the device's results with the host's, lane by lane as T.
+struct CompareVisitor {
+  const std::vector<uint4>* host;
+  const std::vector<uint4>* device;
+  template <typename T, typename Fn>
+  void run() {
+    SCOPED_TRACE(typeid(Fn).name());
+    for (size_t i = 0; i < host->size(); ++i) {
+      const std::vector<T> h = lanesOf<T>((*host)[i]);
+      const std::vector<T> d = lanesOf<T>((*device)[i]);
+      for (size_t l = 0; l < h.size(); ++l) ASSERT_TRUE(laneSame(d[l], h[l])) << "pack " << i << " lane " << l;
+    }
+  }
+};
+
+TEST(ReducePacks, DeviceMatchesHost) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no CUDA device: the device side of the pack helpers is not checked";
+  }
+  constexpr int kPacks = 4096;
+  std::mt19937_64 rng(11);
+  std::vector<uint4> a(kPacks), b(kPacks);
+  for (int i = 0; i < kPacks; ++i) {
+    a[i] = randomPack<uint4>(rng);
+    b[i] = randomPack<uint4>(rng);
+  }
+  uint4* devA = nullptr;
+  uint4* devB = nullptr;
+  uint4* devOut = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&devA, kPacks * sizeof(uint4)));
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&devB, kPacks * sizeof(uint4)));
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&devOut, 6 * kPacks * sizeof(uint4)));
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(devA, a.data(), kPacks * sizeof(uint4), cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(devB, b.data(), kPacks * sizeof(uint4), cudaMemcpyHostToDevice));
+  int checked = 0;
+  for (int t = 0; t < kDevNumTypes; ++t) {
+    for (int op = 0; op < 6; ++op) {
+      std::vector<uint4> host(6 * kPacks), device(6 * kPacks);
+      ApplyVisitor hv{testScalar(t), kPacks, a.data(), b.data(), host.data()};
+      if (!visitTypeOpHost(t, op, hv)) continue;
+      ApplyVisitor dv{testScalar(t), kPacks, devA, devB, devOut};
+      applyKernel<<<1, 256>>>(t, op, dv);
+      ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize()) << "type " << t << " op " << op;
+      ASSERT_EQ(cudaSuccess, cudaMemcpy(device.data(), devOut, device.size() * sizeof(uint4), cudaMemcpyDeviceToHost));
+      CompareVisitor cmp{&host, &device};
+      ASSERT_TRUE(visitTypeOpHost(t, op, cmp));
+      ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "type " << t << " op " << op;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(60, checked);  // valid (type, op) pairs; signed Sum/Prod run the unsigned instantiations
+  cudaFree(devA);
+  cudaFree(devB);
+  cudaFree(devOut);
+}
+}  // namespace
+}  // namespace braid
