@@ -1,8 +1,10 @@
-// Collective and point-to-point entry points. The data path arrives with the collectives issue;
-// until then every call checks its communicator and fails with a WARN naming the operation.
+// Collective and point-to-point entry points. Collectives go to launch/enqueue (checks, queue,
+// launch); point-to-point and the AlltoAll/Gather/Scatter family arrive with the P2P issue and fail
+// with a WARN naming the operation until then.
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "launch/enqueue.h"
 #include "util/check.h"
 
 namespace {
@@ -12,42 +14,60 @@ ncclResult_t pending(ncclComm_t comm, const char* caller) {
   return braid::notImplemented(caller, "this operation's data path");
 }
 
+ncclResult_t collective(const char* caller, braid::CollId coll, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return braid::apiGuard(caller, [&] {
+    braid::CollTask task{coll, sendbuff, recvbuff, count, datatype, op, root, stream};
+    return braid::enqueueColl(comm, task, caller);
+  });
+}
+
 }  // namespace
 
 BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclAllReduce", [&] { return pending(comm, "ncclAllReduce"); });
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclAllReduce", braid::CollId::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm,
+                    stream);
 }
 
 BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclBroadcast", [&] { return pending(comm, "ncclBroadcast"); });
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclBroadcast", braid::CollId::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root,
+                    comm, stream);
 }
 
 BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream);
-ncclResult_t ncclBcast(void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclBcast", [&] { return pending(comm, "ncclBcast"); });
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return collective("ncclBcast", braid::CollId::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream);
 }
 
 BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclReduce", [&] { return pending(comm, "ncclReduce"); });
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclReduce", braid::CollId::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 
 BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
           ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclAllGather", [&] { return pending(comm, "ncclAllGather"); });
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclAllGather", braid::CollId::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0,
+                    comm, stream);
 }
 
 BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclReduceScatter(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclReduceScatter", [&] { return pending(comm, "ncclReduceScatter"); });
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclReduceScatter", braid::CollId::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0,
+                    comm, stream);
 }
 
 BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -1,0 +1,30 @@
+// One collective call as the API received it, queued until its group launches.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+
+#include "device/dev_types.h"
+
+namespace braid {
+
+struct CollTask {
+  CollId coll;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // as the API names it: AllGather sendcount, ReduceScatter recvcount, otherwise count
+  ncclDataType_t dtype;
+  ncclRedOp_t op;  // ncclSum for Broadcast and AllGather
+  int root;        // Broadcast and Reduce; 0 otherwise
+  cudaStream_t stream;
+};
+
+// Bytes of one element; 0 for an invalid type.
+size_t dtypeSize(ncclDataType_t dtype);
+bool dtypeIsFloating(ncclDataType_t dtype);
+// The operation's size as nccl-tests counts it (AllGather: all output; ReduceScatter: all input).
+size_t collBytes(const CollTask& task, int nranks);
+
+}  // namespace braid

@@ -1,0 +1,136 @@
+#include "launch/comm_data_path.h"
+
+#include "cuda/cuda_check.h"
+#include "device/launch_kernel.h"
+#include "device/reduce/avg_scalar.h"
+#include "launch/scoped_device.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// ncclAvg becomes a pre-multiplication by 1/nranks for floating types and a division of the sum
+// for integers (truncating), as NCCL defines it.
+void setReduction(const CollTask& task, int nranks, DevWork* work) {
+  switch (task.op) {
+    case ncclProd:
+      work->redOp = static_cast<uint8_t>(DevRedOp::kProd);
+      break;
+    case ncclMax:
+      work->redOp = static_cast<uint8_t>(DevRedOp::kMax);
+      break;
+    case ncclMin:
+      work->redOp = static_cast<uint8_t>(DevRedOp::kMin);
+      break;
+    case ncclAvg:
+      if (dtypeIsFloating(task.dtype)) {
+        work->redOp = static_cast<uint8_t>(DevRedOp::kPreMulSum);
+        work->scalar = avgScalarBits(task.dtype, nranks);
+      } else {
+        work->redOp = static_cast<uint8_t>(DevRedOp::kSumPostDiv);
+        work->scalar = static_cast<uint64_t>(nranks);
+      }
+      break;
+    default:
+      work->redOp = static_cast<uint8_t>(DevRedOp::kSum);
+      break;
+  }
+}
+
+}  // namespace
+
+ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>* out) {
+  std::unique_ptr<CommDataPath> path(new CommDataPath(comm));
+  const std::string& algo = paramString(ParamId::kAlgo);
+  const std::string& proto = paramString(ParamId::kProto);
+  NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
+  ScopedDevice device(comm->cudaDev_);
+  CUDACHECK(cudaEventCreateWithFlags(&path->lastLaunch_, cudaEventDisableTiming));
+  *out = std::move(path);
+  return ncclSuccess;
+}
+
+CommDataPath::~CommDataPath() {
+  if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
+}
+
+ncclResult_t CommDataPath::enqueue(const CollTask& task) {
+  if (!filter_.algo[static_cast<int>(task.coll)][plan::kAlgoRing]) {
+    WARN("%s: NCCL_ALGO=\"%s\" excludes Ring, the only algorithm Braid has for it (rank %d)", plan::collName(task.coll),
+         paramString(ParamId::kAlgo).c_str(), comm_->rank_);
+    return ncclInvalidUsage;
+  }
+  queue_.push_back(task);
+  return ncclSuccess;
+}
+
+bool CommDataPath::needsConnect() const {
+  if (connected_ || comm_->nranks_ == 1) return false;
+  for (const CollTask& task : queue_) {
+    if (task.count > 0) return true;
+  }
+  return false;
+}
+
+ncclResult_t CommDataPath::launchPending() {
+  std::vector<CollTask> tasks;
+  tasks.swap(queue_);
+  for (const CollTask& task : tasks) NCCLCHECK(launchOne(task));
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::orderAfterPrevious(cudaStream_t stream) {
+  if (launchedAny_ && stream != lastStream_) CUDACHECK(cudaStreamWaitEvent(stream, lastLaunch_, 0));
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::launchOne(const CollTask& task) {
+  if (task.count == 0) return ncclSuccess;
+  int nranks = comm_->nranks_;
+  INFO(kLogColl, "%s: sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p",
+       plan::collName(task.coll), task.sendbuff, task.recvbuff, task.count, static_cast<int>(task.dtype),
+       static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
+  ScopedDevice device(comm_->cudaDev_);
+  NCCLCHECK(orderAfterPrevious(task.stream));
+  if (nranks == 1) {
+    // One rank: every collective is a copy (any reduction of one value is that value).
+    if (task.sendbuff != task.recvbuff) {
+      CUDACHECK(cudaMemcpyAsync(task.recvbuff, task.sendbuff, task.count * dtypeSize(task.dtype),
+                                cudaMemcpyDeviceToDevice, task.stream));
+    }
+  } else {
+    plan::Decision decision{};
+    NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
+    DevKernelArgs args{};
+    args.comm = device_.devComm();
+    DevWork& work = args.work;
+    work.sendbuff = task.sendbuff;
+    work.recvbuff = task.recvbuff;
+    work.count = task.count;
+    work.root = task.root;
+    work.coll = static_cast<uint8_t>(task.coll);
+    work.dtype = static_cast<uint8_t>(task.dtype);
+    setReduction(task, nranks, &work);
+    work.proto = static_cast<uint8_t>(decision.proto);
+    work.nChannels = decision.nChannels;
+    work.chunkBytes = decision.chunkBytes;
+    TRACE(kLogTuning, "%s %zu bytes: proto %d channels %d threads %d chunk %u (model %.1f us)",
+          plan::collName(task.coll), collBytes(task, nranks), static_cast<int>(decision.proto), decision.nChannels,
+          decision.nThreads, decision.chunkBytes, decision.estimatedUs);
+    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, task.stream));
+  }
+  CUDACHECK(cudaEventRecord(lastLaunch_, task.stream));
+  lastStream_ = task.stream;
+  launchedAny_ = true;
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::waitIdle() {
+  if (!launchedAny_) return ncclSuccess;
+  CUDACHECK(cudaEventSynchronize(lastLaunch_));
+  return ncclSuccess;
+}
+
+}  // namespace braid

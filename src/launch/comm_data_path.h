@@ -1,0 +1,63 @@
+// The data path of one communicator (core's DataPathBase): the queue of a group's operations, the
+// rings and their connections (made at the first operation, "lazily"), the device-side DevComm, the
+// per-operation plan, and the launch on the user's stream.
+//
+// Ordering: every operation of a communicator shares the same FIFOs and step counters, so two of
+// them must never run at the same time even when the user gives them different streams. Each
+// launch therefore waits (on the GPU, cudaStreamWaitEvent) for the previous one when the stream
+// changes, and records an event that finalize waits for.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/data_path.h"
+#include "launch/coll_task.h"
+#include "launch/device_state.h"
+#include "plan/plan.h"
+#include "topo/topo.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+class CommDataPath final : public DataPathBase {
+ public:
+  // Created at the communicator's first operation. Fails on a malformed NCCL_ALGO/NCCL_PROTO.
+  [[nodiscard]] static ncclResult_t create(ncclComm* comm, std::unique_ptr<CommDataPath>* out);
+  ~CommDataPath() override;
+
+  // Queues a checked operation (refused with ncclInvalidUsage when the filter excludes it).
+  [[nodiscard]] ncclResult_t enqueue(const CollTask& task);
+
+  bool needsConnect() const override;
+  [[nodiscard]] ncclResult_t connect() override;
+  [[nodiscard]] ncclResult_t launchPending() override;
+  void dropPending() override { queue_.clear(); }
+  [[nodiscard]] ncclResult_t waitIdle() override;
+  void signalAbort() override { device_.signalAbort(); }
+
+ private:
+  explicit CommDataPath(ncclComm* comm) : comm_(comm) {}
+  [[nodiscard]] ncclResult_t launchOne(const CollTask& task);
+  [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
+  [[nodiscard]] ncclResult_t buildRings();
+  [[nodiscard]] ncclResult_t connectRings();
+  plan::CommModel commModel() const;
+
+  ncclComm* comm_;
+  std::vector<CollTask> queue_;
+  plan::Filter filter_{};
+  bool connected_ = false;
+  topo::Topology topo_{};
+  std::unique_ptr<transport::Connections> connections_;
+  DeviceState device_;
+  plan::CommModel model_{};
+  cudaEvent_t lastLaunch_ = nullptr;
+  cudaStream_t lastStream_ = nullptr;
+  bool launchedAny_ = false;
+};
+
+}  // namespace braid

@@ -1,0 +1,37 @@
+// Device-side state of a communicator's data path: the DevComm the kernels read (device memory),
+// the ring orders its channels point to, and the abort flag in host-mapped memory that the host
+// raises and every kernel wait loop polls. Freed when the data path goes.
+#pragma once
+
+#include <nccl.h>
+
+#include <vector>
+
+#include "device/dev_types.h"
+
+namespace braid {
+
+class DeviceState {
+ public:
+  DeviceState() = default;
+  ~DeviceState();
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  // Allocates the host-mapped abort flag (the current device must be the communicator's).
+  [[nodiscard]] ncclResult_t allocAbortFlag();
+  // Copies `comm` to device memory, with channels[c].ringRanks pointing at a device copy of rings[c].
+  // comm.abortFlag is set here.
+  [[nodiscard]] ncclResult_t upload(DevComm comm, const std::vector<std::vector<int>>& rings);
+
+  DevComm* devComm() const { return devComm_; }
+  void signalAbort();
+
+ private:
+  int* hostAbortFlag_ = nullptr;  // cudaHostAlloc'd, mapped
+  volatile int* deviceAbortFlag_ = nullptr;
+  DevComm* devComm_ = nullptr;
+  int* ringRanks_ = nullptr;
+};
+
+}  // namespace braid

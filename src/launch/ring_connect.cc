@@ -1,0 +1,136 @@
+// The lazy part of a communicator: at its first operation every rank detects its links, the ranks
+// exchange them, each builds the same rings from the same matrix, and the transports connect every
+// channel's ring neighbours. Collective: all ranks run it for the same (first) operation.
+#include <chrono>
+#include <cstring>
+
+#include "cuda/cuda_check.h"
+#include "launch/comm_data_path.h"
+#include "launch/scoped_device.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
+  std::vector<topo::RankDesc> ranks;
+  ranks.reserve(comm.peers_.size());
+  for (const PeerInfo& peer : comm.peers_) {
+    ranks.push_back(topo::RankDesc{peer.rank, peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
+  }
+  return ranks;
+}
+
+transport::Kind transportKind(topo::TransportKind kind) {
+  return kind == topo::TransportKind::kP2p ? transport::Kind::kP2p : transport::Kind::kShm;
+}
+
+size_t fifoBytes(ParamId id) {
+  // Whole 16-byte-aligned slots of at least 4 KiB each.
+  int64_t bytes = paramInt(id);
+  int64_t slot = bytes / kFifoSteps;
+  if (slot < 4096) slot = 4096;
+  return static_cast<size_t>(slot / 4096 * 4096) * kFifoSteps;
+}
+
+}  // namespace
+
+plan::CommModel CommDataPath::commModel() const {
+  plan::CommModel model{};
+  model.nranks = comm_->nranks_;
+  model.nNodes = 1;
+  model.maxChannels = topo_.nChannels;
+  model.bwPerChannelGBps = topo_.bwPerChannelGBps;
+  for (int p = 0; p < kNumProtos; p++) model.hopLatencyUs[p] = topo_.hopLatencyUs[p];
+  model.ll128Ok = topo_.ll128Ok;
+  model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
+  model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
+  return model;
+}
+
+ncclResult_t CommDataPath::buildRings() {
+  int rank = comm_->rank_;
+  int nranks = comm_->nranks_;
+  std::vector<topo::RankDesc> ranks = rankDescs(*comm_);
+  std::vector<topo::Link> row;
+  NCCLCHECK(topo::detectLinks(ranks, rank, &row));
+  std::vector<topo::Link> links(static_cast<size_t>(nranks) * nranks);
+  std::memcpy(&links[static_cast<size_t>(rank) * nranks], row.data(), sizeof(topo::Link) * nranks);
+  NCCLCHECK(comm_->bootstrap_->allGather(links.data(), sizeof(topo::Link) * nranks));
+  topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+  NCCLCHECK(topo::buildTopology(nranks, links, params, &topo_));
+  topo::logConnections(rank, ranks, topo_);
+  const std::string& dumpFile = paramString(ParamId::kTopoDumpFile);
+  if (!dumpFile.empty() && rank == 0) NCCLCHECK(topo::dumpTopology(dumpFile, ranks, topo_));
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::connectRings() {
+  int rank = comm_->rank_;
+  int nranks = comm_->nranks_;
+  transport::Context ctx{};
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.cudaDev = comm_->cudaDev_;
+  ctx.commHash = comm_->commHash_;
+  ctx.bootstrap = comm_->bootstrap_.get();
+  for (const PeerInfo& peer : comm_->peers_) {
+    ctx.peers.push_back(transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
+  }
+  ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize);
+  ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize);
+  ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize);
+  ctx.abortFlag = &comm_->abortFlag_;
+
+  std::vector<transport::ChannelLinks> channels;
+  DevComm dev{};
+  dev.rank = rank;
+  dev.nranks = nranks;
+  dev.nChannels = topo_.nChannels;
+  for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSteps);
+  for (int c = 0; c < topo_.nChannels; c++) {
+    const std::vector<int>& ring = topo_.rings[c];
+    int index = 0;
+    while (ring[index] != rank) index++;
+    int next = ring[(index + 1) % nranks];
+    int prev = ring[(index + nranks - 1) % nranks];
+    channels.push_back(transport::ChannelLinks{next, transportKind(topo_.transport[rank * nranks + next]), prev,
+                                               transportKind(topo_.transport[prev * nranks + rank])});
+    dev.channels[c].ringIndex = index;
+  }
+  std::vector<DevSendConn> send;
+  std::vector<DevRecvConn> recv;
+  NCCLCHECK(transport::connectChannels(ctx, channels, &connections_, &send, &recv));
+  for (int c = 0; c < topo_.nChannels; c++) {
+    dev.channels[c].send = send[c];
+    dev.channels[c].recv = recv[c];
+  }
+  NCCLCHECK(device_.upload(dev, topo_.rings));
+
+  model_ = commModel();
+  model_.slotPayloadBytes[kProtoSimple] = dev.slotBytes[kProtoSimple];
+  model_.slotPayloadBytes[kProtoLL] = dev.slotBytes[kProtoLL] / 2;
+  model_.slotPayloadBytes[kProtoLL128] = dev.slotBytes[kProtoLL128] / 128 * 120;
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::connect() {
+  auto start = std::chrono::steady_clock::now();
+  ScopedDevice device(comm_->cudaDev_);
+  if (!device.ok()) {
+    WARN("rank %d: cannot make GPU %d current to connect its rings", comm_->rank_, comm_->cudaDev_);
+    return ncclUnhandledCudaError;
+  }
+  NCCLCHECK(device_.allocAbortFlag());
+  NCCLCHECK(buildRings());
+  NCCLCHECK(connectRings());
+  connected_ = true;
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  INFO(kLogInit, "comm %p rank %d nranks %d: %d channels connected in %.1f ms", static_cast<void*>(comm_), comm_->rank_,
+       comm_->nranks_, topo_.nChannels, elapsed.count() * 1e3);
+  return ncclSuccess;
+}
+
+}  // namespace braid
