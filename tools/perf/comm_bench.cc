@@ -43,8 +43,8 @@ size_t freeDeviceBytes() {
 
 constexpr int kSamplesPerCycle = 3;  // init ms, destroy ms, device MiB taken by init
 
-// One rank per GPU (processes or threads): kSamplesPerCycle samples per cycle, warm-up included.
-bool rankBody(const Options& opt, int rank, int nranks, const IdSource& ids, std::vector<double>* samples) {
+// One rank per worker: per cycle, emits {init ms, destroy ms, device MiB taken by init}.
+bool rankBody(const Options& opt, int rank, int nranks, const IdSource& ids, const Emit& emit) {
   PERF_CHECK_CUDA(cudaSetDevice(rank));
   PERF_CHECK_CUDA(cudaFree(nullptr));  // the CUDA context is not the communicator's cost
   for (int cycle = 0; cycle < opt.warmup + opt.iters; cycle++) {
@@ -58,15 +58,13 @@ bool rankBody(const Options& opt, int rank, int nranks, const IdSource& ids, std
     size_t after = freeDeviceBytes();
     PERF_CHECK_NCCL(ncclCommDestroy(comm));
     double t2 = nowMs();
-    samples->push_back(t1 - t0);
-    samples->push_back(t2 - t1);
-    samples->push_back(before > after ? static_cast<double>(before - after) / (1 << 20) : 0.0);
+    if (!emit({t1 - t0, t2 - t1, before > after ? static_cast<double>(before - after) / (1 << 20) : 0.0})) return false;
   }
   return true;
 }
 
 // One thread, all GPUs: ncclCommInitAll; memory is measured on the first GPU.
-bool initAllBody(const Options& opt, int nranks, std::vector<double>* samples) {
+bool initAllBody(const Options& opt, int nranks, const Emit& emit) {
   std::vector<ncclComm_t> comms(nranks);
   for (int d = nranks - 1; d >= 0; d--) {
     PERF_CHECK_CUDA(cudaSetDevice(d));
@@ -80,9 +78,7 @@ bool initAllBody(const Options& opt, int nranks, std::vector<double>* samples) {
     size_t after = freeDeviceBytes();
     for (ncclComm_t c : comms) PERF_CHECK_NCCL(ncclCommDestroy(c));
     double t2 = nowMs();
-    samples->push_back(t1 - t0);
-    samples->push_back(t2 - t1);
-    samples->push_back(before > after ? static_cast<double>(before - after) / (1 << 20) : 0.0);
+    if (!emit({t1 - t0, t2 - t1, before > after ? static_cast<double>(before - after) / (1 << 20) : 0.0})) return false;
   }
   return true;
 }
@@ -108,33 +104,38 @@ int visibleGpuCount() {
 }
 
 bool runCommBench(const Options& opt, std::vector<Metric>* metrics) {
-  const int nranks = opt.nranks;
-  std::vector<std::vector<double>> perRank;
-  bool ok;
-  if (opt.mode == RankMode::kOneThread) {
-    perRank.assign(1, {});
-    ok = initAllBody(opt, nranks, &perRank[0]);
-  } else {
-    RankBody body = [&](int rank, int n, const IdSource& ids, std::vector<double>* samples) {
-      return rankBody(opt, rank, n, ids, samples);
-    };
-    ok = runRanks(opt.mode, nranks, opt.warmup + opt.iters, body, &perRank);
+  const Layout& l = opt.layout;
+  if (l.gpus > 1 && l.workers() > 1) {
+    std::fprintf(stderr, "braid-perf: comm measures -g (ncclCommInitAll) only with one thread and one process\n");
+    return false;
   }
-  if (!ok) return false;
   // Per cycle the slowest rank (largest memory) counts: a communicator is ready when all are.
-  auto worst = [&](int cycle, int sample) {
-    double w = 0;
-    for (const std::vector<double>& s : perRank) w = std::max(w, s.at(kSamplesPerCycle * cycle + sample));
-    return w;
+  std::vector<std::vector<double>> worst;
+  OnStep onStep = [&](int, const std::vector<std::vector<double>>& records) {
+    std::vector<double> w(kSamplesPerCycle, 0.0);
+    for (const std::vector<double>& r : records) {
+      for (int m = 0; m < kSamplesPerCycle && m < static_cast<int>(r.size()); m++) w[m] = std::max(w[m], r[m]);
+    }
+    worst.push_back(w);
   };
+  WorkerBody body = [&](const WorkerInfo& info, const IdSource& ids, const Emit& emit) {
+    if (info.gpus > 1) return initAllBody(opt, info.gpus, emit);
+    return rankBody(opt, info.firstRank, info.nranks, ids, emit);
+  };
+  LaunchConfig config;
+  config.layout = l;
+  config.timeoutSec = opt.timeoutSec;
+  IdMaker makeId = [](ncclUniqueId* id) { return ncclGetUniqueId(id) == ncclSuccess; };
+  if (!runWorkers(config, body, onStep, makeId)) return false;
+  if (static_cast<int>(worst.size()) != opt.warmup + opt.iters) return false;
   const char* names[kSamplesPerCycle] = {"init_ms", "destroy_ms", "devmem_MiB"};
   metrics->clear();
   // The first communicator of a process pays for one-time set-up; users see it at every job start.
-  metrics->push_back(Metric{"first_init_ms", {worst(0, 0)}});
-  metrics->push_back(Metric{"first_destroy_ms", {worst(0, 1)}});
+  metrics->push_back(Metric{"first_init_ms", {worst[0][0]}});
+  metrics->push_back(Metric{"first_destroy_ms", {worst[0][1]}});
   for (int m = 0; m < kSamplesPerCycle; m++) {
     Metric metric{names[m], {}};
-    for (int cycle = opt.warmup; cycle < opt.warmup + opt.iters; cycle++) metric.perCycle.push_back(worst(cycle, m));
+    for (int cycle = opt.warmup; cycle < opt.warmup + opt.iters; cycle++) metric.perCycle.push_back(worst[cycle][m]);
     metrics->push_back(metric);
   }
   return true;

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "coll_bench.h"
 #include "comm_bench.h"
 #include "compare.h"
 #include "options.h"
@@ -18,38 +21,17 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-const char* modeName(braidperf::RankMode m) {
-  switch (m) {
-    case braidperf::RankMode::kProcesses:
-      return "one process per GPU";
-    case braidperf::RankMode::kThreads:
-      return "one thread per GPU";
-    case braidperf::RankMode::kOneThread:
-      return "one thread, all GPUs (ncclCommInitAll)";
-  }
-  return "?";
+std::string modeName(const braidperf::Layout& l) {
+  if (l.procs > 1) return "one process per GPU";
+  if (l.gpus > 1) return "one thread, all GPUs (ncclCommInitAll)";
+  return l.threads > 1 ? "one thread per GPU" : "one rank";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  braidperf::Options opt;
-  if (!braidperf::parseOptions(argc, argv, &opt)) return 2;
-  if (!opt.compareLib.empty()) return braidperf::runCompare(argc, argv, opt);
-
-  if (opt.nranks == 0) opt.nranks = braidperf::visibleGpuCount();
-  if (opt.nranks < 1) {
-    std::fprintf(stderr, "braid-perf: no GPU visible\n");
-    return 1;
-  }
-  int version = 0;
-  ncclGetVersion(&version);
-  std::printf("# braid-perf %s: %d ranks, %s, %d cycles (+%d warm-up)\n# library %s (NCCL version code %d)\n",
-              opt.op.c_str(), opt.nranks, modeName(opt.mode), opt.iters, opt.warmup, braidperf::loadedLibraryPath(),
-              version);
+int runComm(const braidperf::Options& opt) {
+  std::printf("# braid-perf comm: %d ranks, %s, %d cycles (+%d warm-up)\n", opt.layout.nranks(),
+              modeName(opt.layout).c_str(), opt.iters, opt.warmup);
   std::vector<braidperf::Metric> metrics;
   if (!braidperf::runCommBench(opt, &metrics)) return 1;
-
   std::printf("# %-16s %10s %10s %10s   (per cycle: slowest rank)\n", "metric", "median", "min", "max");
   for (const braidperf::Metric& m : metrics) {
     double med = percentile(m.perCycle, 0.5);
@@ -58,4 +40,27 @@ int main(int argc, char** argv) {
     if (opt.csv) std::printf("csv,%s,%.4f\n", m.name.c_str(), med);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))) {
+    braidperf::printUsage(argv[0]);
+    return 0;
+  }
+  braidperf::Options opt;
+  if (!braidperf::parseOptions(argc, argv, &opt)) return 2;
+  if (!opt.compareLib.empty()) return braidperf::runCompare(argc, argv, opt);
+
+  // Asked in a child process: CUDA must not be initialized here before the ranks are forked.
+  std::string why;
+  if (!braidperf::resolveLayout(&opt, braidperf::visibleGpuCount(), &why)) {
+    std::fprintf(stderr, "braid-perf: %s\n", why.c_str());
+    return 1;
+  }
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) version = 0;
+  std::printf("# library %s (NCCL version code %d)\n", braidperf::loadedLibraryPath(), version);
+  return opt.isComm ? runComm(opt) : braidperf::runCollBench(opt);
 }

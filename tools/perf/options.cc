@@ -1,24 +1,210 @@
 #include "options.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace braidperf {
+namespace {
+
+constexpr size_t kMaxBytes = size_t{1} << 40;
+
+bool isNumber(const char* s) {
+  if (*s == '\0') return false;
+  for (; *s; s++) {
+    if (!std::isdigit(static_cast<unsigned char>(*s))) return false;
+  }
+  return true;
+}
+
+bool parseInt(const char* text, int lo, int hi, int* out) {
+  char* end = nullptr;
+  long n = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || n < lo || n > hi) return false;
+  *out = static_cast<int>(n);
+  return true;
+}
+
+std::vector<std::string> splitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+// One command-line walk. Each handler returns false after printing why.
+class Parser {
+ public:
+  Parser(int argc, char** argv, Options* out) : argc_(argc), argv_(argv), out_(out) {}
+
+  bool run() {
+    for (i_ = 2; i_ < argc_; i_++) {
+      if (!one(argv_[i_])) return false;
+    }
+    return true;
+  }
+
+ private:
+  const char* value(const char* flag) {
+    if (i_ + 1 >= argc_) {
+      std::fprintf(stderr, "braid-perf: %s needs a value\n", flag);
+      return nullptr;
+    }
+    return argv_[++i_];
+  }
+  bool bad(const char* flag, const char* v, const char* expected) {
+    std::fprintf(stderr, "braid-perf: bad value '%s' for %s (expected %s)\n", v, flag, expected);
+    return false;
+  }
+  bool intFlag(const char* flag, int lo, int hi, int* dst) {
+    const char* v = value(flag);
+    if (v == nullptr) return false;
+    if (!parseInt(v, lo, hi, dst)) return bad(flag, v, "an integer in range");
+    return true;
+  }
+  bool sizeFlag(const char* flag, size_t* dst) {
+    const char* v = value(flag);
+    if (v == nullptr) return false;
+    if (!parseSize(v, dst)) return bad(flag, v, "a size such as 8, 64K, 16M, 1G");
+    return true;
+  }
+  // -t and -g take an optional count (nccl-tests gives one; braid-perf comm's older form does not).
+  bool optionalCount(int* dst) {
+    if (i_ + 1 < argc_ && isNumber(argv_[i_ + 1])) {
+      const char* v = argv_[++i_];
+      if (!parseInt(v, 1, 4096, dst)) return bad(argv_[i_ - 1], v, "a count from 1");
+      return true;
+    }
+    *dst = kAllGpus;
+    return true;
+  }
+  bool boolFlag(const char* flag, bool* dst) {
+    int v = 0;
+    if (!intFlag(flag, 0, 1, &v)) return false;
+    *dst = v != 0;
+    return true;
+  }
+  bool listFlag(const char* flag, bool types) {
+    const char* v = value(flag);
+    if (v == nullptr) return false;
+    bool ok = types ? parseTypeList(v, &out_->types) : parseOpList(v, &out_->ops);
+    if (!ok)
+      return bad(flag, v,
+                 types ? "a datatype such as float, half, bf16, fp8_e4m3, or all" : "sum prod max min avg, or all");
+    return true;
+  }
+  bool one(const char* a);
+
+  int argc_;
+  char** argv_;
+  Options* out_;
+  int i_ = 0;
+};
+
+bool Parser::one(const char* a) {
+  Options& o = *out_;
+  if (!std::strcmp(a, "-p")) {
+    o.procFlag = true;
+    return true;
+  }
+  if (!std::strcmp(a, "-t")) return optionalCount(&o.threadsArg);
+  if (!std::strcmp(a, "-g")) return optionalCount(&o.gpusArg);
+  if (!std::strcmp(a, "-N")) return intFlag(a, 1, 4096, &o.nranks);
+  if (!std::strcmp(a, "-b")) return sizeFlag(a, &o.minBytes);
+  if (!std::strcmp(a, "-e")) return sizeFlag(a, &o.maxBytes);
+  if (!std::strcmp(a, "-i")) return sizeFlag(a, &o.stepBytes);
+  if (!std::strcmp(a, "-f")) return (o.factorGiven = true) && intFlag(a, 1, 1 << 20, &o.stepFactor);
+  if (!std::strcmp(a, "-d")) return listFlag(a, true);
+  if (!std::strcmp(a, "-o")) return listFlag(a, false);
+  if (!std::strcmp(a, "-r")) return intFlag(a, 0, 1 << 20, &o.root);
+  if (!std::strcmp(a, "-n")) return intFlag(a, 1, 1000000, &o.iters);
+  if (!std::strcmp(a, "-w")) return intFlag(a, 0, 1000000, &o.warmup);
+  if (!std::strcmp(a, "-c")) return boolFlag(a, &o.check);
+  if (!std::strcmp(a, "-a")) return intFlag(a, 0, 3, &o.average);
+  if (!std::strcmp(a, "-z")) {
+    int z = 0;  // nccl-tests' blocking mode: only its default (0) is offered
+    if (!intFlag(a, 0, 1, &z)) return false;
+    return z == 0 || bad(a, "1", "0 (blocking mode is not supported)");
+  }
+  if (!std::strcmp(a, "--runs")) return intFlag(a, 1, 1000, &o.runs);
+  if (!std::strcmp(a, "--timeout")) return intFlag(a, 0, 1000000, &o.timeoutSec);
+  if (!std::strcmp(a, "--csv")) {
+    o.csv = true;
+    return true;
+  }
+  if (!std::strcmp(a, "--compare")) {
+    const char* v = value(a);
+    if (v == nullptr) return false;
+    o.compareLib = v;
+    return true;
+  }
+  std::fprintf(stderr, "braid-perf: unknown option '%s' (see braid-perf --help)\n", a);
+  return false;
+}
+
+// Checks what only makes sense once every flag is known.
+bool finish(Options* o) {
+  if (o->isComm) {
+    if (o->iters < 0) o->iters = 10;
+    if (o->warmup < 0) o->warmup = 1;
+    return true;
+  }
+  if (o->iters < 0) o->iters = 20;
+  if (o->warmup < 0) o->warmup = 5;
+  if (o->maxBytes < o->minBytes) {
+    std::fprintf(stderr, "braid-perf: -e %zu is below -b %zu\n", o->maxBytes, o->minBytes);
+    return false;
+  }
+  if (o->factorGiven && o->stepBytes != 0) {
+    std::fprintf(stderr, "braid-perf: give either -f (multiplicative) or -i (additive), not both\n");
+    return false;
+  }
+  if (!o->factorGiven && o->stepBytes == 0 && o->stepFactor < 2) o->stepFactor = 2;
+  if (o->factorGiven && o->stepFactor < 2 && o->minBytes != o->maxBytes) {
+    std::fprintf(stderr, "braid-perf: -f must be at least 2 (use -i for additive steps)\n");
+    return false;
+  }
+  if (!collTraits(o->coll).hasOp) o->ops.assign(1, ncclSum);  // the op is not used; one pass per type
+  return true;
+}
+
+}  // namespace
 
 void printUsage(const char* argv0) {
   std::printf(
       "usage: %s OP [options]\n"
-      "  OP            comm: communicator cost (ncclCommInitRank / ncclCommDestroy time, device memory)\n"
-      "  -p            one process per GPU (default)\n"
-      "  -t            one thread per GPU in one process\n"
-      "  -g            one thread drives all GPUs (ncclCommInitAll)\n"
-      "  -N NRANKS     number of ranks/GPUs (default: all visible GPUs)\n"
-      "  -n ITERS      measured cycles (default 10)\n"
-      "  -w WARMUP     warm-up cycles, not measured (default 1)\n"
-      "  --compare LIB run the same benchmark against another libnccl.so.2 and print the ratio\n"
-      "  --runs R      with --compare: R fresh runs per library, alternating; medians across runs (3)\n"
-      "  --csv         machine-readable output\n",
+      "  OP              all_reduce | broadcast | reduce | all_gather | reduce_scatter: measure and check\n"
+      "                  comm: communicator cost (ncclCommInitRank / ncclCommDestroy time, device memory)\n"
+      "ranks (ranks = processes x threads x GPUs per thread; rank r uses CUDA device r):\n"
+      "  -p              one process per GPU (default when neither -t nor -g is given)\n"
+      "  -t [T]          T threads in one process (no T: one thread per GPU)\n"
+      "  -g [G]          G GPUs per thread, calls grouped with ncclGroupStart/End (no G: all GPUs;\n"
+      "                  comm -g: one thread and ncclCommInitAll)\n"
+      "  -N NRANKS       number of ranks/GPUs (default: all visible GPUs)\n"
+      "sweep (collectives):\n"
+      "  -b SIZE         smallest size in bytes, K/M/G suffixes (default 8)\n"
+      "  -e SIZE         largest size (default 128M)\n"
+      "  -f FACTOR       multiply the size by FACTOR per step (default 2)\n"
+      "  -i SIZE         add SIZE per step instead\n"
+      "  -d TYPE         int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 fp8_e4m3\n"
+      "                  fp8_e5m2 (aliases char int float16 bf16 f8e4m3 ...), a comma list, or all (float)\n"
+      "  -o OP           sum prod max min avg, a comma list, or all (sum)\n"
+      "  -r ROOT         root of broadcast and reduce (0)\n"
+      "  -n ITERS        timed iterations per size (20; comm: cycles, 10)\n"
+      "  -w WARMUP       untimed iterations before them (5; comm: 1)\n"
+      "  -c 0|1          check results, counting wrong elements (1)\n"
+      "  -a 0|1|2|3      time reported over ranks: rank 0, mean, min, max (3)\n"
+      "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"
+      "compare:\n"
+      "  --compare LIB   run the same benchmark in child processes against this binary's library and\n"
+      "                  against LIB (another libnccl.so.2), alternating, and print medians and ratios\n"
+      "  --runs R        fresh runs per library for --compare (3)\n"
+      "  --csv           machine-readable output (used by --compare)\n",
       argv0);
 }
 
@@ -28,58 +214,157 @@ bool parseOptions(int argc, char** argv, Options* out) {
     return false;
   }
   out->op = argv[1];
-  for (int i = 2; i < argc; i++) {
-    const char* a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "braid-perf: %s needs a value\n", flag);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    auto intValue = [&](const char* flag, int* dst, int lo) {
-      const char* v = value(flag);
-      if (v == nullptr) return false;
-      char* end = nullptr;
-      long n = std::strtol(v, &end, 10);
-      if (*end != '\0' || n < lo || n > 1000000) {
-        std::fprintf(stderr, "braid-perf: bad value '%s' for %s\n", v, flag);
-        return false;
-      }
-      *dst = static_cast<int>(n);
-      return true;
-    };
-    if (!std::strcmp(a, "-p")) {
-      out->mode = RankMode::kProcesses;
-    } else if (!std::strcmp(a, "-t")) {
-      out->mode = RankMode::kThreads;
-    } else if (!std::strcmp(a, "-g")) {
-      out->mode = RankMode::kOneThread;
-    } else if (!std::strcmp(a, "-N")) {
-      if (!intValue(a, &out->nranks, 1)) return false;
-    } else if (!std::strcmp(a, "-n")) {
-      if (!intValue(a, &out->iters, 1)) return false;
-    } else if (!std::strcmp(a, "-w")) {
-      if (!intValue(a, &out->warmup, 0)) return false;
-    } else if (!std::strcmp(a, "--runs")) {
-      if (!intValue(a, &out->runs, 1)) return false;
-    } else if (!std::strcmp(a, "--csv")) {
-      out->csv = true;
-    } else if (!std::strcmp(a, "--compare")) {
-      const char* v = value(a);
-      if (v == nullptr) return false;
-      out->compareLib = v;
-    } else {
-      std::fprintf(stderr, "braid-perf: unknown option '%s'\n", a);
-      printUsage(argv[0]);
+  out->isComm = out->op == "comm";
+  if (!out->isComm) {
+    if (!parseColl(out->op, &out->coll)) {
+      std::fprintf(stderr,
+                   "braid-perf: unknown operation '%s' (available: all_reduce broadcast reduce all_gather "
+                   "reduce_scatter comm)\n",
+                   out->op.c_str());
       return false;
     }
+    if (!collTraits(out->coll).implemented) {
+      std::fprintf(stderr, "braid-perf: %s is not measured yet (it comes with point-to-point support)\n",
+                   out->op.c_str());
+      return false;
+    }
+    out->op = collTraits(out->coll).name;
   }
-  if (out->op != "comm") {
-    std::fprintf(stderr, "braid-perf: unknown operation '%s' (available: comm)\n", out->op.c_str());
+  Parser parser(argc, argv, out);
+  return parser.run() && finish(out);
+}
+
+bool parseSize(const std::string& text, size_t* out) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) digits++;
+  if (digits == 0 || digits > 13 || text.size() > digits + 1) return false;
+  size_t value = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
+  int shift = 0;
+  if (text.size() == digits + 1) {
+    switch (std::toupper(static_cast<unsigned char>(text[digits]))) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return false;
+    }
+  }
+  if (value > (kMaxBytes >> shift)) return false;
+  *out = value << shift;
+  return true;
+}
+
+bool parseTypeList(const std::string& text, std::vector<ncclDataType_t>* out) {
+  std::vector<ncclDataType_t> types;
+  if (text == "all") {
+    for (int t = 0; t < ncclNumTypes; t++) types.push_back(static_cast<ncclDataType_t>(t));
+  } else {
+    for (const std::string& name : splitCommas(text)) {
+      ncclDataType_t t;
+      if (!parseType(name, &t)) return false;
+      types.push_back(t);
+    }
+  }
+  *out = types;
+  return true;
+}
+
+bool parseOpList(const std::string& text, std::vector<ncclRedOp_t>* out) {
+  std::vector<ncclRedOp_t> ops;
+  if (text == "all") {
+    for (int o = 0; o < ncclNumOps; o++) ops.push_back(static_cast<ncclRedOp_t>(o));
+  } else {
+    for (const std::string& name : splitCommas(text)) {
+      ncclRedOp_t o;
+      if (!parseOp(name, &o)) return false;
+      ops.push_back(o);
+    }
+  }
+  *out = ops;
+  return true;
+}
+
+bool resolveLayout(Options* opt, int visibleGpus, std::string* why) {
+  int n = opt->nranks > 0 ? opt->nranks : visibleGpus;
+  const int t = opt->threadsArg, g = opt->gpusArg;
+  if (t == kAllGpus && g == kAllGpus) {
+    *why = "-t and -g both without a count";
     return false;
   }
+  Layout l;
+  l.threads = t > 0 ? t : 1;
+  l.gpus = g > 0 ? g : 1;
+  if (opt->procFlag || (t == 0 && g == 0)) {
+    if (t == kAllGpus || g == kAllGpus) {
+      *why = "-p with -t or -g needs their counts";
+      return false;
+    }
+    l.procs = n / (l.threads * l.gpus);
+  } else {
+    // One process. Counts given explicitly and no -N: exactly T x G ranks, as nccl-tests does.
+    if (t == kAllGpus) l.threads = n / l.gpus;
+    if (g == kAllGpus) l.gpus = n / l.threads;
+    if (t != kAllGpus && g != kAllGpus && opt->nranks == 0) n = l.threads * l.gpus;
+  }
+  if (n < 1) {
+    *why = "no GPU visible";
+    return false;
+  }
+  if (l.procs < 1 || l.threads < 1 || l.gpus < 1 || l.nranks() != n) {
+    *why = std::to_string(n) + " ranks cannot be split into processes of " + std::to_string(l.threads) + " threads x " +
+           std::to_string(l.gpus) + " GPUs";
+    return false;
+  }
+  if (visibleGpus > 0 && n > visibleGpus) {
+    *why = std::to_string(n) + " ranks need as many GPUs; " + std::to_string(visibleGpus) + " visible";
+    return false;
+  }
+  if (!opt->isComm && collTraits(opt->coll).hasRoot && opt->root >= n) {
+    *why = "root " + std::to_string(opt->root) + " is not below the " + std::to_string(n) + " ranks";
+    return false;
+  }
+  opt->layout = l;
   return true;
+}
+
+std::vector<size_t> sweepSizes(const Options& opt) {
+  std::vector<size_t> sizes;
+  size_t cur = opt.minBytes;
+  while (cur <= opt.maxBytes) {
+    sizes.push_back(cur);
+    size_t next = opt.stepBytes != 0 && !opt.factorGiven ? cur + opt.stepBytes : cur * opt.stepFactor;
+    if (cur == 0) next = opt.stepBytes != 0 && !opt.factorGiven ? opt.stepBytes : 1;
+    if (next <= cur) break;  // -f 1 with -b == -e
+    cur = next;
+  }
+  return sizes;
+}
+
+std::vector<RowSpec> planRows(const Options& opt, int nranks) {
+  std::vector<RowSpec> rows;
+  const CollTraits& traits = collTraits(opt.coll);
+  for (ncclDataType_t type : opt.types) {
+    const size_t elemSize = typeInfo(type).size;
+    for (ncclRedOp_t op : opt.ops) {
+      for (size_t bytes : sweepSizes(opt)) {
+        RowSpec row;
+        row.coll = opt.coll;
+        row.type = type;
+        row.op = op;
+        row.root = traits.hasRoot ? opt.root : -1;
+        row.count = countForBytes(opt.coll, bytes, elemSize, nranks);
+        row.bytes = bytesForCount(opt.coll, row.count, elemSize, nranks);
+        rows.push_back(row);
+      }
+    }
+  }
+  return rows;
 }
 
 }  // namespace braidperf

@@ -1,0 +1,133 @@
+#include "coll.h"
+
+#include <cstring>
+
+namespace braidperf {
+namespace {
+
+// Indexed by Coll.
+const CollTraits kColls[] = {
+    {Coll::kAllReduce, "all_reduce", true, true, false, 1, 1, false},
+    {Coll::kBroadcast, "broadcast", true, false, true, 1, 1, false},
+    {Coll::kReduce, "reduce", true, true, true, 1, 1, false},
+    {Coll::kAllGather, "all_gather", true, false, false, 1, 0, true},
+    {Coll::kReduceScatter, "reduce_scatter", true, true, false, 0, 1, true},
+    // Next issue: point-to-point based operations. Shapes as nccl-tests defines them.
+    {Coll::kSendRecv, "sendrecv", false, false, false, 1, 1, false},
+    {Coll::kAllToAll, "alltoall", false, false, false, 0, 0, true},
+    {Coll::kGather, "gather", false, false, true, 1, 0, true},
+    {Coll::kScatter, "scatter", false, false, true, 0, 1, true},
+};
+
+// Indexed by ncclDataType_t. exactMax of the wide types is a cap, not their limit.
+const TypeInfo kTypes[] = {
+    {ncclInt8, "int8", 1, false, true, 0, 127},          {ncclUint8, "uint8", 1, false, false, 0, 255},
+    {ncclInt32, "int32", 4, false, true, 0, 1 << 20},    {ncclUint32, "uint32", 4, false, false, 0, 1 << 20},
+    {ncclInt64, "int64", 8, false, true, 0, 1 << 20},    {ncclUint64, "uint64", 8, false, false, 0, 1 << 20},
+    {ncclFloat16, "half", 2, true, true, 10, 2048},      {ncclFloat32, "float", 4, true, true, 23, 1 << 20},
+    {ncclFloat64, "double", 8, true, true, 52, 1 << 20}, {ncclBfloat16, "bfloat16", 2, true, true, 7, 256},
+    {ncclFloat8e4m3, "f8e4m3", 1, true, true, 3, 16},    {ncclFloat8e5m2, "f8e5m2", 1, true, true, 2, 8},
+};
+
+struct Alias {
+  const char* name;
+  int value;
+};
+
+const Alias kTypeAliases[] = {
+    {"int8", ncclInt8},         {"char", ncclInt8},           {"uint8", ncclUint8},         {"int32", ncclInt32},
+    {"int", ncclInt32},         {"uint32", ncclUint32},       {"uint", ncclUint32},         {"int64", ncclInt64},
+    {"long", ncclInt64},        {"uint64", ncclUint64},       {"ulong", ncclUint64},        {"half", ncclFloat16},
+    {"float16", ncclFloat16},   {"fp16", ncclFloat16},        {"float", ncclFloat32},       {"float32", ncclFloat32},
+    {"fp32", ncclFloat32},      {"double", ncclFloat64},      {"float64", ncclFloat64},     {"fp64", ncclFloat64},
+    {"bfloat16", ncclBfloat16}, {"bf16", ncclBfloat16},       {"fp8_e4m3", ncclFloat8e4m3}, {"f8e4m3", ncclFloat8e4m3},
+    {"e4m3", ncclFloat8e4m3},   {"fp8_e5m2", ncclFloat8e5m2}, {"f8e5m2", ncclFloat8e5m2},   {"e5m2", ncclFloat8e5m2},
+};
+
+const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+
+size_t perRank(int factor, int nranks) { return factor == 0 ? static_cast<size_t>(nranks) : factor; }
+
+}  // namespace
+
+const CollTraits& collTraits(Coll coll) { return kColls[static_cast<int>(coll)]; }
+
+bool parseColl(const std::string& name, Coll* out) {
+  std::string squeezed;
+  for (char c : name) {
+    if (c != '_') squeezed += c;
+  }
+  for (const CollTraits& t : kColls) {
+    std::string tn;
+    for (const char* p = t.name; *p; p++) {
+      if (*p != '_') tn += *p;
+    }
+    if (name == t.name || squeezed == tn) {
+      *out = t.coll;
+      return true;
+    }
+  }
+  return false;
+}
+
+double busBwFactor(Coll coll, int nranks) {
+  double n = nranks;
+  switch (coll) {
+    case Coll::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kAllToAll:
+    case Coll::kGather:
+    case Coll::kScatter:
+      return (n - 1) / n;
+    case Coll::kBroadcast:
+    case Coll::kReduce:
+    case Coll::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+size_t countForBytes(Coll coll, size_t bytes, size_t elemSize, int nranks) {
+  size_t elems = bytes / elemSize;
+  return collTraits(coll).sizeIsTotal ? elems / static_cast<size_t>(nranks) : elems;
+}
+
+size_t bytesForCount(Coll coll, size_t count, size_t elemSize, int nranks) {
+  size_t bytes = count * elemSize;
+  return collTraits(coll).sizeIsTotal ? bytes * static_cast<size_t>(nranks) : bytes;
+}
+
+size_t sendElems(Coll coll, size_t count, int nranks) { return count * perRank(collTraits(coll).sendPerRank, nranks); }
+
+size_t recvElems(Coll coll, size_t count, int nranks) { return count * perRank(collTraits(coll).recvPerRank, nranks); }
+
+const TypeInfo& typeInfo(ncclDataType_t type) { return kTypes[static_cast<int>(type)]; }
+
+bool parseType(const std::string& name, ncclDataType_t* out) {
+  for (const Alias& a : kTypeAliases) {
+    if (name == a.name) {
+      *out = static_cast<ncclDataType_t>(a.value);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* opName(ncclRedOp_t op) {
+  int i = static_cast<int>(op);
+  return i >= 0 && i < 5 ? kOpNames[i] : "?";
+}
+
+bool parseOp(const std::string& name, ncclRedOp_t* out) {
+  for (int i = 0; i < 5; i++) {
+    if (name == kOpNames[i]) {
+      *out = static_cast<ncclRedOp_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace braidperf

@@ -1,0 +1,83 @@
+// What braid-perf knows about the operations it measures, the NCCL datatypes and reduction ops:
+// names (nccl-tests spellings and aliases), element sizes, buffer shapes and bus-bandwidth factors.
+// Host-only and CUDA-free, so the unit tests check it on any machine.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <string>
+
+namespace braidperf {
+
+// The measured collectives. kSendRecv..kScatter are the next issue's operations: they have names
+// and traits already, but `implemented` is false and the benchmark refuses them.
+enum class Coll {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kSendRecv,
+  kAllToAll,
+  kGather,
+  kScatter
+};
+
+struct CollTraits {
+  Coll coll;
+  const char* name;  // "all_reduce"
+  bool implemented;
+  bool hasOp;        // reduces (prints its redop; else "none")
+  bool hasRoot;      // rooted (prints its root; else -1)
+  int sendPerRank;   // send buffer = count * sendPerRank elements, with sendPerRank 0 meaning nranks
+  int recvPerRank;   // receive buffer = count * recvPerRank elements, 0 meaning nranks
+  bool sizeIsTotal;  // nccl-tests "size" is count * nranks * elemSize (AllGather output, ReduceScatter input)
+};
+
+const CollTraits& collTraits(Coll coll);
+// Parses an operation name (nccl-tests style, e.g. "all_reduce"; also "allreduce"). False if unknown.
+bool parseColl(const std::string& name, Coll* out);
+
+// busbw = algbw * factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter/AlltoAll (n-1)/n, others 1.
+double busBwFactor(Coll coll, int nranks);
+
+// The NCCL `count` argument for an nccl-tests size in bytes (rounded down to whole elements, and
+// for AllGather/ReduceScatter to whole elements per rank).
+size_t countForBytes(Coll coll, size_t bytes, size_t elemSize, int nranks);
+// The nccl-tests size of a call with that count: count * elemSize, times nranks where sizeIsTotal.
+size_t bytesForCount(Coll coll, size_t count, size_t elemSize, int nranks);
+// Elements in the send / receive buffer of one rank for a call with that count.
+size_t sendElems(Coll coll, size_t count, int nranks);
+size_t recvElems(Coll coll, size_t count, int nranks);
+
+struct TypeInfo {
+  ncclDataType_t type;
+  const char* name;  // as nccl-tests prints it
+  size_t size;
+  bool isFloat;
+  bool isSigned;
+  int mantissaBits;  // explicit mantissa bits of a float type (0 for integers)
+  double exactMax;   // every integer in [-exactMax, exactMax] is exact in the type (capped for wide types)
+};
+
+const TypeInfo& typeInfo(ncclDataType_t type);
+// Parses a type name: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 fp8_e4m3 fp8_e5m2
+// and the aliases char, int, uint, long, ulong, float16, fp16, float32, fp32, float64, fp64, bf16,
+// f8e4m3, e4m3, f8e5m2, e5m2. False if unknown.
+bool parseType(const std::string& name, ncclDataType_t* out);
+
+// One measured call of a sweep: its nccl-tests size and the NCCL count argument derived from it.
+struct RowSpec {
+  Coll coll = Coll::kAllReduce;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  int root = -1;     // -1 where the operation has none
+  size_t bytes = 0;  // nccl-tests "size"
+  size_t count = 0;  // NCCL count argument
+};
+
+const char* opName(ncclRedOp_t op);  // "sum", "prod", "max", "min", "avg"
+bool parseOp(const std::string& name, ncclRedOp_t* out);
+
+}  // namespace braidperf

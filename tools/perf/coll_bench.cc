@@ -1,0 +1,325 @@
+#include "coll_bench.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "coll_check.h"
+#include "launcher.h"
+#include "report.h"
+
+namespace braidperf {
+namespace {
+
+// Receive buffers have this many poisoned bytes before and after the region an operation may
+// write, so that writes just outside it are caught. A multiple of 256 keeps the region aligned.
+constexpr size_t kGuardBytes = 4096;
+
+#define PERF_NCCL(rank, call)                                                                                    \
+  do {                                                                                                           \
+    ncclResult_t r_ = (call);                                                                                    \
+    if (r_ != ncclSuccess) {                                                                                     \
+      printError("rank %d: %s failed: %s (%s)", rank, #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
+      return false;                                                                                              \
+    }                                                                                                            \
+  } while (0)
+#define PERF_CUDA(rank, call)                                                    \
+  do {                                                                           \
+    cudaError_t e_ = (call);                                                     \
+    if (e_ != cudaSuccess) {                                                     \
+      printError("rank %d: %s failed: %s", rank, #call, cudaGetErrorString(e_)); \
+      return false;                                                              \
+    }                                                                            \
+  } while (0)
+
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Largest send and receive (in place: shared) buffer any row needs.
+void bufferBytes(const std::vector<RowSpec>& rows, int nranks, size_t* send, size_t* recv) {
+  *send = 1;
+  *recv = 1;
+  for (const RowSpec& r : rows) {
+    size_t es = typeInfo(r.type).size;
+    size_t s = sendElems(r.coll, r.count, nranks) * es, v = recvElems(r.coll, r.count, nranks) * es;
+    *send = std::max(*send, s);
+    *recv = std::max(*recv, std::max(s, v));
+  }
+}
+
+// One rank's device, stream, buffers and communicator; released in reverse order.
+struct Rank {
+  int rank = 0;
+  cudaStream_t stream = nullptr;
+  char* send = nullptr;
+  char* recvAlloc = nullptr;  // kGuardBytes | region | kGuardBytes ...
+  size_t recvAllocBytes = 0;
+  ncclComm_t comm = nullptr;
+  bool failed = false;  // after an error, abort: peers may never match what this rank left undone
+
+  Rank() = default;
+  Rank(const Rank&) = delete;
+  Rank& operator=(const Rank&) = delete;
+  ~Rank() {
+    cudaSetDevice(rank);
+    if (comm != nullptr) {
+      if (failed) {
+        ncclCommAbort(comm);
+      } else {
+        ncclCommDestroy(comm);
+      }
+    }
+    if (send != nullptr) cudaFree(send);
+    if (recvAlloc != nullptr) cudaFree(recvAlloc);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+  char* region() const { return recvAlloc + kGuardBytes; }
+};
+
+class Worker {
+ public:
+  Worker(const Options& opt, const std::vector<RowSpec>& rows, const WorkerInfo& info)
+      : opt_(opt), rows_(rows), info_(info), ranks_(info.gpus) {}
+
+  bool run(const IdSource& ids, const Emit& emit) {
+    bool ok = setup(ids) && runRows(emit);
+    for (Rank& r : ranks_) r.failed = !ok;
+    return ok;
+  }
+
+ private:
+  bool runRows(const Emit& emit) {
+    for (size_t i = 0; i < rows_.size(); i++) {
+      const RowSpec& row = rows_[i];
+      if ((i == 0 || row.type != rows_[i - 1].type || row.op != rows_[i - 1].op) && !warmGroup(i)) return false;
+      std::vector<double> record;
+      for (bool inPlace : {false, true}) {
+        double us = 0, wrong = -1;
+        if (!time(row, inPlace, &us)) return false;
+        if (opt_.check && !check(row, inPlace, &wrong)) return false;
+        record.push_back(us);
+        record.push_back(wrong);
+      }
+      if (!emit(record)) return false;
+    }
+    return true;
+  }
+  bool setup(const IdSource& ids);
+  bool warmGroup(size_t first);
+  bool launch(const RowSpec& row, bool inPlace);
+  bool call(const RowSpec& row, const Rank& r, bool inPlace);
+  bool syncAll();
+  bool time(const RowSpec& row, bool inPlace, double* us);
+  bool prepare(const RowSpec& row, const Checker& checker, Rank& r, bool inPlace);
+  bool check(const RowSpec& row, bool inPlace, double* wrong);
+
+  const Options& opt_;
+  const std::vector<RowSpec>& rows_;
+  WorkerInfo info_;
+  std::vector<Rank> ranks_;
+  std::vector<uint8_t> hostIn_, hostOut_;
+};
+
+bool Worker::setup(const IdSource& ids) {
+  size_t sendBytes = 0, recvBytes = 0;
+  bufferBytes(rows_, info_.nranks, &sendBytes, &recvBytes);
+  for (int g = 0; g < info_.gpus; g++) {
+    Rank& r = ranks_[g];
+    r.rank = info_.firstRank + g;
+    r.recvAllocBytes = recvBytes + 2 * kGuardBytes;
+    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    PERF_CUDA(r.rank, cudaMalloc(&r.send, sendBytes));
+    PERF_CUDA(r.rank, cudaMalloc(&r.recvAlloc, r.recvAllocBytes));
+    // Defined contents for the first timed rows (garbage could hold NaNs or signalling patterns).
+    PERF_CUDA(r.rank, cudaMemset(r.send, 0, sendBytes));
+    PERF_CUDA(r.rank, cudaMemset(r.recvAlloc, 0, r.recvAllocBytes));
+    PERF_CUDA(r.rank, cudaDeviceSynchronize());
+  }
+  ncclUniqueId id;
+  if (!ids(0, &id)) {
+    printError("rank %d: did not get the unique id", info_.firstRank);
+    return false;
+  }
+  // Several GPUs per thread: their ncclCommInitRank calls must be in one group, or the first blocks
+  // waiting for the others.
+  if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupStart());
+  for (Rank& r : ranks_) {
+    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_NCCL(r.rank, ncclCommInitRank(&r.comm, info_.nranks, id, r.rank));
+  }
+  if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupEnd());
+  return true;
+}
+
+// As nccl-tests: before the rows of a (type, op), warm up at its largest size, so that one-time
+// costs (connections, buffers, kernel loading) do not land in the first timed row.
+bool Worker::warmGroup(size_t first) {
+  size_t last = first;
+  while (last + 1 < rows_.size() && rows_[last + 1].type == rows_[first].type &&
+         rows_[last + 1].op == rows_[first].op) {
+    last++;
+  }
+  for (int i = 0; i < opt_.warmup; i++) {
+    if (!launch(rows_[last], false)) return false;
+  }
+  return syncAll();
+}
+
+bool Worker::call(const RowSpec& row, const Rank& r, bool inPlace) {
+  const size_t c = row.count, offset = static_cast<size_t>(r.rank) * c * typeInfo(row.type).size;
+  char* recv = r.region();
+  const char* send = inPlace ? recv : r.send;
+  if (inPlace && row.coll == Coll::kAllGather) send = recv + offset;
+  if (inPlace && row.coll == Coll::kReduceScatter) recv += offset;
+  switch (row.coll) {
+    case Coll::kAllReduce:
+      PERF_NCCL(r.rank, ncclAllReduce(send, recv, c, row.type, row.op, r.comm, r.stream));
+      return true;
+    case Coll::kBroadcast:
+      PERF_NCCL(r.rank, ncclBroadcast(send, recv, c, row.type, row.root, r.comm, r.stream));
+      return true;
+    case Coll::kReduce:
+      PERF_NCCL(r.rank, ncclReduce(send, recv, c, row.type, row.op, row.root, r.comm, r.stream));
+      return true;
+    case Coll::kAllGather:
+      PERF_NCCL(r.rank, ncclAllGather(send, recv, c, row.type, r.comm, r.stream));
+      return true;
+    case Coll::kReduceScatter:
+      PERF_NCCL(r.rank, ncclReduceScatter(send, recv, c, row.type, row.op, r.comm, r.stream));
+      return true;
+    default:  // sendrecv, alltoall, gather, scatter: next issue (options.cc refuses them)
+      printError("%s is not implemented", collTraits(row.coll).name);
+      return false;
+  }
+}
+
+bool Worker::launch(const RowSpec& row, bool inPlace) {
+  if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupStart());
+  for (const Rank& r : ranks_) {
+    if (!call(row, r, inPlace)) return false;
+  }
+  if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupEnd());
+  return true;
+}
+
+bool Worker::syncAll() {
+  for (const Rank& r : ranks_) PERF_CUDA(r.rank, cudaStreamSynchronize(r.stream));
+  return true;
+}
+
+bool Worker::time(const RowSpec& row, bool inPlace, double* us) {
+  for (int i = 0; i < opt_.warmup; i++) {
+    if (!launch(row, inPlace)) return false;
+  }
+  if (!syncAll()) return false;
+  double t0 = nowSeconds();
+  for (int i = 0; i < opt_.iters; i++) {
+    if (!launch(row, inPlace)) return false;
+  }
+  if (!syncAll()) return false;
+  *us = (nowSeconds() - t0) * 1e6 / opt_.iters;
+  return true;
+}
+
+// Poisons rank r's receive allocation and loads its input where the operation reads it.
+bool Worker::prepare(const RowSpec& row, const Checker& checker, Rank& r, bool inPlace) {
+  const size_t es = typeInfo(row.type).size, n = sendElems(row.coll, row.count, info_.nranks);
+  hostIn_.resize(std::max<size_t>(1, n * es));
+  checker.fillInput(r.rank, hostIn_.data(), 0, n);
+  char* dst = r.send;
+  if (inPlace) {
+    dst = r.region();
+    if (row.coll == Coll::kAllGather) dst += static_cast<size_t>(r.rank) * row.count * es;
+  }
+  PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+  PERF_CUDA(r.rank, cudaMemsetAsync(r.recvAlloc, kPoison, r.recvAllocBytes, r.stream));
+  PERF_CUDA(r.rank, cudaMemcpyAsync(dst, hostIn_.data(), n * es, cudaMemcpyHostToDevice, r.stream));
+  // Pageable source: the copy may still read hostIn_ after returning; finish before reuse.
+  PERF_CUDA(r.rank, cudaStreamSynchronize(r.stream));
+  return true;
+}
+
+bool Worker::check(const RowSpec& row, bool inPlace, double* wrong) {
+  CheckSpec spec;
+  spec.coll = row.coll;
+  spec.type = row.type;
+  spec.op = row.op;
+  spec.nranks = info_.nranks;
+  spec.root = row.root < 0 ? 0 : row.root;
+  spec.count = row.count;
+  Checker checker(spec);
+  for (Rank& r : ranks_) {
+    if (!prepare(row, checker, r, inPlace)) return false;
+  }
+  if (!launch(row, inPlace) || !syncAll()) return false;
+  const size_t es = typeInfo(row.type).size;
+  const size_t recvBytes = recvElems(row.coll, row.count, info_.nranks) * es;
+  // In place, ReduceScatter's buffer is its (larger) input; its slice of this rank is the result.
+  const size_t usedBytes = std::max(recvBytes, inPlace ? sendElems(row.coll, row.count, info_.nranks) * es : 0);
+  size_t total = 0;
+  for (const Rank& r : ranks_) {
+    const size_t span = kGuardBytes + usedBytes + kGuardBytes;
+    hostOut_.resize(span);
+    PERF_CUDA(r.rank, cudaMemcpyAsync(hostOut_.data(), r.recvAlloc, span, cudaMemcpyDeviceToHost, r.stream));
+    PERF_CUDA(r.rank, cudaStreamSynchronize(r.stream));
+    const uint8_t* region = hostOut_.data() + kGuardBytes;
+    size_t slice = inPlace && row.coll == Coll::kReduceScatter ? static_cast<size_t>(r.rank) * row.count * es : 0;
+    total += Checker::countUnpoisoned(hostOut_.data(), kGuardBytes, es);
+    total += Checker::countUnpoisoned(region + usedBytes, kGuardBytes, es);
+    total += checker.countWrong(r.rank, inPlace, region + slice);
+  }
+  *wrong = static_cast<double>(total);
+  return true;
+}
+
+const char* layoutText(const Layout& l, char* buf, size_t size) {
+  std::snprintf(buf, size, "%d ranks = %d process%s x %d thread%s x %d GPU%s", l.nranks(), l.procs,
+                l.procs == 1 ? "" : "es", l.threads, l.threads == 1 ? "" : "s", l.gpus, l.gpus == 1 ? "" : "s");
+  return buf;
+}
+
+}  // namespace
+
+int runCollBench(const Options& opt) {
+  const int nranks = opt.layout.nranks();
+  const std::vector<RowSpec> rows = planRows(opt, nranks);
+  static const char* const kAverage[] = {"rank 0", "mean", "min", "max"};
+  char layout[128];
+  std::printf("# braid-perf %s: %s; %d iterations (+%d warm-up) per size; check %s; time: %s over ranks\n",
+              opt.op.c_str(), layoutText(opt.layout, layout, sizeof(layout)), opt.iters, opt.warmup,
+              opt.check ? "on" : "off", kAverage[opt.average]);
+  if (!opt.csv) printHeader(stdout);
+  std::fflush(stdout);
+  Summary summary;
+  OnStep onStep = [&](int step, const std::vector<std::vector<double>>& records) {
+    RowResult row = combineRecords(rows[step], nranks, opt.average, records);
+    summary.add(row);
+    std::printf("%s\n", opt.csv ? formatCsvRow(row).c_str() : formatRow(row).c_str());
+    std::fflush(stdout);
+  };
+  WorkerBody body = [&](const WorkerInfo& info, const IdSource& ids, const Emit& emit) {
+    Worker worker(opt, rows, info);
+    return worker.run(ids, emit);
+  };
+  LaunchConfig config;
+  config.layout = opt.layout;
+  config.timeoutSec = opt.timeoutSec;
+  IdMaker makeId = [](ncclUniqueId* id) {
+    ncclResult_t r = ncclGetUniqueId(id);
+    if (r != ncclSuccess) printError("ncclGetUniqueId failed: %s", ncclGetErrorString(r));
+    return r == ncclSuccess;
+  };
+  bool ok = runWorkers(config, body, onStep, makeId);
+  summary.print(stdout);
+  if (!ok) printError("%s failed (see the messages above)", opt.op.c_str());
+  return ok && summary.wrong() == 0 ? 0 : 1;
+}
+
+}  // namespace braidperf
