@@ -4,6 +4,7 @@
 #
 #   bash scripts/gpu-check.sh            # everything
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
+#   SKIP_TESTS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -23,12 +24,16 @@ echo "build: $(( $(date +%s) - start )) s; libnccl.so.2 $(stat -Lc %s "$build/sr
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 ngpu=$(nvidia-smi -L | wc -l)
 
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
 echo "== tests"
 # CPU tests in parallel; GPU tests one at a time and verbose (their own measurements are in the log).
 ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$OUT/ctest.log" 2>&1
 tests_rc=$?
 ctest --test-dir "$build" -V -L gpu >>"$OUT/ctest.log" 2>&1 || tests_rc=1
 grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|lost|grew|FAILED" "$OUT/ctest.log" | tail -20
+else
+  tests_rc=0
+fi
 
 nv=${NVIDIA_NCCL:-$(python3 - <<'PY' 2>/dev/null
 import glob, site
@@ -44,16 +49,33 @@ summary="$OUT/summary.txt"
 run_perf() {  # label, args...
   local label=$1; shift
   if [ -n "$nv" ]; then
-    "$perf" "$@" --compare "$nv" >"$OUT/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" --compare "$nv" >"$OUT/perf-$label.log" 2>&1
   else
-    "$perf" "$@" >"$OUT/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" >"$OUT/perf-$label.log" 2>&1
   fi
   local rc=$?
-  { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^#|^\s*$' "$OUT/perf-$label.log" | grep -E 'ms|MiB' ; } >>"$summary"
+  { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$OUT/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
+      grep -E 'ms|MiB|^ +[0-9]|summary' ; } >>"$summary"
 }
-run_perf comm-p comm -p -N "$ngpu" -n 10 --runs 5
-run_perf comm-g comm -g -N "$ngpu" -n 10 --runs 3
-for n in 2; do [ "$ngpu" -ge $n ] && [ "$ngpu" -ne $n ] && run_perf "comm-p$n" comm -p -N $n -n 10 --runs 3; done
+if [ "${SKIP_COMM:-0}" != 1 ]; then
+  run_perf comm-p comm -p -N "$ngpu" -n 10 --runs 3
+  run_perf comm-g comm -g -N "$ngpu" -n 10 --runs 3
+fi
+# Collectives, one process per GPU, every GPU, against NVIDIA NCCL in the same run.
+for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce}; do
+  run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" -b 8 -e 1G -f 8 -w 5 -n 20 -c 0 --runs 3
+done
+for n in 2; do
+  [ "$ngpu" -gt $n ] && run_perf "all_reduce-p$n" all_reduce -p -N $n -b 8 -e 1G -f 64 -w 5 -n 20 -c 0 --runs 3
+done
+# Channel count experiment (Braid only): AllReduce at 256 MiB and 8 B by NCCL_MIN/MAX_NCHANNELS.
+if [ -n "${CHANNEL_SWEEP:-}" ]; then
+  for ch in $CHANNEL_SWEEP; do
+    NCCL_MIN_NCHANNELS=$ch NCCL_MAX_NCHANNELS=$ch timeout 120 "$perf" all_reduce -p -N "$ngpu" -b 256M -e 256M -w 5 -n 20 -c 0 \
+      >"$OUT/perf-channels-$ch.log" 2>&1
+    echo "-- channels $ch: $(grep -E '^ +[0-9]' "$OUT/perf-channels-$ch.log" | awk '{print $1" B "$6" us busbw "$8}')" >>"$summary"
+  done
+fi
 
 echo
 echo "== summary (A = Braid, B = NVIDIA NCCL; medians; A/B < 1 means Braid is cheaper)"
