@@ -14,6 +14,7 @@
 
 #include "device/arch/ptx.h"
 #include "device/dev_types.h"
+#include "device/reduce/reduce_ops.h"
 
 namespace braid {
 
@@ -116,23 +117,7 @@ __device__ __forceinline__ int64_t clampChunkBytes(int64_t capacity, uint32_t re
 
 // The unsigned integer of a type's size: partial packs move elements as raw bits.
 template <int kBytes>
-struct UintOfSize;
-template <>
-struct UintOfSize<1> {
-  using Type = uint8_t;
-};
-template <>
-struct UintOfSize<2> {
-  using Type = uint16_t;
-};
-template <>
-struct UintOfSize<4> {
-  using Type = uint32_t;
-};
-template <>
-struct UintOfSize<8> {
-  using Type = uint64_t;
-};
+using UintOfSize = reduce_detail::UintOfSize<kBytes>;
 
 // Loads `nbytes` (0..8, a multiple of sizeof(T)) bytes of T elements at p into the low bytes of a
 // pack. p is aligned to sizeof(T); the fast path needs 8-byte alignment and a full pack.
