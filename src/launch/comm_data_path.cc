@@ -56,16 +56,6 @@ CommDataPath::~CommDataPath() {
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
 }
 
-ncclResult_t CommDataPath::enqueue(const CollTask& task) {
-  if (!filter_.algo[static_cast<int>(task.coll)][plan::kAlgoRing]) {
-    WARN("%s: NCCL_ALGO=\"%s\" excludes Ring, the only algorithm Braid has for it (rank %d)", plan::collName(task.coll),
-         paramString(ParamId::kAlgo).c_str(), comm_->rank_);
-    return ncclInvalidUsage;
-  }
-  queue_.push_back(task);
-  return ncclSuccess;
-}
-
 bool CommDataPath::needsConnect() const {
   if (connected_ || comm_->nranks_ == 1) return false;
   for (const CollTask& task : queue_) {

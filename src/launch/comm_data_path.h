@@ -29,8 +29,8 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] static ncclResult_t create(ncclComm* comm, std::unique_ptr<CommDataPath>* out);
   ~CommDataPath() override;
 
-  // Queues a checked operation (refused with ncclInvalidUsage when the filter excludes it).
-  [[nodiscard]] ncclResult_t enqueue(const CollTask& task);
+  // Queues a checked operation. The filters are applied when it is planned, at launch.
+  void enqueue(const CollTask& task) { queue_.push_back(task); }
 
   bool needsConnect() const override;
   [[nodiscard]] ncclResult_t connect() override;
@@ -45,7 +45,7 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
   [[nodiscard]] ncclResult_t buildRings();
   [[nodiscard]] ncclResult_t connectRings();
-  plan::CommModel commModel() const;
+  plan::CommModel commModel(const uint32_t slotBytes[kNumProtos]) const;
 
   ncclComm* comm_;
   std::vector<CollTask> queue_;

@@ -37,7 +37,7 @@ size_t fifoBytes(ParamId id) {
 
 }  // namespace
 
-plan::CommModel CommDataPath::commModel() const {
+plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) const {
   plan::CommModel model{};
   model.nranks = comm_->nranks_;
   model.nNodes = 1;
@@ -47,6 +47,10 @@ plan::CommModel CommDataPath::commModel() const {
   model.ll128Ok = topo_.ll128Ok;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
+  // Payload per slot: LL carries 8 data bytes per 16-byte line, LL128 120 per 128-byte line.
+  model.slotPayloadBytes[kProtoSimple] = slotBytes[kProtoSimple];
+  model.slotPayloadBytes[kProtoLL] = slotBytes[kProtoLL] / 2;
+  model.slotPayloadBytes[kProtoLL128] = slotBytes[kProtoLL128] / 128 * 120;
   return model;
 }
 
@@ -109,10 +113,7 @@ ncclResult_t CommDataPath::connectRings() {
   }
   NCCLCHECK(device_.upload(dev, topo_.rings));
 
-  model_ = commModel();
-  model_.slotPayloadBytes[kProtoSimple] = dev.slotBytes[kProtoSimple];
-  model_.slotPayloadBytes[kProtoLL] = dev.slotBytes[kProtoLL] / 2;
-  model_.slotPayloadBytes[kProtoLL128] = dev.slotBytes[kProtoLL128] / 128 * 120;
+  model_ = commModel(dev.slotBytes);
   return ncclSuccess;
 }
 
