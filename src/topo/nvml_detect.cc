@@ -128,6 +128,7 @@ bool detectWithNvml(const NvmlApi& api, const std::vector<RankDesc>& ranks, int 
       // Every GPU on the NVSwitch fabric reaches every other one; the pair's lanes are bounded by the
       // side with fewer switch ports.
       link.nvlinks += std::min(mine.switchLinks, countNvlinks(api, peerDev).switchLinks);
+      link.switched = true;
     }
     int readStatus = -1;
     int writeStatus = -1;

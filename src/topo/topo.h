@@ -38,6 +38,7 @@ struct Link {
   PathType path;
   int nvlinks;  // NVLink lanes usable between the pair (direct or through NVSwitch); 0 without NVLink
   bool p2pOk;   // NVML reports P2P read and write OK for the pair
+  bool switched = false;  // some of the lanes go through an NVSwitch (shared by all of the GPU's peers)
 };
 
 enum class TransportKind : int { kNone = 0, kP2p = 1, kShm = 2 };
@@ -68,8 +69,10 @@ const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
 // PHB with p2pOk=false for every same-host pair, so that SHM is used. Fails only on bad arguments.
 [[nodiscard]] ncclResult_t detectLinks(const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row);
 
-// Defaults of the ring channel count (the lead tunes kDefaultMaxNvlChannels on the GPU machine).
-constexpr int kDefaultMaxNvlChannels = 16;  // NVLink rings: 2 x nvlinks, capped here by default
+// Defaults of the ring channel count. NVLink: 2 x nvlinks, capped at 32 (every channel Braid has):
+// on 4 H200 (NV18 through NVSwitch) AllReduce bus bandwidth at 1 GiB was 298 / 307 / 332 GB/s with
+// 16 / 24 / 32 channels, the CTAs' copy loop being the limit rather than NVLink.
+constexpr int kDefaultMaxNvlChannels = 32;
 constexpr int kDefaultPcieChannels = 2;     // P2P over PCIe and SHM rings
 
 struct Topology {

@@ -25,8 +25,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 // n ranks, every pair the same link; the diagonal is LOC.
-std::vector<Link> uniformLinks(int n, PathType path, int nvlinks, bool p2pOk) {
-  std::vector<Link> links(n * n, Link{path, nvlinks, p2pOk});
+std::vector<Link> uniformLinks(int n, PathType path, int nvlinks, bool p2pOk, bool switched = false) {
+  std::vector<Link> links(n * n, Link{path, nvlinks, p2pOk, switched});
   for (int i = 0; i < n; ++i) links[i * n + i] = Link{PathType::kLoc, 0, true};
   return links;
 }
@@ -80,7 +80,8 @@ class TopoTest : public testing::UtilEnvTest {
 
 TEST_F(TopoTest, NvSwitchFourGpus) {
   Topology topo;
-  ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
+  ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true, /*switched=*/true), defaultParams(), &topo),
+            ncclSuccess);
   expectWellFormed(topo, defaultParams());
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {
@@ -91,8 +92,7 @@ TEST_F(TopoTest, NvSwitchFourGpus) {
   }
   EXPECT_EQ(topo.nChannels, kDefaultMaxNvlChannels);  // 2 x 18 lanes, capped
   EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 3, 2, 1}));  // odd channels run backwards
-  EXPECT_EQ(topo.rings[2], topo.rings[0]);
+  for (int c = 1; c < topo.nChannels; ++c) EXPECT_EQ(topo.rings[c], topo.rings[0]) << c;  // one way behind a switch
   EXPECT_TRUE(topo.ll128Ok);
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 18 * 20.6 / kDefaultMaxNvlChannels);
   EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 3.4);
@@ -106,12 +106,13 @@ TEST_F(TopoTest, NvSwitchEightGpusAndChannelBounds) {
   TopoParams params = defaultParams();
   ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
   expectWellFormed(topo, params);
-  EXPECT_EQ(topo.nChannels, 16);
+  EXPECT_EQ(topo.nChannels, kDefaultMaxNvlChannels);
   EXPECT_TRUE(topo.ll128Ok);
-  params.minChannels = 32;
+  params.maxChannels = 8;
   ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
-  EXPECT_EQ(topo.nChannels, 32);
+  EXPECT_EQ(topo.nChannels, 8);
   expectWellFormed(topo, params);
+  params.maxChannels = kMaxChannels;
   params.minChannels = 1;
   params.maxChannels = 4;
   ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
@@ -165,7 +166,7 @@ TEST_F(TopoTest, MixedRingAvoidsSlowPairs) {
   EXPECT_EQ(topo.transport[0 * 4 + 3], TransportKind::kShm);
   EXPECT_EQ(topo.transport[1 * 4 + 2], TransportKind::kShm);
   EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 3, 2}));
-  EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 2, 3, 1}));
+  EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 2, 3, 1}));  // dedicated links: odd channels run backward
   EXPECT_TRUE(topo.ll128Ok);
   EXPECT_EQ(topo.nChannels, 2);  // 2 x the narrowest hop (1-3, one lane)
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 20.6 / 2);
@@ -309,12 +310,16 @@ TEST_F(TopoTest, ChannelBoundsFromConfigAndEnvironment) {
   EXPECT_EQ(params.maxChannels, 5);
   EXPECT_TRUE(contains(logLastError(), "NCCL_MAX_NCHANNELS=0")) << logLastError();
 
-  // PCIe with a high minimum: the rings alternate direction over all of them.
+  // A high minimum is honoured. PCIe rings all run forward; direct NVLink rings alternate.
   params.minChannels = 8;
   params.maxChannels = 8;
   Topology topo;
   ASSERT_EQ(buildTopology(3, uniformLinks(3, PathType::kPxb, 0, true), params, &topo), ncclSuccess);
   EXPECT_EQ(topo.nChannels, 8);
+  EXPECT_EQ(topo.rings[7], (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(buildTopology(3, uniformLinks(3, PathType::kNvl, 2, true), params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 8);
+  EXPECT_EQ(topo.rings[6], (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(topo.rings[7], (std::vector<int>{0, 2, 1}));
 }
 
@@ -371,16 +376,19 @@ TEST_F(TopoTest, DumpFile) {
   std::string path = dir() + "/topo.txt";
   ASSERT_EQ(dumpTopology(path, ranks, topo), ncclSuccess);
   std::vector<std::string> lines = readLines(path);
-  ASSERT_EQ(lines.size(), 2u + 2u + 2u + 1u + 16u);
+  ASSERT_EQ(lines.size(), 2u + 2u + 2u + 1u + kDefaultMaxNvlChannels);
   EXPECT_EQ(lines[0], "# braid topology v1");
   EXPECT_EQ(lines[1], "nranks 2");
   EXPECT_EQ(lines[2], "rank 0 dev 0 busid 0000:07:00.0 host 0000000000001234 pid 0000000000000099");
   EXPECT_EQ(lines[3], "rank 1 dev 1 busid 0000:17:00.0 host 0000000000001234 pid 000000000000009a");
-  EXPECT_EQ(lines[4], "link 0 1 path NVL nvlinks 18 p2p 1 transport P2P");
-  EXPECT_EQ(lines[5], "link 1 0 path NVL nvlinks 18 p2p 1 transport P2P");
-  EXPECT_EQ(lines[6], "channels 16 ll128 1 bw_per_channel_gbps 23.175 hop_latency_us 0.60 1.90 3.40");
+  EXPECT_EQ(lines[4], "link 0 1 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
+  EXPECT_EQ(lines[5], "link 1 0 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
+  char channels[128];
+  std::snprintf(channels, sizeof(channels), "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 0.60 1.90 3.40",
+                kDefaultMaxNvlChannels, 18 * 20.6 / kDefaultMaxNvlChannels);
+  EXPECT_EQ(lines[6], channels);
   EXPECT_EQ(lines[7], "ring 0 0 1");
-  EXPECT_EQ(lines[22], "ring 15 0 1");
+  EXPECT_EQ(lines.back(), "ring " + std::to_string(kDefaultMaxNvlChannels - 1) + " 0 1");
 
   EXPECT_EQ(dumpTopology(dir() + "/no/such/dir/topo.txt", ranks, topo), ncclSystemError);
   EXPECT_TRUE(contains(logLastError(), "no/such/dir/topo.txt")) << logLastError();
@@ -398,10 +406,10 @@ TEST_F(TopoTest, LogConnections) {
   logConnections(0, sameHostRanks(2), topo);
   logReset();
   std::string text = readFile(log);
-  EXPECT_TRUE(contains(text, "Channel 00/16 : 1[1] -> 2[5] via P2P/NVLink(18)")) << text;
-  EXPECT_TRUE(contains(text, "Channel 01/16 : 1[1] -> 0[0] via P2P/NVLink(18)")) << text;
-  EXPECT_TRUE(contains(text, "Channel 15/16 : 1[1] -> 0[0]")) << text;
-  EXPECT_TRUE(contains(text, "rank 1: 16 coll channels, LL128 on")) << text;
+  EXPECT_TRUE(contains(text, "Channel 00/32 : 1[1] -> 2[5] via P2P/NVLink(18)")) << text;
+  EXPECT_TRUE(contains(text, "Channel 01/32 : 1[1] -> 0[0] via P2P/NVLink(18)")) << text;  // direct links alternate
+  EXPECT_TRUE(contains(text, "Channel 31/32 : 1[1] -> 0[0]")) << text;
+  EXPECT_TRUE(contains(text, "rank 1: 32 coll channels, LL128 on")) << text;
   std::string shm = readFile(dir() + "/log2.txt");
   EXPECT_TRUE(contains(shm, "Channel 00/02 : 0[0] -> 1[1] via SHM(PHB)")) << shm;
 }
@@ -503,6 +511,7 @@ TEST_F(NvmlDetectTest, NvSwitchMachine) {
     for (int j : {0, 1, 3}) {
       EXPECT_EQ(row[j].path, PathType::kNvl) << j;
       EXPECT_EQ(row[j].nvlinks, 18) << j;
+      EXPECT_TRUE(row[j].switched) << j;
       EXPECT_TRUE(row[j].p2pOk) << j;
     }
   }
@@ -524,6 +533,7 @@ TEST_F(NvmlDetectTest, DirectNvlinkAndPcie) {
     ASSERT_EQ(detectLinksWith(&api, ranks, 0, &row), ncclSuccess);
     EXPECT_EQ(row[1].path, PathType::kNvl);
     EXPECT_EQ(row[1].nvlinks, 4);
+    EXPECT_FALSE(row[1].switched);
     EXPECT_TRUE(row[1].p2pOk);
     EXPECT_EQ(row[2].path, PathType::kPxb);
     EXPECT_EQ(row[2].nvlinks, 0);
