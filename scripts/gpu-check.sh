@@ -9,18 +9,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-# NVLink SHARP/multicast must stay off on shared hosts: a program using it can take the GPUs out
-# of service. Braid never uses it; NVIDIA's NCCL must be told.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-build=build-gpu
-echo "== build ($(nproc) cores)"
-start=$(date +%s)
-cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" >"$OUT/configure.log" 2>&1 \
-  || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "build: $(( $(date +%s) - start )) s; libnccl.so.2 $(stat -Lc %s "$build/src/libnccl.so.2") bytes"
+source scripts/gpu-env.sh
+gpu_build || exit 1
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 ngpu=$(nvidia-smi -L | wc -l)
 
@@ -35,15 +25,8 @@ else
   tests_rc=0
 fi
 
-nv=${NVIDIA_NCCL:-$(python3 - <<'PY' 2>/dev/null
-import glob, site
-for d in site.getsitepackages():
-    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
-        print(f); raise SystemExit
-PY
-)}
+nv=$(nvidia_nccl)
 echo "== braid-perf (NVIDIA NCCL: ${nv:-not found})"
-perf="$build/tools/perf/braid-perf"
 summary="$OUT/summary.txt"
 : >"$summary"
 run_perf() {  # label, args...

@@ -19,7 +19,7 @@ struct SimplePicker {
   }
 };
 
-__global__ void __launch_bounds__(kMaxThreads + kSimpleExtraThreads, 1) simpleKernel(const DevKernelArgs args) {
+__global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) simpleKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   DevChannel* channel = &args.comm->channels[blockIdx.x];
@@ -45,6 +45,7 @@ __global__ void __launch_bounds__(kMaxThreads + kSimpleExtraThreads, 1) simpleKe
 }
 
 cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+  if (nThreads > kMaxSimpleWorkers) return cudaErrorInvalidValue;
   simpleKernel<<<args.work.nChannels, nThreads + kSimpleExtraThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }

@@ -27,12 +27,12 @@ transport::Kind transportKind(topo::TransportKind kind) {
   return kind == topo::TransportKind::kP2p ? transport::Kind::kP2p : transport::Kind::kShm;
 }
 
-size_t fifoBytes(ParamId id) {
+size_t fifoBytes(ParamId id, int proto) {
   // Whole 16-byte-aligned slots of at least 4 KiB each.
   int64_t bytes = paramInt(id);
-  int64_t slot = bytes / kFifoSteps;
+  int64_t slot = bytes / kFifoSlots[proto];
   if (slot < 4096) slot = 4096;
-  return static_cast<size_t>(slot / 4096 * 4096) * kFifoSteps;
+  return static_cast<size_t>(slot / 4096 * 4096) * kFifoSlots[proto];
 }
 
 }  // namespace
@@ -83,9 +83,9 @@ ncclResult_t CommDataPath::connectRings() {
   for (const PeerInfo& peer : comm_->peers_) {
     ctx.peers.push_back(transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
   }
-  ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize);
-  ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize);
-  ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize);
+  ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
+  ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
+  ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
   ctx.abortFlag = &comm_->abortFlag_;
 
   std::vector<transport::ChannelLinks> channels;
@@ -93,7 +93,7 @@ ncclResult_t CommDataPath::connectRings() {
   dev.rank = rank;
   dev.nranks = nranks;
   dev.nChannels = topo_.nChannels;
-  for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSteps);
+  for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSlots[p]);
   for (int c = 0; c < topo_.nChannels; c++) {
     const std::vector<int>& ring = topo_.rings[c];
     int index = 0;

@@ -72,15 +72,15 @@ void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, 
   *nThreads = nt;
 }
 
-// Payload bytes per step per channel: a block cut into a few steps, no finer than one pass of the
-// CTA, on the protocol's grain, within a slot.
+// Payload bytes per step per channel, on the protocol's grain, within a slot: a ring moves a whole
+// rank block per step; a chain (Broadcast, Reduce) cuts its data into kStepsPerChain steps, no
+// finer than one pass of the CTA.
 uint32_t chooseChunk(const CommModel& model, CollId coll, ProtoId proto, int nChannels, int nThreads, size_t bytes) {
   bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
   uint64_t perChannel = ceilDiv(std::max<uint64_t>(bytes, 1), nChannels);
   uint64_t block = chain ? perChannel : ceilDiv(perChannel, model.nranks);
-  uint64_t steps = chain ? kStepsPerChain : kStepsPerRankBlock[proto];
   uint64_t pass = static_cast<uint64_t>(nThreads) * kPassBytesPerThread[proto];
-  uint64_t chunk = std::max(ceilDiv(block, steps), std::min(block, pass));
+  uint64_t chunk = chain ? std::max(ceilDiv(block, kStepsPerChain), std::min(block, pass)) : block;
   chunk = roundUp(chunk, kChunkGrainBytes[proto]);
   return static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, proto)));
 }

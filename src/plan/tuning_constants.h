@@ -52,17 +52,16 @@ constexpr uint32_t kChunkGrainBytes[kNumProtos] = {16, 480, 16};
 // A step is split no finer than one full pass of the CTA (nThreads * this), unless the block itself
 // is smaller: a smaller step leaves threads idle and pays the per-step flag / fence cost for less
 // data. LL: 8 data bytes per thread per line; LL128: 120 bytes per 8 lanes = 15; Simple: 16-byte
-// vectors unrolled 4 times.
-constexpr uint32_t kPassBytesPerThread[kNumProtos] = {8, 15, 64};
+// vectors unrolled 8 times (kSimpleUnroll).
+constexpr uint32_t kPassBytesPerThread[kNumProtos] = {8, 15, 128};
 
-// Steps each rank block (AllReduce, AllGather, ReduceScatter: one channel's share of one rank's
-// part) is cut into, so that a rank forwards the start of a block while its end is still arriving.
-// Simple is store-and-forward per step (a slot is handed on only when complete, after a fence), so it
-// gains most from more steps; LL and LL128 receivers already forward line by line.
-constexpr int kStepsPerRankBlock[kNumProtos] = {2, 2, 4};
+// AllReduce, AllGather and ReduceScatter move each rank block (one channel's share of one rank's
+// part) in one step where the slot holds it: the ranks of a ring advance in lockstep (a rank's next
+// step needs the step its predecessor just made), so cutting a block into k steps adds k - 1 flag
+// round trips per hop and shortens nothing (each costs ~2 us with Simple on NVLink).
 
 // Broadcast and Reduce go down a chain of nranks-1 hops: cutting a channel's data into more steps
 // shortens the pipeline fill, up to the FIFO depth.
-constexpr int kStepsPerChain = kFifoSteps;
+constexpr int kStepsPerChain = kMaxFifoSlots;
 
 }  // namespace braid::plan

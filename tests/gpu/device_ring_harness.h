@@ -170,7 +170,7 @@ inline bool RingEmulation::init() {
     host[r].abortFlag = abortDev_;
   }
   size_t connBytes = 0;
-  for (int p = 0; p < kNumProtos; p++) connBytes += static_cast<size_t>(kSlotBytes[p]) * kFifoSteps;
+  for (int p = 0; p < kNumProtos; p++) connBytes += static_cast<size_t>(kSlotBytes[p]) * kFifoSlots[p];
   for (int c = 0; c < nChannels_; c++) {
     const std::vector<int> order = ringOrder(n_, c);
     int* ranks = nullptr;
@@ -194,7 +194,7 @@ inline bool RingEmulation::init() {
       for (int p = 0; p < kNumProtos; p++) {
         s.send.buffs[p] = buff;
         rcv.recv.buffs[p] = buff;
-        buff += static_cast<size_t>(kSlotBytes[p]) * kFifoSteps;
+        buff += static_cast<size_t>(kSlotBytes[p]) * kFifoSlots[p];
       }
       s.send.tail = rcv.recv.tail = reinterpret_cast<uint64_t*>(mem + connBytes);
       s.send.head = rcv.recv.head = reinterpret_cast<uint64_t*>(mem + connBytes + 128);

@@ -22,7 +22,7 @@ constexpr int kAllReduce = static_cast<int>(CollId::kAllReduce);
 constexpr int kBroadcast = static_cast<int>(CollId::kBroadcast);
 
 // One H100 node: NVLink hop latencies, default buffer sizes (Simple 4 MiB, LL 512 KiB, LL128
-// 4,915,200 B per connection, over kFifoSteps slots).
+// 4,915,200 B per connection, over kFifoSlots[p] slots).
 CommModel hopperModel(int nranks, bool ll128Ok = true) {
   CommModel m{};
   m.nranks = nranks;
@@ -31,9 +31,9 @@ CommModel hopperModel(int nranks, bool ll128Ok = true) {
   m.bwPerChannelGBps = 20.0;
   for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = kRingHopLatencyNvlinkUs[p];
   m.ll128Ok = ll128Ok;
-  m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSteps;
-  m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSteps / 2;
-  m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSteps * 120 / 128;
+  m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSlots[kProtoSimple];
+  m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSlots[kProtoLL] / 2;
+  m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSlots[kProtoLL128] * 120 / 128;
   m.nthreadsOverride = -1;
   m.ll128NthreadsOverride = -1;
   return m;
@@ -290,14 +290,16 @@ TEST(PlanDecide, ForcedProtocolsStayInBounds) {
   }
 }
 
-TEST(PlanDecide, ChunkSplitsMediumBlocksAndCapsAtTheSlot) {
+TEST(PlanDecide, ChunkIsTheRankBlockOrAChainStepWithinTheSlot) {
   Filter simple = parse(nullptr, "simple");
   CommModel m = hopperModel(4);
-  // 16 channels x 4 ranks x 256 KiB blocks: 4 steps of 64 KiB each.
+  // 16 channels x 4 ranks x 256 KiB blocks: a ring moves a whole block per step.
   Decision d = decideOk(m, simple, CollId::kAllReduce, size_t{16} << 20);
   EXPECT_EQ(d.nChannels, 16);
   EXPECT_EQ(d.nThreads, 512);
-  EXPECT_EQ(d.chunkBytes, 64u << 10);
+  EXPECT_EQ(d.chunkBytes, 256u << 10);
+  // A chain (Broadcast) cuts a channel's 1 MiB into kStepsPerChain steps.
+  EXPECT_EQ(decideOk(m, simple, CollId::kBroadcast, size_t{16} << 20).chunkBytes, (1u << 20) / kStepsPerChain);
   // Huge blocks: a whole slot per step.
   EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{4} << 30).chunkBytes, m.slotPayloadBytes[kProtoSimple]);
   // A block smaller than one pass of the CTA is one step.

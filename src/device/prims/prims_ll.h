@@ -5,7 +5,7 @@
 // match. Each 8-byte {data, flag} half is written and read in one access, so a matching flag proves
 // its data arrived (even where a path splits 16-byte stores into 8-byte halves, as PCIe to host
 // memory may). No fence and no tail: the flags travel with the data. Stale lines of older steps
-// carry other flag values (steps are absolute and a slot is reused every kFifoSteps steps; the
+// carry other flag values (steps are absolute and a slot is reused every kFifoSlotsLL steps; the
 // 32-bit flag wraps only after 2^32 steps of one connection).
 //
 // Flow control: the receiver returns a slot by storing head = recvStep + 1 after every thread has
@@ -55,11 +55,11 @@ __device__ __forceinline__ uint64_t llRecvLine(ProtoState& s, const char* p, uin
   }
 }
 
-// Waits until the slot of s.sendStep is free (LL and LL128): head + kFifoSteps > sendStep.
-__device__ __forceinline__ void waitSendCredit(ProtoState& s) {
-  while (s.headCache + kFifoSteps < s.sendStep + 1) {
+// Waits until the slot of s.sendStep is free (LL and LL128): head + slots > sendStep.
+__device__ __forceinline__ void waitSendCredit(ProtoState& s, int slots) {
+  while (s.headCache + slots < s.sendStep + 1) {
     s.headCache = ldVolatile64(s.sendHead);
-    if (s.headCache + kFifoSteps >= s.sendStep + 1 || s.abort.poll()) return;
+    if (s.headCache + slots >= s.sendStep + 1 || s.abort.poll()) return;
   }
 }
 
@@ -115,14 +115,14 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   const bool send = (flags & kStepSend) != 0;
   const int64_t nbytes = nelem * static_cast<int64_t>(sizeof(T));
   const int64_t nlines = divUp(nbytes, 8);
-  if (send && s.tid < nlines) waitSendCredit(s);
+  if (send && s.tid < nlines) waitSendCredit(s, kFifoSlotsLL);
   LLLines lines;
   lines.src = src;
   lines.dst = dst;
   lines.srcAligned = reinterpret_cast<uintptr_t>(src) % 8 == 0;
   lines.dstAligned = reinterpret_cast<uintptr_t>(dst) % 8 == 0;
-  lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSteps) * s.slotBytes : nullptr;
-  lines.out = send ? s.sendBuff + (s.sendStep % kFifoSteps) * s.slotBytes : nullptr;
+  lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSlotsLL) * s.slotBytes : nullptr;
+  lines.out = send ? s.sendBuff + (s.sendStep % kFifoSlotsLL) * s.slotBytes : nullptr;
   lines.inFlag = static_cast<uint32_t>(s.recvStep + 1);
   lines.outFlag = static_cast<uint32_t>(s.sendStep + 1);
   lines.pre = (flags & kStepPreOp) != 0;

@@ -124,14 +124,14 @@ __device__ __noinline__ void ll128Step(ProtoState& s, const char* src, char* dst
   const int64_t nbytes = nelem * static_cast<int64_t>(sizeof(T));
   const int64_t nlines = divUp(nbytes, kLL128LinePayload);
   const int ngroups = s.nthreads / 8;
-  if (send && s.tid / 8 < nlines) waitSendCredit(s);
+  if (send && s.tid / 8 < nlines) waitSendCredit(s, kFifoSlotsLL128);
   LL128Lines lines;
   lines.src = src;
   lines.dst = dst;
   lines.srcAligned = reinterpret_cast<uintptr_t>(src) % 8 == 0;
   lines.dstAligned = reinterpret_cast<uintptr_t>(dst) % 8 == 0;
-  lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSteps) * s.slotBytes : nullptr;
-  lines.out = send ? s.sendBuff + (s.sendStep % kFifoSteps) * s.slotBytes : nullptr;
+  lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSlotsLL128) * s.slotBytes : nullptr;
+  lines.out = send ? s.sendBuff + (s.sendStep % kFifoSlotsLL128) * s.slotBytes : nullptr;
   lines.inFlag = s.recvStep + 1;
   lines.outFlag = s.sendStep + 1;
   lines.pre = (flags & kStepPreOp) != 0;

@@ -1,0 +1,30 @@
+# Sourced by the GPU scripts (gpu-check.sh, tune-sweep.sh): the safety environment, the build into
+# build-gpu with all cores, and the path of NVIDIA's libnccl.so.2 for comparisons. Expects OUT.
+# NVLink SHARP/multicast must stay off on shared hosts: a program using it can take the GPUs out
+# of service. Braid never uses it; NVIDIA's NCCL must be told.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+build=build-gpu
+perf="$build/tools/perf/braid-perf"
+
+gpu_build() {
+  local nvcc_path start
+  nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  echo "== build ($(nproc) cores)"
+  start=$(date +%s)
+  cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" >"$OUT/configure.log" 2>&1 \
+    || { tail -30 "$OUT/configure.log"; return 1; }
+  cmake --build "$build" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; return 1; }
+  echo "build: $(( $(date +%s) - start )) s; libnccl.so.2 $(stat -Lc %s "$build/src/libnccl.so.2") bytes"
+}
+
+# NVIDIA's library from python3's site-packages (PyTorch's copy), unless NVIDIA_NCCL names one.
+nvidia_nccl() {
+  [ -n "${NVIDIA_NCCL:-}" ] && { echo "$NVIDIA_NCCL"; return; }
+  python3 - <<'PY' 2>/dev/null
+import glob, site
+for d in site.getsitepackages():
+    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
+        print(f); raise SystemExit
+PY
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Tuning experiments on the GPU machine: builds Braid, then runs braid-perf once per line of a plan
+# file and prints one compact table (label, size, time us, busbw GB/s) from the out-of-place columns.
+#
+#   bash scripts/tune-sweep.sh PLAN
+# Each non-comment line of PLAN is   label | ENV=V ... | braid-perf arguments
+# with label ending in "@nccl" to run the same line on NVIDIA's NCCL (LD_PRELOAD) instead of Braid.
+# Logs go to $OUT (or ./out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+source scripts/gpu-env.sh
+gpu_build || exit 1
+nv=$(nvidia_nccl)
+table="$OUT/tune-table.txt"
+: >"$table"
+n=0
+while IFS='|' read -r label envs args; do
+  label=$(echo "$label" | xargs)
+  case "$label" in ''|\#*) continue ;; esac
+  n=$((n + 1))
+  log="$OUT/tune-$n.log"
+  pre=""
+  [[ "$label" == *@nccl ]] && pre="LD_PRELOAD=$nv"
+  # shellcheck disable=SC2086
+  env $pre $envs timeout 120 "$perf" $args -c 0 >"$log" 2>&1
+  echo "# $n $label: $envs braid-perf $args (rc $?)" >>"$table"
+  grep -E '^ +[0-9]' "$log" | awk -v l="$label" '{printf "%-28s %12s %10s %8s\n", l, $1, $6, $8}' >>"$table"
+done <"$1"
+cat "$table"
