@@ -2,7 +2,7 @@
 # Tuning experiments on the GPU machine: builds Braid, then runs braid-perf once per line of a plan
 # file and prints one compact table (label, size, time us, busbw GB/s) from the out-of-place columns.
 #
-#   bash scripts/tune-sweep.sh PLAN
+#   bash scripts/tune-sweep.sh PLAN      (plans kept in scripts/tune-plans/)
 # Each non-comment line of PLAN is   label | ENV=V ... | braid-perf arguments
 # with label ending in "@nccl" to run the same line on NVIDIA's NCCL (LD_PRELOAD) instead of Braid.
 # Logs go to $OUT (or ./out).
