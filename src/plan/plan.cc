@@ -34,7 +34,7 @@ double ringBusBwGBps(const CommModel& model, ProtoId proto, int nChannels) {
     return std::min(bw * kRingLlBwFactor, kLlMaxBusBwGBps[nodeIndex]);
   }
   if (proto == kProtoLL128) return std::min(bw * kRingLl128BwFactor, nChannels * kRingLl128MaxBwPerChannelGBps);
-  return bw;
+  return bw * kRingSimpleBwFactor;
 }
 
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -61,9 +61,28 @@ int startThreads(const CommModel& model, ProtoId proto) {
   return kDefaultThreads[proto];
 }
 
-// Fewer channels, then fewer threads, while a thread would get less than its threshold of bytes.
+bool threadsOverridden(const CommModel& model, ProtoId proto) {
+  return (proto == kProtoLL128 ? model.ll128NthreadsOverride : model.nthreadsOverride) > 0;
+}
+
+// Simple, or a thread count the user set: fewer channels, then fewer threads, while a thread would
+// get less than its threshold of bytes. LL and LL128: small CTAs, as many channels as the bytes
+// fill, then more threads (see kSmallCtaThreads).
 void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, int* nChannels, int* nThreads) {
   uint64_t perThread = kThreadThresholdBytes[proto] * (proto == kProtoLL ? model.nranks : 1);
+  if (proto != kProtoSimple && !threadsOverridden(model, proto)) {
+    int nt = kSmallCtaThreads[proto];
+    uint64_t channels = std::max<uint64_t>(ceilDiv(bytes, static_cast<uint64_t>(nt) * perThread), 1);
+    int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxChannels)));
+    uint64_t grow = proto == kProtoLL ? perThread : kLl128GrowBytesPerThread;
+    while (nc == model.maxChannels && nt * 2 <= kMaxThreads[proto] &&
+           bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
+      nt *= 2;
+    }
+    *nChannels = nc;
+    *nThreads = nt;
+    return;
+  }
   int nc = model.maxChannels;
   int nt = startThreads(model, proto);
   while (nc > 1 && bytes < static_cast<uint64_t>(nc) * nt * perThread) --nc;
@@ -73,14 +92,15 @@ void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, 
 }
 
 // Payload bytes per step per channel, on the protocol's grain, within a slot: a ring moves a whole
-// rank block per step; a chain (Broadcast, Reduce) cuts its data into kStepsPerChain steps, no
-// finer than one pass of the CTA.
+// rank block per step; a chain (Broadcast, Reduce) cuts its data into kStepsPerChain steps of at
+// least one pass of the CTA and kMinChainStepBytes.
 uint32_t chooseChunk(const CommModel& model, CollId coll, ProtoId proto, int nChannels, int nThreads, size_t bytes) {
   bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
   uint64_t perChannel = ceilDiv(std::max<uint64_t>(bytes, 1), nChannels);
   uint64_t block = chain ? perChannel : ceilDiv(perChannel, model.nranks);
   uint64_t pass = static_cast<uint64_t>(nThreads) * kPassBytesPerThread[proto];
-  uint64_t chunk = chain ? std::max(ceilDiv(block, kStepsPerChain), std::min(block, pass)) : block;
+  uint64_t minStep = std::max<uint64_t>(pass, kMinChainStepBytes);
+  uint64_t chunk = chain ? std::max(ceilDiv(block, kStepsPerChain), std::min(block, minStep)) : block;
   chunk = roundUp(chunk, kChunkGrainBytes[proto]);
   return static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, proto)));
 }
@@ -130,7 +150,9 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   int nsteps = ringSteps(coll, model.nranks);
   double busBw = ringBusBwGBps(model, proto, std::max(nChannels, 1));
   double algBw = busBw * model.nranks / nsteps;
-  double latency = kRingBaseLatencyUs[proto] + nsteps * model.hopLatencyUs[proto];
+  bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
+  double hopUs = model.hopLatencyUs[proto] * (chain ? kChainHopFactor : 1.0);
+  double latency = kRingBaseLatencyUs[proto] + nsteps * hopUs;
   return latency + static_cast<double>(bytes) / (1000.0 * algBw);
 }
 

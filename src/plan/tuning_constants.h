@@ -1,7 +1,8 @@
 // The constants of the planner's cost model and of its channel / thread / chunk choice, in one
-// place. The cost model has NCCL's shape (nccl-facts §4.1); the numbers start from NCCL 2.28's
-// Hopper Ring defaults (§4.2) and are TO BE RECALIBRATED FROM BRAID-PERF MEASUREMENTS on Braid's own
-// kernels. Index [p] is a ProtoId: {LL, LL128, Simple}.
+// place. The cost model has NCCL's shape (nccl-facts §4.1). Its numbers are fitted to braid-perf
+// runs of Braid's own kernels on 4 H200 behind NVSwitch (scripts/tune-plans/2026-11-21-*.txt:
+// AllReduce and AllGather with each protocol forced, 1 KiB to 64 MiB); the inter-node LL caps are
+// still NCCL 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128, Simple}.
 #pragma once
 
 #include <cstdint>
@@ -12,19 +13,18 @@ namespace braid::plan {
 
 // ---- Cost model: time_us = latency + bytes / (1000 * algBwGBps) ----
 
-// Fixed cost of one Ring operation (launch, setup, completion), by protocol.
-constexpr double kRingBaseLatencyUs[kNumProtos] = {6.6, 14.0, 8.4};
-
-// Per-hop latencies topo may use to fill CommModel::hopLatencyUs (latency = base + nsteps * hop).
-constexpr double kRingHopLatencyNvlinkUs[kNumProtos] = {0.6, 1.9, 3.4};
-constexpr double kRingHopLatencyPcieUs[kNumProtos] = {1.0, 2.5, 5.7};
+// Fixed cost of one Ring operation (launch, setup, completion), by protocol. The per-hop part
+// (latency = base + nsteps * hop) comes from topo (Topology::hopLatencyUs), by path type.
+constexpr double kRingBaseLatencyUs[kNumProtos] = {4.2, 5.8, 4.6};
 
 // Bus bandwidth = nChannels * bwPerChannel, then per protocol: LL carries 8 data bytes in each
-// 16-byte line (x0.5) and is capped for the whole operation; LL128 carries 120 of 128 bytes and
-// loses a little more to flag checks (x0.92), capped per channel; Simple runs at full bandwidth.
+// 16-byte line (x0.5) and is capped for the whole operation (measured ~120 GB/s on one node);
+// LL128 carries 120 of 128 bytes but its flag polling keeps it near 258 GB/s of the 371 the
+// topology model gives 4 H200 (x0.70); Simple reaches ~340 (x0.92).
 constexpr double kRingLlBwFactor = 0.5;
-constexpr double kRingLl128BwFactor = 0.92;
-constexpr double kLlMaxBusBwGBps[3] = {141.0, 45.0, 35.0};  // by node count: 1, 2, >= 3 (Hopper)
+constexpr double kRingLl128BwFactor = 0.70;
+constexpr double kRingSimpleBwFactor = 0.92;
+constexpr double kLlMaxBusBwGBps[3] = {120.0, 45.0, 35.0};  // by node count: 1, 2, >= 3
 constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 
 // ---- Threads per CTA ----
@@ -36,6 +36,15 @@ constexpr int kMaxThreads[kNumProtos] = {512, 640, 512};
 constexpr int kMinOverrideThreads[kNumProtos] = {64, 160, 64};
 // Automatic halving of the thread count for small operations stops here.
 constexpr int kMinAutoThreads = 128;
+
+// LL and LL128 start from CTAs this small and add channels first: a receiving thread spins on its
+// own lines and every step ends at a barrier of the whole CTA, so a CTA of few warps steps faster.
+// Measured on 4 H200, AllReduce LL at 64 KiB: 14.1 us on 16 channels x 128 threads, 20.8 us on
+// 1 x 512; LL128 at 1 MiB: 24.5 us with 160 threads, 36.3 with 640.
+constexpr int kSmallCtaThreads[kNumProtos] = {128, 160, 0};
+// Once every channel is in use, their threads double while each would keep this many bytes
+// (LL: its kThreadThresholdBytes rule; LL128 grows later, see above).
+constexpr uint64_t kLl128GrowBytesPerThread = 64;
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every
 // thread has at least this much work. Ring LL multiplies it by nranks (NCCL's rule): an LL thread
@@ -61,7 +70,15 @@ constexpr uint32_t kPassBytesPerThread[kNumProtos] = {8, 15, 128};
 // round trips per hop and shortens nothing (each costs ~2 us with Simple on NVLink).
 
 // Broadcast and Reduce go down a chain of nranks-1 hops: cutting a channel's data into more steps
-// shortens the pipeline fill, up to the FIFO depth.
+// shortens the pipeline fill, up to the FIFO depth, but every step costs ~1 us of flag handling at
+// each rank (4 H200: LL Broadcast of 4 KiB in 4 steps took 10 us, of 1 KiB in one step 5.5 us), so
+// a chain step carries at least kMinChainStepBytes.
 constexpr int kStepsPerChain = kMaxFifoSlots;
+constexpr uint64_t kMinChainStepBytes = 32 << 10;
+
+// A chain hop costs less than a ring hop (topo's hopLatencyUs): a rank forwards without waiting
+// for its own send of the previous step, so hops overlap. Fitted on 4 H200 (Broadcast 1-4 KiB:
+// LL 5.5 us, LL128 7-8 us, Simple 7.2 us).
+constexpr double kChainHopFactor = 0.3;
 
 }  // namespace braid::plan

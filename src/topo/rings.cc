@@ -22,11 +22,12 @@ constexpr double kPciBw = 12.0;
 constexpr double kInterSocketBw = 10.0;
 constexpr double kLocalBw = 5000.0;
 
-// Ring hop latencies in µs per protocol (LL, LL128, Simple): NCCL 2.28 hwLatencies, Ring row, NVLink
-// and PCI columns (nccl-facts §4.2). NCCL uses the PCI row for every intra-node ring that is not all
-// NVLink, SHM included; SHM's real cost is to be measured.
-constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {0.6, 1.9, 3.4};
-constexpr std::array<double, kNumProtos> kPciHopLatency = {1.0, 2.5, 5.7};
+// Ring hop latencies in µs per protocol (LL, LL128, Simple), for the planner's cost model (with
+// plan's kRingBaseLatencyUs). NVLink: fitted to Braid's kernels on 4 H200 behind NVSwitch (AllReduce
+// and AllGather, 1-64 KiB, each protocol forced). Other paths (PCIe, SHM): the NVLink values scaled
+// by NCCL 2.28's PCI / NVLink ratios (nccl-facts §4.2); not measured, no PCIe-only machine was lent.
+constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {1.6, 2.2, 2.9};
+constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
 
 // Expansions the ring search may make over all levels but the last; the last (every pair allowed)
 // never backtracks, so the search costs at most this plus nranks steps whatever the input.

@@ -29,7 +29,8 @@ CommModel hopperModel(int nranks, bool ll128Ok = true) {
   m.nNodes = 1;
   m.maxChannels = 16;
   m.bwPerChannelGBps = 20.0;
-  for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = kRingHopLatencyNvlinkUs[p];
+  const double hopUs[kNumProtos] = {1.6, 2.2, 2.9};  // topo's NVLink values
+  for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = hopUs[p];
   m.ll128Ok = ll128Ok;
   m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSlots[kProtoSimple];
   m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSlots[kProtoLL] / 2;
@@ -255,14 +256,14 @@ TEST(PlanDecide, SweepBoundsChannelsAndEstimates) {
     for (bool ll128 : {false, true}) {
       CommModel m = hopperModel(n, ll128);
       for (CollId coll : kColls) {
-        int lastChannels = 0;
+        int lastChannels[kNumProtos] = {};  // per protocol: their CTA rules differ
         double lastUs = -1;
         for (size_t bytes : sweepSizes()) {
           Decision d = decideOk(m, all, coll, bytes);
           checkDecision(m, coll, bytes, d);
-          EXPECT_GE(d.nChannels, lastChannels) << collName(coll) << " " << bytes << " n=" << n;
+          EXPECT_GE(d.nChannels, lastChannels[d.proto]) << collName(coll) << " " << bytes << " n=" << n;
           EXPECT_GE(d.estimatedUs, lastUs) << collName(coll) << " " << bytes << " n=" << n;
-          lastChannels = d.nChannels;
+          lastChannels[d.proto] = d.nChannels;
           lastUs = d.estimatedUs;
         }
       }
@@ -298,8 +299,14 @@ TEST(PlanDecide, ChunkIsTheRankBlockOrAChainStepWithinTheSlot) {
   EXPECT_EQ(d.nChannels, 16);
   EXPECT_EQ(d.nThreads, 512);
   EXPECT_EQ(d.chunkBytes, 256u << 10);
-  // A chain (Broadcast) cuts a channel's 1 MiB into kStepsPerChain steps.
+  // A chain (Broadcast) cuts a channel's 1 MiB into kStepsPerChain steps, but none below one pass
+  // of the CTA or kMinChainStepBytes.
   EXPECT_EQ(decideOk(m, simple, CollId::kBroadcast, size_t{16} << 20).chunkBytes, (1u << 20) / kStepsPerChain);
+  Filter ll = parse(nullptr, "ll");
+  d = decideOk(m, ll, CollId::kBroadcast, size_t{1} << 20);  // 64 KiB per channel
+  EXPECT_EQ(d.chunkBytes, kMinChainStepBytes);
+  d = decideOk(m, ll, CollId::kBroadcast, size_t{16} << 10);  // one step per channel
+  EXPECT_EQ(d.chunkBytes, (16u << 10) / d.nChannels);
   // Huge blocks: a whole slot per step.
   EXPECT_EQ(decideOk(m, simple, CollId::kAllReduce, size_t{4} << 30).chunkBytes, m.slotPayloadBytes[kProtoSimple]);
   // A block smaller than one pass of the CTA is one step.
@@ -309,6 +316,33 @@ TEST(PlanDecide, ChunkIsTheRankBlockOrAChainStepWithinTheSlot) {
   // LL128 chunks are whole warp passes of 480 bytes.
   Filter ll128 = parse(nullptr, "ll128");
   EXPECT_EQ(decideOk(m, ll128, CollId::kReduceScatter, 100).chunkBytes, 480u);
+}
+
+TEST(PlanDecide, LowLatencyProtocolsFillChannelsBeforeThreads) {
+  CommModel m = hopperModel(4);  // 16 channels
+  Filter ll = parse(nullptr, "ll");
+  // LL: 8 B x 4 ranks per thread; 128-thread CTAs until all 16 channels are used, then doubling.
+  Decision d = decideOk(m, ll, CollId::kAllReduce, 4096);
+  EXPECT_EQ(d.nChannels, 1);
+  EXPECT_EQ(d.nThreads, 128);
+  d = decideOk(m, ll, CollId::kAllReduce, 64 << 10);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 128);
+  d = decideOk(m, ll, CollId::kAllReduce, 1 << 20);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 512);
+  // LL128: 160-thread CTAs; threads grow only at 64 B per thread.
+  Filter ll128 = parse(nullptr, "ll128");
+  d = decideOk(m, ll128, CollId::kAllReduce, 64 << 10);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 160);
+  d = decideOk(m, ll128, CollId::kAllReduce, 400 << 10);
+  EXPECT_EQ(d.nThreads, 320);
+  // A thread count the user set is kept, and channels shrink to fit it (the Simple rule).
+  m.nthreadsOverride = 256;
+  d = decideOk(m, ll, CollId::kAllReduce, 64 << 10);
+  EXPECT_EQ(d.nThreads, 256);
+  EXPECT_EQ(d.nChannels, 8);
 }
 
 TEST(PlanDecide, ChannelsThenThreadsShrinkForSmallOps) {
@@ -401,13 +435,17 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   }
   CommModel m = hopperModel(8);
   // Latency only at 0 bytes: base + 2(n-1) hops for AllReduce, n-1 for AllGather, n for Broadcast.
-  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0), 8.4 + 14 * 3.4);
-  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllGather, kProtoLL, 16, 0), 6.6 + 7 * 0.6);
-  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0), 14.0 + 8 * 1.9);
-  // Simple bandwidth: 16 x 20 GB/s bus, algBw = bus x 8 / 14.
-  double simple1G = estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000) - (8.4 + 14 * 3.4);
-  EXPECT_NEAR(simple1G, 1e9 / (1000.0 * 320.0 * 8 / 14), 1e-6);
-  // More channels never make it slower; LL is capped at 141 GB/s of bus bandwidth.
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0),
+                   kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple]);
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllGather, kProtoLL, 16, 0),
+                   kRingBaseLatencyUs[kProtoLL] + 7 * m.hopLatencyUs[kProtoLL]);
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0),
+                   kRingBaseLatencyUs[kProtoLL128] + 8 * m.hopLatencyUs[kProtoLL128] * kChainHopFactor);
+  // Simple bandwidth: 16 x 20 GB/s bus x kRingSimpleBwFactor, algBw = bus x 8 / 14.
+  double simple1G = estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000) -
+                    estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0);
+  EXPECT_NEAR(simple1G, 1e9 / (1000.0 * 320.0 * kRingSimpleBwFactor * 8 / 14), 1e-6);
+  // More channels never make it slower; LL is capped (kLlMaxBusBwGBps) on one node.
   EXPECT_LT(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1 << 24),
             estimateUs(m, CollId::kAllReduce, kProtoSimple, 4, 1 << 24));
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoLL, 32, 1 << 24),

@@ -95,9 +95,9 @@ TEST_F(TopoTest, NvSwitchFourGpus) {
   for (int c = 1; c < topo.nChannels; ++c) EXPECT_EQ(topo.rings[c], topo.rings[0]) << c;  // one way behind a switch
   EXPECT_TRUE(topo.ll128Ok);
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 18 * 20.6 / kDefaultMaxNvlChannels);
-  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 3.4);
-  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL], 0.6);
-  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL128], 1.9);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 2.9);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL], 1.6);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL128], 2.2);
 }
 
 TEST_F(TopoTest, NvSwitchEightGpusAndChannelBounds) {
@@ -131,7 +131,7 @@ TEST_F(TopoTest, TwoGpusPcie) {
   EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
   EXPECT_FALSE(topo.ll128Ok);
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 12.0 / 2);
-  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 5.7);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 4.9);
 
   ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kSys, 0, false), defaultParams(), &topo), ncclSuccess);
   EXPECT_EQ(topo.transport[1], TransportKind::kShm);
@@ -184,7 +184,7 @@ TEST_F(TopoTest, MixedNvlinkIslandsOverPcie) {
   EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 2, 3}));
   EXPECT_FALSE(topo.ll128Ok);
   EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
-  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 5.7);
+  EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 4.9);
 }
 
 TEST_F(TopoTest, AsymmetricRowsAgreeOnTheWorseDirection) {
@@ -384,7 +384,7 @@ TEST_F(TopoTest, DumpFile) {
   EXPECT_EQ(lines[4], "link 0 1 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
   EXPECT_EQ(lines[5], "link 1 0 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
   char channels[128];
-  std::snprintf(channels, sizeof(channels), "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 0.60 1.90 3.40",
+  std::snprintf(channels, sizeof(channels), "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 1.60 2.20 2.90",
                 kDefaultMaxNvlChannels, 18 * 20.6 / kDefaultMaxNvlChannels);
   EXPECT_EQ(lines[6], channels);
   EXPECT_EQ(lines[7], "ring 0 0 1");
