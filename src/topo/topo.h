@@ -36,8 +36,8 @@ enum class PathType : int { kLoc = 0, kNvl = 1, kNvb = 2, kPix = 3, kPxb = 4, kP
 
 struct Link {
   PathType path;
-  int nvlinks;  // NVLink lanes usable between the pair (direct or through NVSwitch); 0 without NVLink
-  bool p2pOk;   // NVML reports P2P read and write OK for the pair
+  int nvlinks;            // NVLink lanes usable between the pair (direct or through NVSwitch); 0 without NVLink
+  bool p2pOk;             // NVML reports P2P read and write OK for the pair
   bool switched = false;  // some of the lanes go through an NVSwitch (shared by all of the GPU's peers)
 };
 
@@ -73,7 +73,7 @@ const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
 // on 4 H200 (NV18 through NVSwitch) AllReduce bus bandwidth at 1 GiB was 298 / 307 / 332 GB/s with
 // 16 / 24 / 32 channels, the CTAs' copy loop being the limit rather than NVLink.
 constexpr int kDefaultMaxNvlChannels = 32;
-constexpr int kDefaultPcieChannels = 2;     // P2P over PCIe and SHM rings
+constexpr int kDefaultPcieChannels = 2;  // P2P over PCIe and SHM rings
 
 struct Topology {
   int nranks = 0;

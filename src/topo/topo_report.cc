@@ -50,10 +50,9 @@ bool writeDump(FILE* file, const std::vector<RankDesc>& ranks, const Topology& t
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       const Link& link = topo.links[i * n + j];
-      ok =
-          ok && std::fprintf(file, "link %d %d path %s nvlinks %d switched %d p2p %d transport %s\n", i, j,
-                             pathTypeName(link.path), link.nvlinks, link.switched ? 1 : 0, link.p2pOk ? 1 : 0,
-                             transportName(topo.transport[i * n + j])) > 0;
+      ok = ok && std::fprintf(file, "link %d %d path %s nvlinks %d switched %d p2p %d transport %s\n", i, j,
+                              pathTypeName(link.path), link.nvlinks, link.switched ? 1 : 0, link.p2pOk ? 1 : 0,
+                              transportName(topo.transport[i * n + j])) > 0;
     }
   }
   const auto& lat = topo.hopLatencyUs;

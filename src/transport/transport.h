@@ -48,9 +48,10 @@ struct Context {
   int nranks;
   int cudaDev;
   uint64_t commHash;
-  Bootstrap* bootstrap;          // tagged send/recv between ranks (tags above)
-  std::vector<PeerDesc> peers;   // indexed by rank
-  size_t buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
+  Bootstrap* bootstrap;         // tagged send/recv between ranks (tags above)
+  std::vector<PeerDesc> peers;  // indexed by rank
+  size_t
+      buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
   const std::atomic<int>* abortFlag;
 };
 

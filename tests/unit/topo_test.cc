@@ -384,8 +384,9 @@ TEST_F(TopoTest, DumpFile) {
   EXPECT_EQ(lines[4], "link 0 1 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
   EXPECT_EQ(lines[5], "link 1 0 path NVL nvlinks 18 switched 0 p2p 1 transport P2P");
   char channels[128];
-  std::snprintf(channels, sizeof(channels), "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 1.60 2.20 2.90",
-                kDefaultMaxNvlChannels, 18 * 20.6 / kDefaultMaxNvlChannels);
+  std::snprintf(channels, sizeof(channels),
+                "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 1.60 2.20 2.90", kDefaultMaxNvlChannels,
+                18 * 20.6 / kDefaultMaxNvlChannels);
   EXPECT_EQ(lines[6], channels);
   EXPECT_EQ(lines[7], "ring 0 0 1");
   EXPECT_EQ(lines.back(), "ring " + std::to_string(kDefaultMaxNvlChannels - 1) + " 0 1");

@@ -144,8 +144,8 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
   if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send);
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (!s.abort.aborted()) {
-    const T* fifoIn = recv ? reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes)
-                            : nullptr;
+    const T* fifoIn =
+        recv ? reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes) : nullptr;
     T* fifoOut = send ? reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSlotsSimple) * s.slotBytes) : nullptr;
     const Fn fn(s.scalar);
     simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst),
