@@ -38,6 +38,9 @@ double ringBusBwGBps(const CommModel& model, ProtoId proto, int nChannels) {
 }
 
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Broadcast and Reduce run down a chain from / to the root; the others around the whole ring.
+bool isChain(CollId coll) { return coll == CollId::kBroadcast || coll == CollId::kReduce; }
 uint64_t roundUp(uint64_t a, uint64_t grain) { return ceilDiv(a, grain) * grain; }
 
 // The largest chunk a slot holds, on the protocol's grain (0 when a slot cannot hold one grain).
@@ -65,22 +68,28 @@ bool threadsOverridden(const CommModel& model, ProtoId proto) {
   return (proto == kProtoLL128 ? model.ll128NthreadsOverride : model.nthreadsOverride) > 0;
 }
 
+// LL and LL128 (threads not set by the user): small CTAs on as many channels as the bytes fill,
+// then more threads once every channel is in use (see kSmallCtaThreads).
+void growChannelsThenThreads(const CommModel& model, ProtoId proto, size_t bytes, uint64_t perThread, int* nChannels,
+                             int* nThreads) {
+  int nt = kSmallCtaThreads[proto];
+  uint64_t channels = std::max<uint64_t>(ceilDiv(bytes, static_cast<uint64_t>(nt) * perThread), 1);
+  int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxChannels)));
+  uint64_t grow = proto == kProtoLL ? perThread : kLl128GrowBytesPerThread;
+  while (nc == model.maxChannels && nt * 2 <= kMaxThreads[proto] &&
+         bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
+    nt *= 2;
+  }
+  *nChannels = nc;
+  *nThreads = nt;
+}
+
 // Simple, or a thread count the user set: fewer channels, then fewer threads, while a thread would
-// get less than its threshold of bytes. LL and LL128: small CTAs, as many channels as the bytes
-// fill, then more threads (see kSmallCtaThreads).
+// get less than its threshold of bytes. LL and LL128 otherwise: growChannelsThenThreads.
 void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, int* nChannels, int* nThreads) {
   uint64_t perThread = kThreadThresholdBytes[proto] * (proto == kProtoLL ? model.nranks : 1);
   if (proto != kProtoSimple && !threadsOverridden(model, proto)) {
-    int nt = kSmallCtaThreads[proto];
-    uint64_t channels = std::max<uint64_t>(ceilDiv(bytes, static_cast<uint64_t>(nt) * perThread), 1);
-    int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxChannels)));
-    uint64_t grow = proto == kProtoLL ? perThread : kLl128GrowBytesPerThread;
-    while (nc == model.maxChannels && nt * 2 <= kMaxThreads[proto] &&
-           bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
-      nt *= 2;
-    }
-    *nChannels = nc;
-    *nThreads = nt;
+    growChannelsThenThreads(model, proto, bytes, perThread, nChannels, nThreads);
     return;
   }
   int nc = model.maxChannels;
@@ -95,7 +104,7 @@ void fitChannelsAndThreads(const CommModel& model, ProtoId proto, size_t bytes, 
 // rank block per step; a chain (Broadcast, Reduce) cuts its data into kStepsPerChain steps of at
 // least one pass of the CTA and kMinChainStepBytes.
 uint32_t chooseChunk(const CommModel& model, CollId coll, ProtoId proto, int nChannels, int nThreads, size_t bytes) {
-  bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
+  bool chain = isChain(coll);
   uint64_t perChannel = ceilDiv(std::max<uint64_t>(bytes, 1), nChannels);
   uint64_t block = chain ? perChannel : ceilDiv(perChannel, model.nranks);
   uint64_t pass = static_cast<uint64_t>(nThreads) * kPassBytesPerThread[proto];
@@ -150,8 +159,7 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   int nsteps = ringSteps(coll, model.nranks);
   double busBw = ringBusBwGBps(model, proto, std::max(nChannels, 1));
   double algBw = busBw * model.nranks / nsteps;
-  bool chain = coll == CollId::kBroadcast || coll == CollId::kReduce;
-  double hopUs = model.hopLatencyUs[proto] * (chain ? kChainHopFactor : 1.0);
+  double hopUs = model.hopLatencyUs[proto] * (isChain(coll) ? kChainHopFactor : 1.0);
   double latency = kRingBaseLatencyUs[proto] + nsteps * hopUs;
   return latency + static_cast<double>(bytes) / (1000.0 * algBw);
 }
