@@ -38,7 +38,6 @@ constexpr int kFifoSlotsLL = 8;
 constexpr int kFifoSlotsLL128 = 8;
 constexpr int kFifoSlotsSimple = 4;
 constexpr int kFifoSlots[kNumProtos] = {kFifoSlotsLL, kFifoSlotsLL128, kFifoSlotsSimple};
-constexpr int kMaxFifoSlots = 8;
 
 // NCCL's ncclFunc_t order for the collectives that have kernels.
 enum class CollId : uint8_t { kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4 };

@@ -73,7 +73,7 @@ constexpr uint32_t kPassBytesPerThread[kNumProtos] = {8, 15, 128};
 // shortens the pipeline fill, up to the FIFO depth, but every step costs ~1 us of flag handling at
 // each rank (4 H200: LL Broadcast of 4 KiB in 4 steps took 10 us, of 1 KiB in one step 5.5 us), so
 // a chain step carries at least kMinChainStepBytes.
-constexpr int kStepsPerChain = kMaxFifoSlots;
+constexpr int kStepsPerChain = kFifoSlotsLL;  // the deepest FIFO
 constexpr uint64_t kMinChainStepBytes = 32 << 10;
 
 // A chain hop costs less than a ring hop (topo's hopLatencyUs): a rank forwards without waiting
