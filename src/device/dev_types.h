@@ -14,8 +14,11 @@
 //     (for every protocol); the sender may fill step s of protocol p once s < head + kFifoSlots[p]
 //     (every step up to s - kFifoSlots[p], the last one that used the slot, has been consumed).
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
-//     DevComm at the end of each kernel). Both sides count the same steps for every operation, so
-//     head and tail stay meaningful across operations and protocols, which is why they are absolute.
+//     DevComm at the end of each kernel). headSeen, persisted the same way, is a head value the
+//     sender read earlier: head only grows, so it stays a lower bound, and a sender re-reads head
+//     (a memory round trip) only when headSeen no longer covers the step it wants to fill. Both sides count the same
+//     steps for every operation, so head and tail stay meaningful across operations and protocols, which is why they
+//     are absolute.
 // Memory for buffs, tail and head starts zeroed; step starts at 0.
 #pragma once
 
@@ -25,6 +28,11 @@
 namespace braid {
 
 constexpr int kMaxChannels = 32;
+
+// Direct algorithms (device/coll/direct_ll.h) connect every rank to every other one, so they exist
+// on communicators of at most kMaxDirectPeers + 1 ranks, with up to kMaxDirectChannels CTAs.
+constexpr int kMaxDirectPeers = 7;
+constexpr int kMaxDirectChannels = 16;
 
 // NCCL's protocol numbering (NCCL_PROTO names LL, LL128, Simple).
 enum ProtoId : int { kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2, kNumProtos = 3 };
@@ -53,6 +61,7 @@ struct DevSendConn {
   uint64_t* tail;           // in the receiver's memory; Simple only
   uint64_t* head;           // in this sender's memory; written by the receiver
   uint64_t step;            // next step to fill
+  uint64_t headSeen;        // a head value read before (LL, LL128)
 };
 
 // Receiver's view of one connection.
@@ -71,6 +80,14 @@ struct DevChannel {
   DevRecvConn recv;      // from ringRanks[(ringIndex + nranks - 1) % nranks]
 };
 
+// One CTA's connections to every peer, for the direct algorithms. Peer offset k (1..nranks-1):
+// send[k - 1] goes to rank (rank + k) % nranks, recv[k - 1] comes from (rank + nranks - k) % nranks.
+// Only the LL buffers exist on these connections.
+struct DevDirectChannel {
+  DevSendConn send[kMaxDirectPeers];
+  DevRecvConn recv[kMaxDirectPeers];
+};
+
 // Per communicator, in device memory, written by the host when connections are made.
 struct DevComm {
   int rank;
@@ -79,7 +96,12 @@ struct DevComm {
   uint32_t slotBytes[kNumProtos];  // bytes of one FIFO slot, flags included for LL and LL128
   volatile int* abortFlag;         // host-mapped; nonzero means every wait loop exits
   DevChannel channels[kMaxChannels];
+  int nDirectChannels;  // 0 when the direct algorithms are not available
+  DevDirectChannel direct[kMaxDirectChannels];
 };
+
+// How a kernel moves the data: around the channels' rings, or straight to every peer.
+enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1 };
 
 // One collective. Counts are in elements of dtype.
 struct DevWork {
@@ -92,8 +114,9 @@ struct DevWork {
   uint8_t dtype;        // ncclDataType_t
   uint8_t redOp;        // DevRedOp
   uint8_t proto;        // ProtoId
-  int32_t nChannels;    // CTAs launched; channel b of the kernel is channels[b]
-  uint32_t chunkBytes;  // payload bytes moved per ring step per channel (<= a slot's payload)
+  uint8_t algo;         // DevAlgo (kDirect: LL only)
+  int32_t nChannels;    // CTAs launched; CTA b drives channels[b] (ring) or direct[b] (direct)
+  uint32_t chunkBytes;  // payload bytes moved per step per connection (<= a slot's payload)
 };
 
 struct DevKernelArgs {

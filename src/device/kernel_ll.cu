@@ -1,4 +1,6 @@
-// The LL-protocol kernel: one CTA per channel, every thread runs the algorithm (prims/prims_ll.h).
+// The LL-protocol kernel: one CTA per channel, every thread runs the algorithm (prims/prims_ll.h),
+// around the rings or, for DevAlgo::kDirect, straight to every peer (coll/direct_colls.h).
+#include "device/coll/direct_colls.h"
 #include "device/coll/run_work.h"
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
@@ -20,16 +22,20 @@ struct LLPicker {
 
 __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
+  waitForPreviousKernel();
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
+  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect)) {
+    runDirectWork(args, &shared);
+    return;
+  }
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                     kProtoLL, args.work.scalar);
   runWork<LLPicker>(args, state);
 }
 
-cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
-  llKernel<<<args.work.nChannels, nThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
+  return launchWithConfig(llKernel, args.work.nChannels, nThreads, pdl, stream, args);
 }
 
 }  // namespace braid

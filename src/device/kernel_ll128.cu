@@ -21,6 +21,7 @@ struct LL128Picker {
 
 __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
+  waitForPreviousKernel();
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
@@ -28,9 +29,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   runWork<LL128Picker>(args, state);
 }
 
-cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
-  ll128Kernel<<<args.work.nChannels, nThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
+  return launchWithConfig(ll128Kernel, args.work.nChannels, nThreads, pdl, stream, args);
 }
 
 }  // namespace braid

@@ -21,6 +21,7 @@ struct SimplePicker {
 
 __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) simpleKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
+  waitForPreviousKernel();
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   DevChannel* channel = &args.comm->channels[blockIdx.x];
   // Read before the barrier: the workers may write the steps back before the poster starts.
@@ -44,10 +45,9 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) si
   if (tid == 0) stReleaseCta(&shared.finished, 1);
 }
 
-cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
   if (nThreads > kMaxSimpleWorkers) return cudaErrorInvalidValue;
-  simpleKernel<<<args.work.nChannels, nThreads + kSimpleExtraThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launchWithConfig(simpleKernel, args.work.nChannels, nThreads + kSimpleExtraThreads, pdl, stream, args);
 }
 
 }  // namespace braid

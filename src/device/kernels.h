@@ -14,8 +14,34 @@ namespace braid {
 constexpr int kSimpleExtraThreads = 32;
 constexpr int kMaxSimpleWorkers = 512;
 
-[[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream);
-[[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream);
-[[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
+
+// Every kernel's launch: blocks x threads on `stream`, with programmatic stream serialization when
+// pdl is set (see launchCollectiveKernel).
+template <typename... Params>
+cudaError_t launchWithConfig(void (*kernel)(Params...), int blocks, int threads, bool pdl, cudaStream_t stream,
+                             const DevKernelArgs& args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.stream = stream;
+  config.attrs = pdl ? &attr : nullptr;
+  config.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+
+// First statement of every kernel: wait until the previous kernel of the stream has completed and
+// its memory is visible (a no-op without a programmatic dependency), then let the next one start.
+__device__ __forceinline__ void waitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
 
 }  // namespace braid

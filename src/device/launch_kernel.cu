@@ -4,18 +4,22 @@
 
 namespace braid {
 
-cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream) {
+cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
   if (args.work.nChannels <= 0 || args.work.nChannels > kMaxChannels || nThreads < 32 || nThreads % 32 != 0 ||
       nThreads > kMaxThreads) {
     return cudaErrorInvalidValue;
   }
+  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect) &&
+      (args.work.proto != kProtoLL || args.work.nChannels > kMaxDirectChannels)) {
+    return cudaErrorInvalidValue;  // direct algorithms exist for LL only, on the direct channels
+  }
   switch (args.work.proto) {
     case kProtoSimple:
-      return launchSimpleKernel(args, nThreads, stream);
+      return launchSimpleKernel(args, nThreads, pdl, stream);
     case kProtoLL:
-      return launchLLKernel(args, nThreads, stream);
+      return launchLLKernel(args, nThreads, pdl, stream);
     case kProtoLL128:
-      return launchLL128Kernel(args, nThreads, stream);
+      return launchLL128Kernel(args, nThreads, pdl, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -9,7 +9,11 @@ namespace braid {
 
 // Launches args.work on `stream`: args.work.nChannels CTAs of nThreads threads each (a multiple of
 // 32, at most kMaxThreads; protocols may use fewer). Asynchronous; returns the launch error, if any.
-[[nodiscard]] cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cudaStream_t stream);
+// pdl (compute capability 9.0 and later only): launched with programmatic stream serialization, so
+// that the kernel is scheduled while the previous kernel of the stream ends; it waits for that
+// kernel's completion (cudaGridDependencySynchronize) before it reads any memory.
+[[nodiscard]] cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl,
+                                                 cudaStream_t stream);
 
 constexpr int kMaxThreads = 640;
 

@@ -48,6 +48,9 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
   ScopedDevice device(comm->cudaDev_);
   CUDACHECK(cudaEventCreateWithFlags(&path->lastLaunch_, cudaEventDisableTiming));
+  int major = 0;
+  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
+  path->pdl_ = major >= 9 && paramInt(ParamId::kLaunchPdl) != 0;
   *out = std::move(path);
   return ncclSuccess;
 }
@@ -104,12 +107,13 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task) {
     work.dtype = static_cast<uint8_t>(task.dtype);
     setReduction(task, nranks, &work);
     work.proto = static_cast<uint8_t>(decision.proto);
+    work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
-    TRACE(kLogTuning, "%s %zu bytes: proto %d channels %d threads %d chunk %u (model %.1f us)",
-          plan::collName(task.coll), collBytes(task, nranks), static_cast<int>(decision.proto), decision.nChannels,
+    TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
+          collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);
-    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, task.stream));
+    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, pdl_, task.stream));
   }
   CUDACHECK(cudaEventRecord(lastLaunch_, task.stream));
   lastStream_ = task.stream;

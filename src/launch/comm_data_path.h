@@ -1,6 +1,6 @@
 // The data path of one communicator (core's DataPathBase): the queue of a group's operations, the
-// rings and their connections (made at the first operation, "lazily"), the device-side DevComm, the
-// per-operation plan, and the launch on the user's stream.
+// rings, the direct channels and their connections (made at the first operation, "lazily"), the device-side DevComm,
+// the per-operation plan, and the launch on the user's stream.
 //
 // Ordering: every operation of a communicator shares the same FIFOs and step counters, so two of
 // them must never run at the same time even when the user gives them different streams. Each
@@ -44,7 +44,10 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t launchOne(const CollTask& task);
   [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
   [[nodiscard]] ncclResult_t buildRings();
-  [[nodiscard]] ncclResult_t connectRings();
+  transport::Context transportContext() const;
+  [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
+  [[nodiscard]] ncclResult_t connectDirect(transport::Context ctx, DevComm* dev);
+  [[nodiscard]] ncclResult_t connectAll();
   plan::CommModel commModel(const uint32_t slotBytes[kNumProtos]) const;
 
   ncclComm* comm_;
@@ -52,12 +55,13 @@ class CommDataPath final : public DataPathBase {
   plan::Filter filter_{};
   bool connected_ = false;
   topo::Topology topo_{};
-  std::unique_ptr<transport::Connections> connections_;
+  std::vector<std::unique_ptr<transport::Connections>> connections_;  // rings, then direct channels
   DeviceState device_;
   plan::CommModel model_{};
   cudaEvent_t lastLaunch_ = nullptr;
   cudaStream_t lastStream_ = nullptr;
   bool launchedAny_ = false;
+  bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
 };
 
 }  // namespace braid

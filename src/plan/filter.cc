@@ -13,8 +13,8 @@ namespace braid::plan {
 namespace {
 
 constexpr const char* kCollNames[kNumColls] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
-constexpr const char* kAlgoNames[kNumAlgos] = {"Tree",     "Ring", "CollNetDirect", "CollNetChain", "NVLS",
-                                               "NVLSTree", "PAT"};
+constexpr const char* kAlgoNames[kNumAlgos] = {"Tree", "Ring",     "CollNetDirect", "CollNetChain",
+                                               "NVLS", "NVLSTree", "PAT",           "Direct"};
 constexpr const char* kProtoNames[kNumProtos] = {"LL", "LL128", "Simple"};
 
 // Index of `name` in `names` (case-insensitive), or -1.

@@ -114,14 +114,36 @@ uint32_t chooseChunk(const CommModel& model, CollId coll, ProtoId proto, int nCh
   return static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, proto)));
 }
 
+// Direct: the bytes each connection carries (AllReduce, Broadcast, Reduce: all of them; AllGather,
+// ReduceScatter: one rank's block) and those of the rank's busiest port, nranks - 1 connections.
+uint64_t directPeerBytes(CollId coll, int nranks, size_t bytes) {
+  bool perRank = coll == CollId::kAllGather || coll == CollId::kReduceScatter;
+  return perRank ? ceilDiv(bytes, static_cast<uint64_t>(nranks)) : bytes;
+}
+
+void fitDirect(const CommModel& model, CollId coll, size_t bytes, Decision* d) {
+  uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
+  uint64_t recvBytes = std::max<uint64_t>(peerBytes * (model.nranks - 1), 1);
+  uint64_t channels = ceilDiv(recvBytes, kDirectBytesPerCta);
+  int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
+  int nt = kDirectThreads;
+  while (nt * 2 <= kMaxThreads[kProtoLL] && recvBytes >= static_cast<uint64_t>(nc) * nt * 2 * 16) nt *= 2;
+  d->nChannels = nc;
+  d->nThreads = nt;
+  uint64_t chunk = roundUp(std::max<uint64_t>(ceilDiv(peerBytes, nc), 1), kChunkGrainBytes[kProtoLL]);
+  d->chunkBytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, kProtoLL)));
+}
+
 ncclResult_t checkModel(const CommModel& model, CollId coll) {
-  bool ok = model.nranks >= 1 && model.maxChannels >= 1 && model.maxChannels <= kMaxChannels;
+  bool ok = model.nranks >= 1 && model.maxChannels >= 1 && model.maxChannels <= kMaxChannels &&
+            model.maxDirectChannels >= 0 && model.maxDirectChannels <= kMaxDirectChannels;
   if (ok && model.nranks > 1) ok = model.bwPerChannelGBps > 0;
   if (!ok) {
     WARN(
-        "Planner: inconsistent communicator model for %s (nranks %d, maxChannels %d of at most %d, %.2f GB/s "
-        "per channel)",
-        collName(coll), model.nranks, model.maxChannels, kMaxChannels, model.bwPerChannelGBps);
+        "Planner: inconsistent communicator model for %s (nranks %d, maxChannels %d of at most %d, "
+        "maxDirectChannels %d of at most %d, %.2f GB/s per channel)",
+        collName(coll), model.nranks, model.maxChannels, kMaxChannels, model.maxDirectChannels, kMaxDirectChannels,
+        model.bwPerChannelGBps);
     return ncclInternalError;
   }
   if (slotChunkCap(model, kProtoSimple) == 0) {
@@ -164,6 +186,16 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   return latency + static_cast<double>(bytes) / (1000.0 * algBw);
 }
 
+double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size_t bytes) {
+  if (model.nranks < 1 || model.maxDirectChannels <= 0) return -1.0;
+  if (model.nranks == 1) return 0.0;
+  if (model.bwPerChannelGBps <= 0) return -1.0;
+  uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
+  double wireBytes = static_cast<double>(peerBytes) * (model.nranks - 1);
+  double bw = ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * kDirectBwFactor;
+  return kDirectBaseLatencyUs + model.hopLatencyUs[kProtoLL] + wireBytes / (1000.0 * bw);
+}
+
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {
   NCCLCHECK(checkModel(model, coll));
   if (model.nranks == 1) {
@@ -172,32 +204,45 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
     return ncclSuccess;
   }
   int c = static_cast<int>(coll);
-  if (!filter.algo[c][kAlgoRing]) {
-    WARN("NCCL_ALGO leaves no usable algorithm for %s: Braid implements only Ring", collName(coll));
-    return ncclInvalidUsage;
-  }
-  int best = -1;
-  double bestUs = 0;
-  for (int p = 0; p < kNumProtos; ++p) {
-    ProtoId proto = static_cast<ProtoId>(p);
-    if (!filter.proto[c][p] || (proto == kProtoLL128 && !model.ll128Ok) || slotChunkCap(model, proto) == 0) continue;
-    double us = estimateUs(model, coll, proto, model.maxChannels, bytes);
-    if (best < 0 || us < bestUs) {
-      best = p;
-      bestUs = us;
+  Decision d{};
+  bool found = false;
+  if (filter.algo[c][kAlgoRing]) {
+    for (int p = 0; p < kNumProtos; ++p) {
+      ProtoId proto = static_cast<ProtoId>(p);
+      if (!filter.proto[c][p] || (proto == kProtoLL128 && !model.ll128Ok) || slotChunkCap(model, proto) == 0) continue;
+      double us = estimateUs(model, coll, proto, model.maxChannels, bytes);
+      if (!found || us < d.estimatedUs) {
+        d.algo = kAlgoRing;
+        d.proto = proto;
+        d.estimatedUs = us;
+        found = true;
+      }
     }
   }
-  if (best < 0) {
-    WARN("NCCL_PROTO leaves no usable protocol for %s on this communicator (LL128 is %s)", collName(coll),
-         model.ll128Ok ? "available" : "not available on these paths");
+  if (model.maxDirectChannels > 0 && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoLL] &&
+      slotChunkCap(model, kProtoLL) != 0) {
+    double us = estimateDirectUs(model, coll, model.maxDirectChannels, bytes);
+    if (!found || us < d.estimatedUs) {
+      d.algo = kAlgoDirect;
+      d.proto = kProtoLL;
+      d.estimatedUs = us;
+      found = true;
+    }
+  }
+  if (!found) {
+    WARN(
+        "NCCL_ALGO / NCCL_PROTO leave no usable algorithm and protocol for %s on this communicator (Braid has Ring "
+        "with LL, Simple%s, and %s)",
+        collName(coll), model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
+        model.maxDirectChannels > 0 ? "Direct with LL" : "no Direct here: some pair is not NVLink P2P");
     return ncclInvalidUsage;
   }
-  Decision d{};
-  d.algo = kAlgoRing;
-  d.proto = static_cast<ProtoId>(best);
-  fitChannelsAndThreads(model, d.proto, bytes, &d.nChannels, &d.nThreads);
-  d.chunkBytes = chooseChunk(model, coll, d.proto, d.nChannels, d.nThreads, bytes);
-  d.estimatedUs = bestUs;
+  if (d.algo == kAlgoDirect) {
+    fitDirect(model, coll, bytes, &d);
+  } else {
+    fitChannelsAndThreads(model, d.proto, bytes, &d.nChannels, &d.nThreads);
+    d.chunkBytes = chooseChunk(model, coll, d.proto, d.nChannels, d.nThreads, bytes);
+  }
   *out = d;
   logDecision(coll, bytes, d);
   return ncclSuccess;

@@ -16,7 +16,8 @@
 
 namespace braid::plan {
 
-// NCCL's algorithm numbering (NCCL_ALGO names). Braid implements Ring only, for now.
+// NCCL's algorithm numbering (NCCL_ALGO names), then Braid's own: Direct, every rank writing
+// straight to every peer (one hop; device/coll/direct_colls.h). Braid implements Ring and Direct.
 enum AlgoId : int {
   kAlgoTree = 0,
   kAlgoRing = 1,
@@ -25,7 +26,8 @@ enum AlgoId : int {
   kAlgoNvls = 4,
   kAlgoNvlsTree = 5,
   kAlgoPat = 6,
-  kNumAlgos = 7
+  kAlgoDirect = 7,
+  kNumAlgos = 8
 };
 
 // What NCCL_ALGO and NCCL_PROTO allow, per collective: true = allowed.
@@ -39,7 +41,7 @@ struct Filter {
 //   collective); a later entry replaces the list of the collective it names. A list is
 //   comma-separated names; a leading '^' means "everything except these". Names are
 //   case-insensitive: funcs Broadcast, Reduce, AllGather, ReduceScatter, AllReduce; algos Tree,
-//   Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; protos LL, LL128, Simple.
+//   Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT, Direct; protos LL, LL128, Simple.
 //   Whitespace around tokens is ignored, and so are empty entries (";;", a trailing ';').
 // A malformed string or an unknown name: one WARN naming the variable and the bad token, and
 // ncclInvalidArgument; *out is written only on success.
@@ -50,6 +52,7 @@ struct CommModel {
   int nranks;
   int nNodes;                             // 1 for now
   int maxChannels;                        // channels connected (topo's nChannels), 1..kMaxChannels
+  int maxDirectChannels;                  // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
   double bwPerChannelGBps;                // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];        // topo: per-hop latency by protocol (see tuning_constants.h)
   bool ll128Ok;                           // LL128 allowed on every hop
@@ -62,9 +65,9 @@ struct CommModel {
 struct Decision {
   AlgoId algo;
   ProtoId proto;
-  int nChannels;        // 1..model.maxChannels
+  int nChannels;        // 1..model.maxChannels (Direct: 1..model.maxDirectChannels)
   int nThreads;         // multiple of 32, 64..512 (640 for LL128)
-  uint32_t chunkBytes;  // payload bytes per ring step per channel: a multiple of the protocol's grain
+  uint32_t chunkBytes;  // payload bytes per step per connection: a multiple of the protocol's grain
                         // (kChunkGrainBytes), at most the slot's payload, never 0
   double estimatedUs;   // the cost the choice was made on (all maxChannels, as NCCL's table)
 };
@@ -73,10 +76,11 @@ struct Decision {
 // sendcount*elemsize*nranks for AllGather, recvcount*elemsize*nranks for ReduceScatter.
 // nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
 // algorithm; NCCL does the same), estimate 0.
-// Braid has only the Ring algorithm today: if the filter excludes Ring, or every protocol usable on
-// this communicator (LL128 needs ll128Ok), for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and
-// the collective, ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside
-// 1..kMaxChannels, bandwidth <= 0): WARN, ncclInternalError.
+// The candidates are Ring with every protocol usable on this communicator (LL128 needs ll128Ok) and
+// Direct with LL (where maxDirectChannels > 0); the least estimated time wins. If the filter leaves
+// no candidate for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and the collective,
+// ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside 1..kMaxChannels,
+// maxDirectChannels outside 0..kMaxDirectChannels, bandwidth <= 0): WARN, ncclInternalError.
 [[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes,
                                   Decision* out);
 
@@ -84,6 +88,10 @@ struct Decision {
 // as 1), for ncclGroupSimulateEnd. 0 when nranks == 1; -1 when the model cannot estimate (nranks < 1
 // or bandwidth <= 0). Nondecreasing in bytes.
 double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes);
+
+// The same for Direct with LL (one hop) on `nChannels` direct channels; -1 also when the
+// communicator has no direct channels.
+double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size_t bytes);
 
 // Names for logs ("AllReduce", "Ring", "LL128"); "unknown" outside the enums.
 const char* collName(CollId coll);

@@ -27,6 +27,14 @@ constexpr double kRingSimpleBwFactor = 0.92;
 constexpr double kLlMaxBusBwGBps[3] = {120.0, 45.0, 35.0};  // by node count: 1, 2, >= 3
 constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 
+// Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop; bandwidth is the ring LL
+// bus bandwidth times kDirectBwFactor, for the bytes of the rank's busiest port (nranks - 1
+// connections). Fitted on 4 H200 (scripts/tune-plans/2026-11-22-direct.txt): AllReduce 9.4 us up
+// to 2 KiB, 11.2 at 32 KiB, 32.6 at 512 KiB; AllGather/ReduceScatter 9.8 us and Broadcast/Reduce
+// 6.4-8.3 us at 64 B, where the rings took 8.9 and 5.4-6.0 us.
+constexpr double kDirectBaseLatencyUs = 7.6;
+constexpr double kDirectBwFactor = 0.78;
+
 // ---- Threads per CTA ----
 
 // Start value (the maximum) per protocol, and the bounds an NCCL_NTHREADS (LL, Simple) or
@@ -45,6 +53,11 @@ constexpr int kSmallCtaThreads[kNumProtos] = {128, 160, 0};
 // Once every channel is in use, their threads double while each would keep this many bytes
 // (LL: its kThreadThresholdBytes rule; LL128 grows later, see above).
 constexpr uint64_t kLl128GrowBytesPerThread = 64;
+
+// Direct: CTAs of kDirectThreads, one per kDirectBytesPerCta received bytes up to every direct
+// channel, then twice the threads while each thread would still receive two lines (16 bytes).
+constexpr int kDirectThreads = 128;
+constexpr uint64_t kDirectBytesPerCta = 2 << 10;
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every
 // thread has at least this much work. Ring LL multiplies it by nranks (NCCL's rule): an LL thread

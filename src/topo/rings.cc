@@ -201,6 +201,19 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
   topo->hopLatencyUs = allNvlink ? kNvlinkHopLatency : kPciHopLatency;
 }
 
+// Direct channels where every pair is P2P over NVLink, bounded like the rings' channels.
+int directChannels(const Topology& topo, const TopoParams& params) {
+  const int n = topo.nranks;
+  if (n < 2 || n > kMaxDirectPeers + 1) return 0;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && !isNvlinkP2p(pairLink(topo.links, n, i, j), topo.transport[i * n + j])) return 0;
+    }
+  }
+  int channels = std::min(kMaxDirectChannels, kMaxDirectConnections / (n - 1));
+  return std::clamp(channels, 1, std::clamp(params.maxChannels, 1, kMaxChannels));
+}
+
 }  // namespace
 
 ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const TopoParams& params, Topology* out) {
@@ -241,6 +254,7 @@ ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const Top
   std::rotate(reversed.begin(), reversed.end() - 1, reversed.end());  // start at the same rank
   const bool alternate = ringHasDedicatedLinks(ring, topo);
   for (int c = 0; c < topo.nChannels; ++c) topo.rings.push_back(alternate && c % 2 == 1 ? reversed : ring);
+  topo.nDirectChannels = directChannels(topo, params);
   *out = std::move(topo);
   return ncclSuccess;
 }

@@ -75,6 +75,11 @@ const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
 constexpr int kDefaultMaxNvlChannels = 32;
 constexpr int kDefaultPcieChannels = 2;  // P2P over PCIe and SHM rings
 
+// Channels of the direct algorithms (every rank connected to every other, see dev_types.h): where
+// every pair of ranks is P2P over NVLink and nranks <= kMaxDirectPeers + 1. One transport call
+// connects at most kMaxDirectConnections channels of one peer offset each, so 8 ranks get 9.
+constexpr int kMaxDirectConnections = 64;
+
 struct Topology {
   int nranks = 0;
   std::vector<Link> links;                        // nranks*nranks, [from * nranks + to], as gathered
@@ -82,6 +87,7 @@ struct Topology {
   int nChannels = 0;                              // rings built (each becomes one CTA of a collective)
   std::vector<std::vector<int>> rings;            // nChannels rings, each a permutation of 0..nranks-1
   bool ll128Ok = false;                           // every hop of every ring is P2P over NVLink (false for 1 rank)
+  int nDirectChannels = 0;                        // 0: no direct algorithms on this communicator
   double bwPerChannelGBps = 0;                    // model bandwidth of one channel
   std::array<double, kNumProtos> hopLatencyUs{};  // model latency of one ring hop, by ProtoId
 };
@@ -100,6 +106,7 @@ struct Topology {
 //   rank <r> dev <cudaDev> busid <dddd:bb:dd.f> host <hex> pid <hex>          (one per rank)
 //   link <from> <to> path <NAME> nvlinks <k> p2p <0|1> transport <P2P|SHM|none>  (one per pair i != j)
 //   channels <n> ll128 <0|1> bw_per_channel_gbps <x> hop_latency_us <ll> <ll128> <simple>
+//   direct_channels <n>
 //   ring <c> <r0> <r1> ...                                                    (one per channel)
 [[nodiscard]] ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& ranks,
                                         const Topology& topo);

@@ -59,6 +59,7 @@ bool writeDump(FILE* file, const std::vector<RankDesc>& ranks, const Topology& t
   ok = ok && std::fprintf(file, "channels %d ll128 %d bw_per_channel_gbps %.3f hop_latency_us %.2f %.2f %.2f\n",
                           topo.nChannels, topo.ll128Ok ? 1 : 0, topo.bwPerChannelGBps, lat[kProtoLL], lat[kProtoLL128],
                           lat[kProtoSimple]) > 0;
+  ok = ok && std::fprintf(file, "direct_channels %d\n", topo.nDirectChannels) > 0;
   for (size_t c = 0; c < topo.rings.size(); ++c) {
     std::string line = "ring " + std::to_string(c);
     for (int r : topo.rings[c]) line += " " + std::to_string(r);
@@ -103,9 +104,11 @@ void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology
   }
   std::string ring0;
   for (int r : topo.rings.empty() ? std::vector<int>{} : topo.rings[0]) ring0 += " " + std::to_string(r);
-  INFO(kLogInit, "rank %d: %d coll channels, LL128 %s, %.1f GB/s per channel, hop %.1f us (Simple); ring 0:%s", rank,
-       topo.nChannels, topo.ll128Ok ? "on" : "off", topo.bwPerChannelGBps, topo.hopLatencyUs[kProtoSimple],
-       ring0.c_str());
+  INFO(kLogInit,
+       "rank %d: %d coll channels, %d direct channels, LL128 %s, %.1f GB/s per channel, hop %.1f us (Simple); ring "
+       "0:%s",
+       rank, topo.nChannels, topo.nDirectChannels, topo.ll128Ok ? "on" : "off", topo.bwPerChannelGBps,
+       topo.hopLatencyUs[kProtoSimple], ring0.c_str());
 }
 
 }  // namespace braid::topo

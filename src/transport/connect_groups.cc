@@ -62,8 +62,8 @@ ncclResult_t checkContext(const Context& ctx, const std::vector<ChannelLinks>& c
          ctx.nranks, ctx.peers.size(), ctx.bootstrap == nullptr ? "missing" : "present");
     return ncclInternalError;
   }
-  if (channels.size() > static_cast<size_t>(kMaxChannels)) {
-    WARN("Rank %d: %zu channels requested, at most %d", ctx.rank, channels.size(), kMaxChannels);
+  if (channels.size() > static_cast<size_t>(kMaxConnectChannels)) {
+    WARN("Rank %d: %zu channels requested, at most %d", ctx.rank, channels.size(), kMaxConnectChannels);
     return ncclInternalError;
   }
   for (int p = 0; p < kNumProtos; ++p) {
@@ -133,7 +133,7 @@ void fillConns(const std::vector<Group>& groups, const size_t buffBytes[kNumProt
       auto* head = reinterpret_cast<uint64_t*>(sendBase + sendLayout.counterOffset(i));
       size_t c = static_cast<size_t>(g.channels[i]);
       if (g.role == Role::kSend) {
-        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0};
+        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0};
       } else {
         (*recv)[c] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0};
       }

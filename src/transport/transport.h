@@ -36,6 +36,9 @@ constexpr int kTransportTagBase = 0x42520000;
 
 enum class Kind : int { kP2p = 1, kShm = 2 };
 
+// Channels one connectChannels call connects (a 64-bit mask names them in the peers' messages).
+constexpr int kMaxConnectChannels = 64;
+
 struct PeerDesc {
   int cudaDev;
   int64_t busId;

@@ -40,6 +40,13 @@ CommModel hopperModel(int nranks, bool ll128Ok = true) {
   return m;
 }
 
+// The same node with the direct channels topo gives every-pair NVLink (16 CTAs, 8 on 8 ranks).
+CommModel directModel(int nranks) {
+  CommModel m = hopperModel(nranks);
+  m.maxDirectChannels = nranks <= 5 ? kMaxDirectChannels : 64 / (nranks - 1);
+  return m;
+}
+
 Filter allowAll() {
   Filter f;
   EXPECT_EQ(parseFilter(nullptr, nullptr, &f), ncclSuccess);
@@ -228,10 +235,15 @@ TEST(PlanDecide, SmallIsLlLargeIsSimple) {
 // Every decision of the sweep respects the bounds the kernels rely on.
 void checkDecision(const CommModel& m, CollId coll, size_t bytes, const Decision& d) {
   SCOPED_TRACE(std::string(collName(coll)) + " " + std::to_string(bytes) + " bytes, " + std::to_string(m.nranks) +
-               " ranks, " + protoName(d.proto));
-  EXPECT_EQ(d.algo, kAlgoRing);
+               " ranks, " + algoName(d.algo) + "/" + protoName(d.proto));
+  EXPECT_TRUE(d.algo == kAlgoRing || d.algo == kAlgoDirect);
   EXPECT_GE(d.nChannels, 1);
-  EXPECT_LE(d.nChannels, m.maxChannels);
+  if (d.algo == kAlgoDirect) {
+    EXPECT_EQ(d.proto, kProtoLL);
+    EXPECT_LE(d.nChannels, m.maxDirectChannels);
+  } else {
+    EXPECT_LE(d.nChannels, m.maxChannels);
+  }
   EXPECT_EQ(d.nThreads % 32, 0);
   EXPECT_GE(d.nThreads, 64);
   EXPECT_LE(d.nThreads, d.proto == kProtoLL128 ? 640 : 512);
@@ -253,22 +265,98 @@ void checkDecision(const CommModel& m, CollId coll, size_t bytes, const Decision
 TEST(PlanDecide, SweepBoundsChannelsAndEstimates) {
   Filter all = allowAll();
   for (int n = 1; n <= 8; ++n) {
-    for (bool ll128 : {false, true}) {
-      CommModel m = hopperModel(n, ll128);
+    for (int variant = 0; variant < 3; ++variant) {  // no LL128, LL128, LL128 and Direct
+      CommModel m = variant == 2 ? directModel(n) : hopperModel(n, variant == 1);
       for (CollId coll : kColls) {
-        int lastChannels[kNumProtos] = {};  // per protocol: their CTA rules differ
+        int lastChannels[2][kNumProtos] = {};  // per algorithm and protocol: their CTA rules differ
         double lastUs = -1;
         for (size_t bytes : sweepSizes()) {
           Decision d = decideOk(m, all, coll, bytes);
           checkDecision(m, coll, bytes, d);
-          EXPECT_GE(d.nChannels, lastChannels[d.proto]) << collName(coll) << " " << bytes << " n=" << n;
+          int& last = lastChannels[d.algo == kAlgoDirect ? 1 : 0][d.proto];
+          EXPECT_GE(d.nChannels, last) << collName(coll) << " " << bytes << " n=" << n;
           EXPECT_GE(d.estimatedUs, lastUs) << collName(coll) << " " << bytes << " n=" << n;
-          lastChannels[d.proto] = d.nChannels;
+          last = d.nChannels;
           lastUs = d.estimatedUs;
         }
       }
     }
   }
+}
+
+TEST(PlanDecide, DirectForSmallOperationsRingForLarge) {
+  Filter all = allowAll();
+  for (int n = 2; n <= 8; ++n) {
+    for (CollId coll : kColls) {
+      // Direct's one hop costs more fixed time than a ring hop (tuning_constants.h): it wins for
+      // AllReduce (2(n-1) ring hops) from 3 ranks and AllGather / ReduceScatter (n-1) from 5; a
+      // Broadcast / Reduce chain stays cheaper.
+      bool direct = coll == CollId::kAllReduce                                       ? n >= 3
+                    : (coll == CollId::kAllGather || coll == CollId::kReduceScatter) ? n >= 5
+                                                                                     : false;
+      CommModel m = directModel(n);
+      Decision d = decideOk(m, all, coll, 8);
+      EXPECT_EQ(d.algo, direct ? kAlgoDirect : kAlgoRing) << n << " " << collName(coll);
+      EXPECT_EQ(d.proto, kProtoLL);
+      EXPECT_EQ(d.nChannels, 1);
+      if (direct) {
+        EXPECT_EQ(d.nThreads, kDirectThreads);
+        EXPECT_EQ(d.chunkBytes, 16u);
+      }
+      EXPECT_EQ(decideOk(m, all, coll, size_t{256} << 20).algo, kAlgoRing) << n << " " << collName(coll);
+    }
+  }
+  // NCCL_ALGO=Ring keeps Ring; NCCL_PROTO without LL leaves no Direct.
+  EXPECT_EQ(decideOk(directModel(4), parse("ring", nullptr), CollId::kAllReduce, 8).algo, kAlgoRing);
+  EXPECT_EQ(decideOk(directModel(4), parse(nullptr, "simple"), CollId::kAllReduce, 8).algo, kAlgoRing);
+}
+
+TEST(PlanDecide, ForcedDirectFillsDirectChannelsWithinTheSlot) {
+  Filter direct = parse("direct", nullptr);
+  CommModel m = directModel(4);
+  for (CollId coll : kColls) {
+    for (size_t bytes : sweepSizes()) {
+      Decision d = decideOk(m, direct, coll, bytes);
+      EXPECT_EQ(d.algo, kAlgoDirect);
+      checkDecision(m, coll, bytes, d);
+    }
+  }
+  // AllReduce of 64 KiB: 3 peers x 64 KiB received, one CTA per 2 KiB: every channel, then 512
+  // threads (12 KiB per CTA is at least 2 lines for each of 512 threads), one 4 KiB chunk per
+  // connection.
+  Decision d = decideOk(m, direct, CollId::kAllReduce, 64 << 10);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.chunkBytes, 4096u);
+  // AllGather of 64 KiB moves one 16 KiB rank block per connection: 48 KiB received.
+  d = decideOk(m, direct, CollId::kAllGather, 64 << 10);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 128);
+  EXPECT_EQ(d.chunkBytes, 1024u);
+  // 8 KiB AllGather: 6 KiB received, 3 CTAs.
+  d = decideOk(m, direct, CollId::kAllGather, 8 << 10);
+  EXPECT_EQ(d.nChannels, 3);
+  EXPECT_EQ(d.chunkBytes, 688u);  // ceil(2 KiB / 3) on the 16-byte grain
+  // Large: all channels, 512 threads, a whole LL slot's payload per step.
+  d = decideOk(m, direct, CollId::kAllReduce, size_t{64} << 20);
+  EXPECT_EQ(d.nChannels, 16);
+  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.chunkBytes, m.slotPayloadBytes[kProtoLL]);
+}
+
+TEST(PlanDecide, DirectWithoutDirectChannelsOrLlIsInvalidUsage) {
+  Filter direct = parse("allreduce:direct", nullptr);
+  Decision d{};
+  EXPECT_EQ(decide(hopperModel(4), direct, CollId::kAllReduce, 8, &d), ncclInvalidUsage);
+  std::string warn = logLastError();
+  EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("no Direct"), std::string::npos) << warn;
+  EXPECT_EQ(decide(directModel(4), parse("direct", "simple"), CollId::kAllGather, 8, &d), ncclInvalidUsage);
+  warn = logLastError();
+  EXPECT_NE(warn.find("AllGather"), std::string::npos) << warn;
+  CommModel bad = directModel(4);
+  bad.maxDirectChannels = kMaxDirectChannels + 1;
+  EXPECT_EQ(decide(bad, allowAll(), CollId::kAllReduce, 8, &d), ncclInternalError);
 }
 
 TEST(PlanDecide, ForcedProtocolsStayInBounds) {
@@ -452,6 +540,19 @@ TEST(PlanEstimate, MonotonicAndShaped) {
                    estimateUs(m, CollId::kAllReduce, kProtoLL, 16, 1 << 24));
   EXPECT_EQ(estimateUs(hopperModel(1), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), 0.0);
   EXPECT_EQ(estimateUs(hopperModel(0), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), -1.0);
+}
+
+TEST(PlanEstimate, DirectIsOneHopOverTheBusiestPort) {
+  CommModel m = directModel(4);
+  // One hop whatever the collective.
+  for (CollId coll : kColls) {
+    EXPECT_DOUBLE_EQ(estimateDirectUs(m, coll, 16, 0), kDirectBaseLatencyUs + m.hopLatencyUs[kProtoLL]);
+  }
+  // AllReduce sends everything to 3 peers; AllGather one quarter: 4x the bytes per port.
+  double ar = estimateDirectUs(m, CollId::kAllReduce, 16, 1 << 20) - estimateDirectUs(m, CollId::kAllReduce, 16, 0);
+  double ag = estimateDirectUs(m, CollId::kAllGather, 16, 1 << 20) - estimateDirectUs(m, CollId::kAllGather, 16, 0);
+  EXPECT_NEAR(ar, 4 * ag, 1e-9);
+  EXPECT_EQ(estimateDirectUs(hopperModel(4), CollId::kAllReduce, 16, 8), -1.0);  // no direct channels
 }
 
 }  // namespace

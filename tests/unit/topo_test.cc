@@ -98,6 +98,7 @@ TEST_F(TopoTest, NvSwitchFourGpus) {
   EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 2.9);
   EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL], 1.6);
   EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoLL128], 2.2);
+  EXPECT_EQ(topo.nDirectChannels, kMaxDirectChannels);  // every pair NVLink P2P
 }
 
 TEST_F(TopoTest, NvSwitchEightGpusAndChannelBounds) {
@@ -108,16 +109,22 @@ TEST_F(TopoTest, NvSwitchEightGpusAndChannelBounds) {
   expectWellFormed(topo, params);
   EXPECT_EQ(topo.nChannels, kDefaultMaxNvlChannels);
   EXPECT_TRUE(topo.ll128Ok);
+  EXPECT_EQ(topo.nDirectChannels, kMaxDirectConnections / 7);  // 7 peers per direct channel
   params.maxChannels = 8;
   ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
   EXPECT_EQ(topo.nChannels, 8);
+  EXPECT_EQ(topo.nDirectChannels, 8);
   expectWellFormed(topo, params);
   params.maxChannels = kMaxChannels;
   params.minChannels = 1;
   params.maxChannels = 4;
   ASSERT_EQ(buildTopology(8, links, params, &topo), ncclSuccess);
   EXPECT_EQ(topo.nChannels, 4);
+  EXPECT_EQ(topo.nDirectChannels, 4);
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 18 * 20.6 / 4);
+  // Nine ranks are more than the direct algorithms connect.
+  ASSERT_EQ(buildTopology(9, uniformLinks(9, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
+  EXPECT_EQ(topo.nDirectChannels, 0);
   // Few lanes: two channels per lane.
   ASSERT_EQ(buildTopology(8, uniformLinks(8, PathType::kNvl, 2, true), defaultParams(), &topo), ncclSuccess);
   EXPECT_EQ(topo.nChannels, 4);
@@ -130,6 +137,7 @@ TEST_F(TopoTest, TwoGpusPcie) {
   EXPECT_EQ(topo.transport[1], TransportKind::kP2p);
   EXPECT_EQ(topo.nChannels, kDefaultPcieChannels);
   EXPECT_FALSE(topo.ll128Ok);
+  EXPECT_EQ(topo.nDirectChannels, 0);  // direct algorithms only over NVLink
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 12.0 / 2);
   EXPECT_DOUBLE_EQ(topo.hopLatencyUs[kProtoSimple], 4.9);
 
@@ -168,7 +176,8 @@ TEST_F(TopoTest, MixedRingAvoidsSlowPairs) {
   EXPECT_EQ(topo.rings[0], (std::vector<int>{0, 1, 3, 2}));
   EXPECT_EQ(topo.rings[1], (std::vector<int>{0, 2, 3, 1}));  // dedicated links: odd channels run backward
   EXPECT_TRUE(topo.ll128Ok);
-  EXPECT_EQ(topo.nChannels, 2);  // 2 x the narrowest hop (1-3, one lane)
+  EXPECT_EQ(topo.nChannels, 2);        // 2 x the narrowest hop (1-3, one lane)
+  EXPECT_EQ(topo.nDirectChannels, 0);  // the diagonals are not NVLink
   EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 20.6 / 2);
 }
 
@@ -365,6 +374,7 @@ TEST_F(TopoTest, RandomFixturesAreDeterministicPermutations) {
     EXPECT_EQ(a.transport, b.transport);
     EXPECT_EQ(a.nChannels, b.nChannels);
     EXPECT_EQ(a.ll128Ok, b.ll128Ok);
+    EXPECT_EQ(a.nDirectChannels, b.nDirectChannels);
     EXPECT_DOUBLE_EQ(a.bwPerChannelGBps, b.bwPerChannelGBps);
   }
 }
@@ -376,7 +386,7 @@ TEST_F(TopoTest, DumpFile) {
   std::string path = dir() + "/topo.txt";
   ASSERT_EQ(dumpTopology(path, ranks, topo), ncclSuccess);
   std::vector<std::string> lines = readLines(path);
-  ASSERT_EQ(lines.size(), 2u + 2u + 2u + 1u + kDefaultMaxNvlChannels);
+  ASSERT_EQ(lines.size(), 2u + 2u + 2u + 2u + kDefaultMaxNvlChannels);
   EXPECT_EQ(lines[0], "# braid topology v1");
   EXPECT_EQ(lines[1], "nranks 2");
   EXPECT_EQ(lines[2], "rank 0 dev 0 busid 0000:07:00.0 host 0000000000001234 pid 0000000000000099");
@@ -388,7 +398,8 @@ TEST_F(TopoTest, DumpFile) {
                 "channels %d ll128 1 bw_per_channel_gbps %.3f hop_latency_us 1.60 2.20 2.90", kDefaultMaxNvlChannels,
                 18 * 20.6 / kDefaultMaxNvlChannels);
   EXPECT_EQ(lines[6], channels);
-  EXPECT_EQ(lines[7], "ring 0 0 1");
+  EXPECT_EQ(lines[7], "direct_channels " + std::to_string(kMaxDirectChannels));
+  EXPECT_EQ(lines[8], "ring 0 0 1");
   EXPECT_EQ(lines.back(), "ring " + std::to_string(kDefaultMaxNvlChannels - 1) + " 0 1");
 
   EXPECT_EQ(dumpTopology(dir() + "/no/such/dir/topo.txt", ranks, topo), ncclSystemError);
@@ -410,7 +421,7 @@ TEST_F(TopoTest, LogConnections) {
   EXPECT_TRUE(contains(text, "Channel 00/32 : 1[1] -> 2[5] via P2P/NVLink(18)")) << text;
   EXPECT_TRUE(contains(text, "Channel 01/32 : 1[1] -> 0[0] via P2P/NVLink(18)")) << text;  // direct links alternate
   EXPECT_TRUE(contains(text, "Channel 31/32 : 1[1] -> 0[0]")) << text;
-  EXPECT_TRUE(contains(text, "rank 1: 32 coll channels, LL128 on")) << text;
+  EXPECT_TRUE(contains(text, "rank 1: 32 coll channels, 16 direct channels, LL128 on")) << text;
   std::string shm = readFile(dir() + "/log2.txt");
   EXPECT_TRUE(contains(shm, "Channel 00/02 : 0[0] -> 1[1] via SHM(PHB)")) << shm;
 }

@@ -373,7 +373,7 @@ TEST(TransportGroups, ConnectRejectsBadContexts) {
 
   EXPECT_EQ(checkContext(ok, {{2, Kind::kP2p, 1, Kind::kP2p}}), ncclInternalError);  // no rank 2
   EXPECT_EQ(checkContext(ok, {{1, static_cast<Kind>(7), 1, Kind::kP2p}}), ncclInternalError);
-  EXPECT_EQ(checkContext(ok, std::vector<ChannelLinks>(kMaxChannels + 1, ring[0])), ncclInternalError);
+  EXPECT_EQ(checkContext(ok, std::vector<ChannelLinks>(kMaxConnectChannels + 1, ring[0])), ncclInternalError);
 
   Context otherHost = ok;
   otherHost.peers[1].hostHash = 0x6;

@@ -18,24 +18,6 @@
 
 namespace braid {
 
-__device__ __forceinline__ int64_t devTypeSize(int dtype) {
-  switch (dtype) {
-    case kDevInt32:
-    case kDevUint32:
-    case kDevFloat32:
-      return 4;
-    case kDevInt64:
-    case kDevUint64:
-    case kDevFloat64:
-      return 8;
-    case kDevFloat16:
-    case kDevBfloat16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 // What a Picker records for one (T, Fn).
 struct StepChoice {
   StepFn fn = nullptr;

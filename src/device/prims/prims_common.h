@@ -92,7 +92,7 @@ __device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared*
                     ch->recv.tail,
                     ch->send.step,
                     ch->recv.step,
-                    0,
+                    ch->send.headSeen,
                     scalar,
                     AbortWatch(comm->abortFlag, shared)};
 }
@@ -101,6 +101,7 @@ __device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared*
 __device__ __forceinline__ void finishProtoState(const ProtoState& s) {
   if (s.tid != 0) return;
   s.channel->send.step = s.sendStep;
+  s.channel->send.headSeen = s.headCache;
   s.channel->recv.step = s.recvStep;
 }
 

@@ -47,12 +47,33 @@ __device__ __forceinline__ int llLineBytes(int64_t nbytes, int64_t l) {
   return left < 8 ? static_cast<int>(left) : 8;
 }
 
-__device__ __forceinline__ uint64_t llRecvLine(ProtoState& s, const char* p, uint32_t flag) {
-  while (true) {
-    const uint4 v = ldVolatile16(p);
-    if (v.y == flag && v.w == flag) return static_cast<uint64_t>(v.x) | (static_cast<uint64_t>(v.z) << 32);
-    if (s.abort.poll()) return 0;
+// Lines base, base + stride, ... (kN of them; those at or past nlines read as 0) of a slot. The
+// loads are issued together and only lines whose flags do not match yet are polled again, so the
+// kN round trips overlap instead of following each other.
+template <int kN>
+__device__ __forceinline__ void llRecvLines(AbortWatch& abort, const char* in, uint32_t flag, int64_t base,
+                                            int64_t stride, int64_t nlines, uint64_t (&v)[kN]) {
+  uint4 raw[kN];
+#pragma unroll
+  for (int u = 0; u < kN; u++) {
+    const int64_t l = base + u * stride;
+    raw[u] = l < nlines ? ldVolatile16(in + 16 * l) : uint4{0, flag, 0, flag};
   }
+#pragma unroll
+  for (int u = 0; u < kN; u++) {
+    while (raw[u].y != flag || raw[u].w != flag) {
+      if (abort.poll()) {
+        raw[u] = uint4{0, flag, 0, flag};
+        break;
+      }
+      raw[u] = ldVolatile16(in + 16 * (base + u * stride));
+    }
+    v[u] = static_cast<uint64_t>(raw[u].x) | (static_cast<uint64_t>(raw[u].z) << 32);
+  }
+}
+
+__device__ __forceinline__ void llSendLine(char* p, uint64_t v, uint32_t flag) {
+  stVolatile16(p, uint4{static_cast<uint32_t>(v), flag, static_cast<uint32_t>(v >> 32), flag});
 }
 
 // Waits until the slot of s.sendStep is free (LL and LL128): head + slots > sendStep.
@@ -83,11 +104,11 @@ __device__ __forceinline__ void llLines(ProtoState& s, const Fn& fn, const LLLin
     sv[u] = 0;
     if (L.src != nullptr && l < nlines) sv[u] = loadPack8<T>(L.src + 8 * l, llLineBytes(nbytes, l), L.srcAligned);
   }
+  if (L.in != nullptr) {
+    llRecvLines(s.abort, L.in, L.inFlag, base, s.nthreads, nlines, v);
+  } else {
 #pragma unroll
-  for (int u = 0; u < kLLUnroll; u++) {
-    const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-    v[u] = 0;
-    if (L.in != nullptr && l < nlines) v[u] = llRecvLine(s, L.in + 16 * l, L.inFlag);
+    for (int u = 0; u < kLLUnroll; u++) v[u] = 0;
   }
 #pragma unroll
   for (int u = 0; u < kLLUnroll; u++) {
@@ -98,11 +119,7 @@ __device__ __forceinline__ void llLines(ProtoState& s, const Fn& fn, const LLLin
       v[u] = L.in != nullptr ? applyReduce<Fn, T, uint64_t>(fn, v[u], sv[u]) : sv[u];
     }
     if (Fn::kHasPostOp && L.post) v[u] = applyPostOp<Fn, T, uint64_t>(fn, v[u]);
-    if (L.out != nullptr) {
-      const uint32_t lo = static_cast<uint32_t>(v[u]);
-      const uint32_t hi = static_cast<uint32_t>(v[u] >> 32);
-      stVolatile16(L.out + 16 * l, uint4{lo, L.outFlag, hi, L.outFlag});
-    }
+    if (L.out != nullptr) llSendLine(L.out + 16 * l, v[u], L.outFlag);
     if (L.dst != nullptr) storePack8<T>(L.dst + 8 * l, v[u], llLineBytes(nbytes, l), L.dstAligned);
   }
 }

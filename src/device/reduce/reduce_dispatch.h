@@ -42,6 +42,24 @@ enum DevDataType : int {
   kDevNumTypes = 12
 };
 
+__host__ __device__ __forceinline__ int64_t devTypeSize(int dtype) {
+  switch (dtype) {
+    case kDevInt32:
+    case kDevUint32:
+    case kDevFloat32:
+      return 4;
+    case kDevInt64:
+    case kDevUint64:
+    case kDevFloat64:
+      return 8;
+    case kDevFloat16:
+    case kDevBfloat16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 namespace reduce_detail {
 
 // Signed is the element type named by the user, Unsigned the one Sum/Prod share.

@@ -1,6 +1,7 @@
 // The lazy part of a communicator: at its first operation every rank detects its links, the ranks
 // exchange them, each builds the same rings from the same matrix, and the transports connect every
-// channel's ring neighbours. Collective: all ranks run it for the same (first) operation.
+// channel's ring neighbours, then (where topo allows direct algorithms) every pair of ranks once
+// per direct channel. Collective: all ranks run it for the same (first) operation.
 #include <chrono>
 #include <cstring>
 
@@ -45,6 +46,7 @@ plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) co
   model.bwPerChannelGBps = topo_.bwPerChannelGBps;
   for (int p = 0; p < kNumProtos; p++) model.hopLatencyUs[p] = topo_.hopLatencyUs[p];
   model.ll128Ok = topo_.ll128Ok;
+  model.maxDirectChannels = topo_.nDirectChannels;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
   // Payload per slot: LL carries 8 data bytes per 16-byte line, LL128 120 per 128-byte line.
@@ -71,12 +73,10 @@ ncclResult_t CommDataPath::buildRings() {
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::connectRings() {
-  int rank = comm_->rank_;
-  int nranks = comm_->nranks_;
+transport::Context CommDataPath::transportContext() const {
   transport::Context ctx{};
-  ctx.rank = rank;
-  ctx.nranks = nranks;
+  ctx.rank = comm_->rank_;
+  ctx.nranks = comm_->nranks_;
   ctx.cudaDev = comm_->cudaDev_;
   ctx.commHash = comm_->commHash_;
   ctx.bootstrap = comm_->bootstrap_.get();
@@ -87,13 +87,14 @@ ncclResult_t CommDataPath::connectRings() {
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
   ctx.abortFlag = &comm_->abortFlag_;
+  return ctx;
+}
 
+ncclResult_t CommDataPath::connectRings(const transport::Context& ctx, DevComm* dev) {
+  int rank = comm_->rank_;
+  int nranks = comm_->nranks_;
   std::vector<transport::ChannelLinks> channels;
-  DevComm dev{};
-  dev.rank = rank;
-  dev.nranks = nranks;
-  dev.nChannels = topo_.nChannels;
-  for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSlots[p]);
+  dev->nChannels = topo_.nChannels;
   for (int c = 0; c < topo_.nChannels; c++) {
     const std::vector<int>& ring = topo_.rings[c];
     int index = 0;
@@ -102,17 +103,63 @@ ncclResult_t CommDataPath::connectRings() {
     int prev = ring[(index + nranks - 1) % nranks];
     channels.push_back(transport::ChannelLinks{next, transportKind(topo_.transport[rank * nranks + next]), prev,
                                                transportKind(topo_.transport[prev * nranks + rank])});
-    dev.channels[c].ringIndex = index;
+    dev->channels[c].ringIndex = index;
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(transport::connectChannels(ctx, channels, &connections_, &send, &recv));
+  std::unique_ptr<transport::Connections> conns;
+  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
+  connections_.push_back(std::move(conns));
   for (int c = 0; c < topo_.nChannels; c++) {
-    dev.channels[c].send = send[c];
-    dev.channels[c].recv = recv[c];
+    dev->channels[c].send = send[c];
+    dev->channels[c].recv = recv[c];
   }
-  NCCLCHECK(device_.upload(dev, topo_.rings));
+  return ncclSuccess;
+}
 
+// Direct channel d, peer offset k: channel d * (nranks - 1) + k - 1 of one transport call, sending
+// to rank + k and receiving from rank - k (whose channel of the same number sends to this rank).
+ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
+  static_assert(topo::kMaxDirectConnections <= transport::kMaxConnectChannels, "one call connects every channel");
+  const int rank = comm_->rank_;
+  const int nranks = comm_->nranks_;
+  const int nDirect = topo_.nDirectChannels;
+  dev->nDirectChannels = nDirect;
+  if (nDirect == 0) return ncclSuccess;
+  ctx.buffBytes[kProtoSimple] = 0;  // the direct algorithms run LL only
+  ctx.buffBytes[kProtoLL128] = 0;
+  std::vector<transport::ChannelLinks> channels;
+  for (int d = 0; d < nDirect; d++) {
+    for (int k = 1; k < nranks; k++) {
+      int to = (rank + k) % nranks;
+      int from = (rank + nranks - k) % nranks;
+      channels.push_back(transport::ChannelLinks{to, transportKind(topo_.transport[rank * nranks + to]), from,
+                                                 transportKind(topo_.transport[from * nranks + rank])});
+    }
+  }
+  std::vector<DevSendConn> send;
+  std::vector<DevRecvConn> recv;
+  std::unique_ptr<transport::Connections> conns;
+  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
+  connections_.push_back(std::move(conns));
+  for (int d = 0; d < nDirect; d++) {
+    for (int k = 1; k < nranks; k++) {
+      dev->direct[d].send[k - 1] = send[d * (nranks - 1) + k - 1];
+      dev->direct[d].recv[k - 1] = recv[d * (nranks - 1) + k - 1];
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::connectAll() {
+  transport::Context ctx = transportContext();
+  DevComm dev{};
+  dev.rank = comm_->rank_;
+  dev.nranks = comm_->nranks_;
+  for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSlots[p]);
+  NCCLCHECK(connectRings(ctx, &dev));
+  NCCLCHECK(connectDirect(ctx, &dev));
+  NCCLCHECK(device_.upload(dev, topo_.rings));
   model_ = commModel(dev.slotBytes);
   return ncclSuccess;
 }
@@ -126,11 +173,12 @@ ncclResult_t CommDataPath::connect() {
   }
   NCCLCHECK(device_.allocAbortFlag());
   NCCLCHECK(buildRings());
-  NCCLCHECK(connectRings());
+  NCCLCHECK(connectAll());
   connected_ = true;
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  INFO(kLogInit, "comm %p rank %d nranks %d: %d channels connected in %.1f ms", static_cast<void*>(comm_), comm_->rank_,
-       comm_->nranks_, topo_.nChannels, elapsed.count() * 1e3);
+  INFO(kLogInit, "comm %p rank %d nranks %d: %d ring and %d direct channels connected in %.1f ms",
+       static_cast<void*>(comm_), comm_->rank_, comm_->nranks_, topo_.nChannels, topo_.nDirectChannels,
+       elapsed.count() * 1e3);
   return ncclSuccess;
 }
 
