@@ -127,7 +127,7 @@ void fitDirect(const CommModel& model, CollId coll, size_t bytes, Decision* d) {
   uint64_t channels = ceilDiv(recvBytes, kDirectBytesPerCta);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
   int nt = kDirectThreads;
-  while (nt * 2 <= kMaxThreads[kProtoLL] && recvBytes >= static_cast<uint64_t>(nc) * nt * 2 * 16) nt *= 2;
+  while (nt * 2 <= kMaxDirectThreads && recvBytes >= static_cast<uint64_t>(nc) * nt * 2 * 16) nt *= 2;
   d->nChannels = nc;
   d->nThreads = nt;
   uint64_t chunk = roundUp(std::max<uint64_t>(ceilDiv(peerBytes, nc), 1), kChunkGrainBytes[kProtoLL]);

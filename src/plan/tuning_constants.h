@@ -55,8 +55,10 @@ constexpr int kSmallCtaThreads[kNumProtos] = {128, 160, 0};
 constexpr uint64_t kLl128GrowBytesPerThread = 64;
 
 // Direct: CTAs of kDirectThreads, one per kDirectBytesPerCta received bytes up to every direct
-// channel, then twice the threads while each thread would still receive two lines (16 bytes).
+// channel, then twice the threads (up to kMaxDirectThreads) while each thread would still receive
+// two lines (16 bytes). 4 H200, AllReduce 64 KiB: 14.1 us with 512 threads.
 constexpr int kDirectThreads = 128;
+constexpr int kMaxDirectThreads = 256;
 constexpr uint64_t kDirectBytesPerCta = 2 << 10;
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every

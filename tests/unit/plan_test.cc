@@ -321,12 +321,12 @@ TEST(PlanDecide, ForcedDirectFillsDirectChannelsWithinTheSlot) {
       checkDecision(m, coll, bytes, d);
     }
   }
-  // AllReduce of 64 KiB: 3 peers x 64 KiB received, one CTA per 2 KiB: every channel, then 512
-  // threads (12 KiB per CTA is at least 2 lines for each of 512 threads), one 4 KiB chunk per
+  // AllReduce of 64 KiB: 3 peers x 64 KiB received, one CTA per 2 KiB: every channel, then
+  // kMaxDirectThreads (12 KiB per CTA is 2 lines for each of 512 threads), one 4 KiB chunk per
   // connection.
   Decision d = decideOk(m, direct, CollId::kAllReduce, 64 << 10);
   EXPECT_EQ(d.nChannels, 16);
-  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.nThreads, kMaxDirectThreads);
   EXPECT_EQ(d.chunkBytes, 4096u);
   // AllGather of 64 KiB moves one 16 KiB rank block per connection: 48 KiB received.
   d = decideOk(m, direct, CollId::kAllGather, 64 << 10);
@@ -337,10 +337,10 @@ TEST(PlanDecide, ForcedDirectFillsDirectChannelsWithinTheSlot) {
   d = decideOk(m, direct, CollId::kAllGather, 8 << 10);
   EXPECT_EQ(d.nChannels, 3);
   EXPECT_EQ(d.chunkBytes, 688u);  // ceil(2 KiB / 3) on the 16-byte grain
-  // Large: all channels, 512 threads, a whole LL slot's payload per step.
+  // Large: all channels, kMaxDirectThreads, a whole LL slot's payload per step.
   d = decideOk(m, direct, CollId::kAllReduce, size_t{64} << 20);
   EXPECT_EQ(d.nChannels, 16);
-  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.nThreads, kMaxDirectThreads);
   EXPECT_EQ(d.chunkBytes, m.slotPayloadBytes[kProtoLL]);
 }
 
