@@ -1,5 +1,7 @@
 // Host-side launchers of the three protocol kernels (one translation unit each, so that they
-// compile in parallel). launch_kernel.cu picks one from DevWork::proto.
+// compile in parallel), and what every kernel shares around its launch: the launch itself with
+// programmatic dependent launch, and the wait for the previous kernel that it makes necessary.
+// launch_kernel.cu picks a launcher from DevWork::proto.
 #pragma once
 
 #include <cuda_runtime.h>
