@@ -1,6 +1,5 @@
-// Collective and point-to-point entry points. Collectives go to launch/enqueue (checks, queue,
-// launch); point-to-point and the AlltoAll/Gather/Scatter family arrive with the P2P issue and fail
-// with a WARN naming the operation until then.
+// Collective entry points: each goes to launch/enqueue (checks, queue, launch). Point-to-point and
+// the AlltoAll/Gather/Scatter family are in p2p_api.cc.
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
@@ -8,11 +7,6 @@
 #include "util/check.h"
 
 namespace {
-
-ncclResult_t pending(ncclComm_t comm, const char* caller) {
-  NCCLCHECK(braid::commCheckUsable(comm, caller));
-  return braid::notImplemented(caller, "this operation's data path");
-}
 
 ncclResult_t collective(const char* caller, braid::CollId coll, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
@@ -68,34 +62,4 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclReduceScatter", braid::CollId::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0,
                     comm, stream);
-}
-
-BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-          ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclAlltoAll", [&] { return pending(comm, "ncclAlltoAll"); });
-}
-
-BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-          int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclGather", [&] { return pending(comm, "ncclGather"); });
-}
-
-BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-          int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclScatter", [&] { return pending(comm, "ncclScatter"); });
-}
-
-BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-          ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclSend", [&] { return pending(comm, "ncclSend"); });
-}
-
-BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-          cudaStream_t stream);
-ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
-  return braid::apiGuard("ncclRecv", [&] { return pending(comm, "ncclRecv"); });
 }

@@ -119,6 +119,45 @@ struct DevWork {
   uint32_t chunkBytes;  // payload bytes moved per step per connection (<= a slot's payload)
 };
 
+// Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two
+// exchange data, with Simple buffers only. Channel c: send[c] goes to the peer, recv[c] comes from
+// it. An operation of B bytes uses channels 0..p2pChannels(B)-1, split as both ends compute it.
+constexpr int kMaxP2pChannels = 16;
+struct DevP2pPeer {
+  DevSendConn send[kMaxP2pChannels];
+  DevRecvConn recv[kMaxP2pChannels];
+};
+
+// One CTA of a point-to-point kernel: one connection (send xor recv) and its segments, in the order
+// the operations were issued. A segment is one operation's part on that channel.
+struct DevP2pCta {
+  DevSendConn* send;
+  DevRecvConn* recv;
+  int32_t firstSeg;
+  int32_t nSegs;
+};
+struct DevP2pSeg {
+  char* buff;
+  uint64_t bytes;
+};
+
+// The kernel's whole work list travels in its parameters (no device memory to manage per launch):
+// a small variant for the usual few operations, whose parameters cost little to launch, and a
+// large one (about 19 KiB, within CUDA's 32 KiB parameter limit) for big groups.
+template <int kCtas, int kSegs>
+struct DevP2pArgs {
+  static constexpr int kMaxCtas = kCtas;
+  static constexpr int kMaxSegs = kSegs;
+  const volatile int* abortFlag;
+  uint64_t slotBytes;  // Simple slot of the point-to-point connections; every step but an operation's last is full
+  int32_t nCtas;
+  int32_t pad;
+  DevP2pCta ctas[kCtas];
+  DevP2pSeg segs[kSegs];
+};
+using DevP2pArgsSmall = DevP2pArgs<16, 32>;
+using DevP2pArgsLarge = DevP2pArgs<128, 1024>;
+
 struct DevKernelArgs {
   DevComm* comm;  // device pointer
   DevWork work;

@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) si
   __syncthreads();
   const int tid = static_cast<int>(threadIdx.x);
   if (tid >= nWorkers) {
-    if (tid == nWorkers) simplePosterLoop(args.comm, channel, &shared, sendStep, recvStep);
+    if (tid == nWorkers)
+      simplePosterLoop(args.comm->abortFlag, &channel->send, &channel->recv, &shared, sendStep, recvStep);
     return;
   }
   ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, args.work.scalar);

@@ -22,9 +22,9 @@ constexpr int kMaxSimpleWorkers = 512;
 
 // Every kernel's launch: blocks x threads on `stream`, with programmatic stream serialization when
 // pdl is set (see launchCollectiveKernel).
-template <typename... Params>
-cudaError_t launchWithConfig(void (*kernel)(Params...), int blocks, int threads, bool pdl, cudaStream_t stream,
-                             const DevKernelArgs& args) {
+template <typename Args>
+cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, bool pdl, cudaStream_t stream,
+                             const Args& args) {
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;

@@ -1,4 +1,5 @@
-// Host side of the device layer: launches the collective kernel. The only entry into device code.
+// Host side of the device layer: launches the collective and point-to-point kernels. The only
+// entries into device code.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +16,12 @@ namespace braid {
 [[nodiscard]] cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl,
                                                  cudaStream_t stream);
 
+// Launches a point-to-point kernel: args.nCtas CTAs of nThreads Simple workers (a multiple of 32,
+// at most kMaxSimpleP2pWorkers) plus one poster warp each. Same pdl and error rules as above.
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool pdl, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream);
+
 constexpr int kMaxThreads = 640;
+constexpr int kMaxSimpleP2pWorkers = 512;
 
 }  // namespace braid

@@ -94,4 +94,31 @@ ncclResult_t checkCollArgs(const ncclComm* comm, const CollTask& task, const cha
   return checkBuffers(comm, task, caller);
 }
 
+ncclResult_t checkP2pArgs(const ncclComm* comm, const void* buff, const char* bufName, size_t count,
+                          ncclDataType_t dtype, int peer, const char* caller, size_t* bytes) {
+  size_t elemSize = dtypeSize(dtype);
+  if (elemSize == 0) {
+    WARN("%s: datatype %d is not a valid ncclDataType_t (rank %d)", caller, static_cast<int>(dtype), comm->rank_);
+    return ncclInvalidArgument;
+  }
+  if (peer < 0 || peer >= comm->nranks_) {
+    WARN("%s: peer %d is not a rank of this communicator (nranks %d, rank %d)", caller, peer, comm->nranks_,
+         comm->rank_);
+    return ncclInvalidArgument;
+  }
+  if (count > SIZE_MAX / elemSize) {
+    WARN("%s: count %zu of %zu-byte elements overflows the addressable size (rank %d)", caller, count, elemSize,
+         comm->rank_);
+    return ncclInvalidArgument;
+  }
+  *bytes = count * elemSize;
+  if (count == 0) return ncclSuccess;
+  if (buff == nullptr) {
+    WARN("%s: %s is NULL with count %zu (rank %d, peer %d)", caller, bufName, count, comm->rank_, peer);
+    return ncclInvalidArgument;
+  }
+  if (paramInt(ParamId::kCheckPointers) != 0) NCCLCHECK(checkPointer(comm, buff, bufName, caller));
+  return ncclSuccess;
+}
+
 }  // namespace braid

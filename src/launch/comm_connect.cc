@@ -15,19 +15,6 @@
 namespace braid {
 namespace {
 
-std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
-  std::vector<topo::RankDesc> ranks;
-  ranks.reserve(comm.peers_.size());
-  for (const PeerInfo& peer : comm.peers_) {
-    ranks.push_back(topo::RankDesc{peer.rank, peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
-  }
-  return ranks;
-}
-
-transport::Kind transportKind(topo::TransportKind kind) {
-  return kind == topo::TransportKind::kP2p ? transport::Kind::kP2p : transport::Kind::kShm;
-}
-
 size_t fifoBytes(ParamId id, int proto) {
   // Whole 16-byte-aligned slots of at least 4 KiB each.
   int64_t bytes = paramInt(id);
@@ -37,6 +24,15 @@ size_t fifoBytes(ParamId id, int proto) {
 }
 
 }  // namespace
+
+std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
+  std::vector<topo::RankDesc> ranks;
+  ranks.reserve(comm.peers_.size());
+  for (const PeerInfo& peer : comm.peers_) {
+    ranks.push_back(topo::RankDesc{peer.rank, peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
+  }
+  return ranks;
+}
 
 plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) const {
   plan::CommModel model{};
@@ -164,14 +160,8 @@ ncclResult_t CommDataPath::connectAll() {
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::connect() {
+ncclResult_t CommDataPath::connectRingsAndDirect() {
   auto start = std::chrono::steady_clock::now();
-  ScopedDevice device(comm_->cudaDev_);
-  if (!device.ok()) {
-    WARN("rank %d: cannot make GPU %d current to connect its rings", comm_->rank_, comm_->cudaDev_);
-    return ncclUnhandledCudaError;
-  }
-  NCCLCHECK(device_.allocAbortFlag());
   NCCLCHECK(buildRings());
   NCCLCHECK(connectAll());
   connected_ = true;
@@ -179,6 +169,20 @@ ncclResult_t CommDataPath::connect() {
   INFO(kLogInit, "comm %p rank %d nranks %d: %d ring and %d direct channels connected in %.1f ms",
        static_cast<void*>(comm_), comm_->rank_, comm_->nranks_, topo_.nChannels, topo_.nDirectChannels,
        elapsed.count() * 1e3);
+  return ncclSuccess;
+}
+
+// The rings (collective: only when the group has a collective) and the point-to-point peers the
+// group's sends and receives name for the first time (pairwise, see p2p_connect.cc).
+ncclResult_t CommDataPath::connect() {
+  ScopedDevice device(comm_->cudaDev_);
+  if (!device.ok()) {
+    WARN("rank %d: cannot make GPU %d current to connect its peers", comm_->rank_, comm_->cudaDev_);
+    return ncclUnhandledCudaError;
+  }
+  NCCLCHECK(device_.allocAbortFlag());
+  if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
+  if (needsP2pConnect()) NCCLCHECK(connectP2p());
   return ncclSuccess;
 }
 

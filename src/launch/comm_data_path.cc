@@ -48,6 +48,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
   ScopedDevice device(comm->cudaDev_);
   CUDACHECK(cudaEventCreateWithFlags(&path->lastLaunch_, cudaEventDisableTiming));
+  CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
   path->pdl_ = major >= 9 && paramInt(ParamId::kLaunchPdl) != 0;
@@ -57,9 +58,10 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
 
 CommDataPath::~CommDataPath() {
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
+  if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
 }
 
-bool CommDataPath::needsConnect() const {
+bool CommDataPath::needsRingConnect() const {
   if (connected_ || comm_->nranks_ == 1) return false;
   for (const CollTask& task : queue_) {
     if (task.count > 0) return true;
@@ -67,10 +69,18 @@ bool CommDataPath::needsConnect() const {
   return false;
 }
 
+bool CommDataPath::needsConnect() const { return needsRingConnect() || needsP2pConnect(); }
+
+// Collectives first, in issue order, then the group's sends and receives in one kernel: every
+// rank launches a group's collectives in the same order, and its point-to-point kernel cannot
+// block them.
 ncclResult_t CommDataPath::launchPending() {
   std::vector<CollTask> tasks;
   tasks.swap(queue_);
+  std::vector<P2pTask> p2p;
+  p2p.swap(p2pQueue_);
   for (const CollTask& task : tasks) NCCLCHECK(launchOne(task));
+  if (!p2p.empty()) NCCLCHECK(launchP2p(p2p));
   return ncclSuccess;
 }
 

@@ -17,11 +17,20 @@
 #include "core/data_path.h"
 #include "launch/coll_task.h"
 #include "launch/device_state.h"
+#include "launch/p2p_task.h"
 #include "plan/plan.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 
 namespace braid {
+
+// The transport that carries a pair topo chose (kNone never gets this far: topo fails first).
+inline transport::Kind transportKind(topo::TransportKind kind) {
+  return kind == topo::TransportKind::kP2p ? transport::Kind::kP2p : transport::Kind::kShm;
+}
+
+// The communicator's ranks as topo describes them.
+std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
 
 class CommDataPath final : public DataPathBase {
  public:
@@ -31,17 +40,31 @@ class CommDataPath final : public DataPathBase {
 
   // Queues a checked operation. The filters are applied when it is planned, at launch.
   void enqueue(const CollTask& task) { queue_.push_back(task); }
+  // Queues a checked, non-empty send or receive; launched after the group's collectives.
+  void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
   bool needsConnect() const override;
   [[nodiscard]] ncclResult_t connect() override;
   [[nodiscard]] ncclResult_t launchPending() override;
-  void dropPending() override { queue_.clear(); }
+  void dropPending() override {
+    queue_.clear();
+    p2pQueue_.clear();
+  }
   [[nodiscard]] ncclResult_t waitIdle() override;
   void signalAbort() override { device_.signalAbort(); }
 
  private:
   explicit CommDataPath(ncclComm* comm) : comm_(comm) {}
   [[nodiscard]] ncclResult_t launchOne(const CollTask& task);
+  bool needsRingConnect() const;
+  [[nodiscard]] ncclResult_t connectRingsAndDirect();
+  // Point-to-point (p2p_connect.cc, p2p_launch.cc).
+  bool needsP2pConnect() const;
+  [[nodiscard]] ncclResult_t connectP2p();
+  [[nodiscard]] ncclResult_t connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer);
+  [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
+  [[nodiscard]] ncclResult_t copySelfP2p(const std::vector<P2pTask>& tasks, cudaStream_t stream);
+  [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
   [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
   [[nodiscard]] ncclResult_t buildRings();
   transport::Context transportContext() const;
@@ -52,6 +75,7 @@ class CommDataPath final : public DataPathBase {
 
   ncclComm* comm_;
   std::vector<CollTask> queue_;
+  std::vector<P2pTask> p2pQueue_;
   plan::Filter filter_{};
   bool connected_ = false;
   topo::Topology topo_{};
@@ -61,7 +85,15 @@ class CommDataPath final : public DataPathBase {
   cudaEvent_t lastLaunch_ = nullptr;
   cudaStream_t lastStream_ = nullptr;
   bool launchedAny_ = false;
-  bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
+  bool pdl_ = false;
+  // Point-to-point: per peer, whether its connections exist; this rank's detected links (one
+  // detection per communicator); the slot of a point-to-point FIFO and the channels per peer.
+  std::vector<char> p2pConnected_;
+  std::vector<topo::Link> p2pLinks_;
+  uint64_t p2pSlotBytes_ = 0;
+  int p2pChannels_ = 0;
+  cudaEvent_t joinEvent_ = nullptr;  // brings a group's other streams into its launch stream  // launch with
+                                     // programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
 };
 
 }  // namespace braid

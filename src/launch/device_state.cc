@@ -10,6 +10,7 @@ DeviceState::~DeviceState() {
   // cudaFree synchronizes with the device; by now finalize or abort made every kernel finish.
   if (devComm_ != nullptr) (void)cudaFree(devComm_);
   if (ringRanks_ != nullptr) (void)cudaFree(ringRanks_);
+  if (p2pPeers_ != nullptr) (void)cudaFree(p2pPeers_);
   if (hostAbortFlag_ != nullptr) (void)cudaFreeHost(hostAbortFlag_);
 }
 
@@ -41,6 +42,20 @@ ncclResult_t DeviceState::upload(DevComm comm, const std::vector<std::vector<int
   CUDACHECK(cudaMalloc(&dev, sizeof(DevComm)));
   devComm_ = static_cast<DevComm*>(dev);
   CUDACHECK(cudaMemcpy(devComm_, &comm, sizeof(DevComm), cudaMemcpyHostToDevice));
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceState::allocP2pPeers(int nranks) {
+  if (p2pPeers_ != nullptr) return ncclSuccess;
+  void* dev = nullptr;
+  CUDACHECK(cudaMalloc(&dev, sizeof(DevP2pPeer) * static_cast<size_t>(nranks)));
+  p2pPeers_ = static_cast<DevP2pPeer*>(dev);
+  CUDACHECK(cudaMemset(p2pPeers_, 0, sizeof(DevP2pPeer) * static_cast<size_t>(nranks)));
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceState::uploadP2pPeer(int peer, const DevP2pPeer& entry) {
+  CUDACHECK(cudaMemcpy(p2pPeers_ + peer, &entry, sizeof(entry), cudaMemcpyHostToDevice));
   return ncclSuccess;
 }
 

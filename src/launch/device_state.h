@@ -1,6 +1,6 @@
 // Device-side state of a communicator's data path: the DevComm the kernels read (device memory),
-// the ring orders its channels point to, and the abort flag in host-mapped memory that the host
-// raises and every kernel wait loop polls. Freed when the data path goes.
+// the ring orders its channels point to, the point-to-point connections of every peer, and the abort flag in
+// host-mapped memory that the host raises and every kernel wait loop polls. Freed when the data path goes.
 #pragma once
 
 #include <nccl.h>
@@ -24,7 +24,14 @@ class DeviceState {
   // comm.abortFlag is set here.
   [[nodiscard]] ncclResult_t upload(DevComm comm, const std::vector<std::vector<int>>& rings);
 
+  // Point-to-point connections: a zeroed device array of one DevP2pPeer per rank, allocated once;
+  // a peer's entry is written when it connects (no kernel uses that entry before).
+  [[nodiscard]] ncclResult_t allocP2pPeers(int nranks);
+  [[nodiscard]] ncclResult_t uploadP2pPeer(int peer, const DevP2pPeer& entry);
+  DevP2pPeer* p2pPeer(int peer) const { return p2pPeers_ + peer; }
+
   DevComm* devComm() const { return devComm_; }
+  const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }
   void signalAbort();
 
  private:
@@ -32,6 +39,7 @@ class DeviceState {
   volatile int* deviceAbortFlag_ = nullptr;
   DevComm* devComm_ = nullptr;
   int* ringRanks_ = nullptr;
+  DevP2pPeer* p2pPeers_ = nullptr;
 };
 
 }  // namespace braid

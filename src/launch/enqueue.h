@@ -1,7 +1,8 @@
-// Entry of every collective call: checks, queues on the communicator's data path, and (outside a
+// Entry of every collective and point-to-point call: checks, queues on the communicator's data path, and (outside a
 // group, or at the outermost ncclGroupEnd) connects and launches.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include "launch/coll_task.h"
@@ -11,5 +12,10 @@ struct ncclComm;
 namespace braid {
 
 [[nodiscard]] ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller);
+
+// ncclSend (send = true, buff read) or ncclRecv (buff written), the same way. An empty operation
+// (count 0) is checked and dropped: its peer drops its match too.
+[[nodiscard]] ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t count, ncclDataType_t dtype,
+                                      int peer, cudaStream_t stream, const char* caller);
 
 }  // namespace braid

@@ -34,10 +34,12 @@ constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
 constexpr int kSearchBudget = 1 << 16;
 
 // The link as both ends will see it: the worse direction, so both ranks pick the same transport.
-Link pairLink(const std::vector<Link>& links, int n, int i, int j) {
-  const Link& a = links[i * n + j];
-  const Link& b = links[j * n + i];
+Link worseLink(const Link& a, const Link& b) {
   return Link{std::max(a.path, b.path), std::min(a.nvlinks, b.nvlinks), a.p2pOk && b.p2pOk, a.switched || b.switched};
+}
+
+Link pairLink(const std::vector<Link>& links, int n, int i, int j) {
+  return worseLink(links[i * n + j], links[j * n + i]);
 }
 
 TransportKind chooseTransport(const Link& link, const TopoParams& params) {
@@ -215,6 +217,10 @@ int directChannels(const Topology& topo, const TopoParams& params) {
 }
 
 }  // namespace
+
+TransportKind pairTransport(const Link& there, const Link& back, const TopoParams& params) {
+  return chooseTransport(worseLink(there, back), params);
+}
 
 ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const TopoParams& params, Topology* out) {
   if (out == nullptr || nranks < 1 || links.size() != static_cast<size_t>(nranks) * nranks) {

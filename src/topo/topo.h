@@ -100,6 +100,10 @@ struct Topology {
 [[nodiscard]] ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const TopoParams& params,
                                          Topology* out);
 
+// The transport of one pair from its two directions (i->j as i detected it, j->i as j did), by the
+// rule above; what buildTopology picks for that pair. Point-to-point connects use it pairwise.
+TransportKind pairTransport(const Link& there, const Link& back, const TopoParams& params);
+
 // Writes the topology to `path` as text (format below); ncclSystemError + WARN if it cannot.
 //   # braid topology v1
 //   nranks <n>

@@ -102,8 +102,8 @@ class ScopedStream {
 
 Role opposite(Role role) { return role == Role::kSend ? Role::kRecv : Role::kSend; }
 const char* roleName(Role role) { return role == Role::kSend ? "send" : "recv"; }
-int descTag(Role senderRole, Kind kind) {
-  return kTransportTagBase + static_cast<int>(kind) * 2 + static_cast<int>(senderRole);
+int descTag(const Context& ctx, Role senderRole, Kind kind) {
+  return kTransportTagBase + ctx.tagOffset + static_cast<int>(kind) * 2 + static_cast<int>(senderRole);
 }
 
 // State of one connectChannels call.
@@ -168,7 +168,7 @@ ncclResult_t sendDescs(Session* s) {
     desc.cudaDev = s->ctx.cudaDev;
     std::strncpy(desc.udsName, s->uds.name().c_str(), sizeof(desc.udsName) - 1);
     desc.block = g.localInfo;
-    NCCLCHECK(s->ctx.bootstrap->send(g.peer, descTag(g.role, g.kind), &desc, sizeof(desc)));
+    NCCLCHECK(s->ctx.bootstrap->send(g.peer, descTag(s->ctx, g.role, g.kind), &desc, sizeof(desc)));
   }
   return ncclSuccess;
 }
@@ -198,7 +198,7 @@ ncclResult_t checkDesc(const Session& s, const Group& g, const ConnDesc& d) {
 ncclResult_t recvDescs(Session* s) {
   for (Group& g : s->groups) {
     ConnDesc desc;
-    NCCLCHECK(s->ctx.bootstrap->recv(g.peer, descTag(opposite(g.role), g.kind), &desc, sizeof(desc)));
+    NCCLCHECK(s->ctx.bootstrap->recv(g.peer, descTag(s->ctx, opposite(g.role), g.kind), &desc, sizeof(desc)));
     NCCLCHECK(checkDesc(*s, g, desc));
     desc.udsName[sizeof(desc.udsName) - 1] = '\0';
     g.peerUds = desc.udsName;

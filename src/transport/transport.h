@@ -13,7 +13,8 @@
 // Memory is batched: one block per (peer, direction, kind) holds the counters and buffers of every
 // channel that uses that peer (layout in transport/layout.h).
 //
-// Out-of-band messages: bootstrap send/recv with tags in [kTransportTagBase, kTransportTagBase + 16).
+// Out-of-band messages: bootstrap send/recv with tags in [kTransportTagBase, kTransportTagBase + 32):
+// Context::tagOffset (0 or kP2pTagOffset) keeps the point-to-point connects apart from the collective ones.
 // Unix socket names (abstract namespace): "braid-uds-<commHash>-<rank>-<pid>-<n>"; shared memory
 // segments: "/braid-shm-<commHash>-<rank>-<peer>-<send|recv>-<pid>-<n>", where n counts connects in the process.
 #pragma once
@@ -33,6 +34,7 @@ namespace braid::transport {
 
 // Bootstrap tags used by connectChannels (no other user may use this range).
 constexpr int kTransportTagBase = 0x42520000;
+constexpr int kP2pTagOffset = 16;
 
 enum class Kind : int { kP2p = 1, kShm = 2 };
 
@@ -56,6 +58,7 @@ struct Context {
   size_t
       buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
   const std::atomic<int>* abortFlag;
+  int tagOffset = 0;  // 0: collective connections; kP2pTagOffset: point-to-point ones
 };
 
 // Per channel: this rank sends to sendPeer and receives from recvPeer.
@@ -78,7 +81,7 @@ class Connections {
   Connections() = default;
 };
 
-// Collective over the communicator: every rank calls it at the same time with its own channel list
+// Collective over the ranks the channels name: each calls it at the same time with its own channel list
 // (its sends match its sendPeer's receives on the same channel, with the same Kind). Fills send[c]
 // and recv[c] for every channel c (step = 0), all pointers valid on ctx.cudaDev. Bounded by
 // NCCL_BOOTSTRAP_TIMEOUT and the abort flag. On failure nothing is left allocated and *out is null.

@@ -76,7 +76,7 @@ __device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& s
   const Prims prims{&state, c.fn, c.elemSize};
   const int64_t chunkElems = Picker::chunkBytes(*args.comm, work.chunkBytes) / c.elemSize;
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / c.elemSize);
-  DevChannel* channel = state.channel;
+  const DevChannel* channel = &args.comm->channels[blockIdx.x];
   const RingInfo ring{channel->ringRanks, args.comm->nranks, channel->ringIndex, args.comm->rank};
   runRing(prims, ring, work, count, part, chunkElems, c.hasOps);
   finishProtoState(state);

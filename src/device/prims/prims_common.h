@@ -56,14 +56,16 @@ class AbortWatch {
   uint32_t spins_ = 0;
 };
 
-// One CTA thread's view of its channel's connections, the same for every protocol and type.
+// One CTA thread's view of its connections, the same for every protocol and type: a ring channel's
+// pair, or one direction of a point-to-point connection (the other pointer null).
 struct ProtoState {
-  DevChannel* channel;  // &comm->channels[blockIdx.x]
+  DevSendConn* sendConn;
+  DevRecvConn* recvConn;
   PrimsShared* shared;
   int tid;       // index among the threads that run the algorithm
   int nthreads;  // number of those threads (a multiple of 32)
   uint64_t slotBytes;
-  char* sendBuff;  // the next rank's FIFO for this protocol
+  char* sendBuff;  // the receiver's FIFO for this protocol
   const char* recvBuff;
   const uint64_t* sendHead;
   uint64_t* recvHead;
@@ -77,32 +79,44 @@ struct ProtoState {
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
 
-__device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared* shared, int tid, int nthreads,
-                                                     int proto, uint64_t scalar) {
-  DevChannel* ch = &comm->channels[blockIdx.x];
-  return ProtoState{ch,
+// Either connection may be null (point-to-point CTAs move one direction).
+__device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvConn* recv, const volatile int* abortFlag,
+                                                    PrimsShared* shared, int tid, int nthreads, int proto,
+                                                    uint64_t slotBytes, uint64_t scalar) {
+  return ProtoState{send,
+                    recv,
                     shared,
                     tid,
                     nthreads,
-                    comm->slotBytes[proto],
-                    ch->send.buffs[proto],
-                    ch->recv.buffs[proto],
-                    ch->send.head,
-                    ch->recv.head,
-                    ch->recv.tail,
-                    ch->send.step,
-                    ch->recv.step,
-                    ch->send.headSeen,
+                    slotBytes,
+                    send != nullptr ? send->buffs[proto] : nullptr,
+                    recv != nullptr ? recv->buffs[proto] : nullptr,
+                    send != nullptr ? send->head : nullptr,
+                    recv != nullptr ? recv->head : nullptr,
+                    recv != nullptr ? recv->tail : nullptr,
+                    send != nullptr ? send->step : 0,
+                    recv != nullptr ? recv->step : 0,
+                    send != nullptr ? send->headSeen : 0,
                     scalar,
-                    AbortWatch(comm->abortFlag, shared)};
+                    AbortWatch(abortFlag, shared)};
 }
 
-// Steps go back to DevComm for the next kernel (every thread counted the same steps).
+// This CTA's ring channel (comm->channels[blockIdx.x]).
+__device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared* shared, int tid, int nthreads,
+                                                     int proto, uint64_t scalar) {
+  DevChannel* ch = &comm->channels[blockIdx.x];
+  return makeConnState(&ch->send, &ch->recv, comm->abortFlag, shared, tid, nthreads, proto, comm->slotBytes[proto],
+                       scalar);
+}
+
+// Steps go back to the connections for the next kernel (every thread counted the same steps).
 __device__ __forceinline__ void finishProtoState(const ProtoState& s) {
   if (s.tid != 0) return;
-  s.channel->send.step = s.sendStep;
-  s.channel->send.headSeen = s.headCache;
-  s.channel->recv.step = s.recvStep;
+  if (s.sendConn != nullptr) {
+    s.sendConn->step = s.sendStep;
+    s.sendConn->headSeen = s.headCache;
+  }
+  if (s.recvConn != nullptr) s.recvConn->step = s.recvStep;
 }
 
 __device__ __forceinline__ int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -161,13 +161,13 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
 }
 
 // The poster warp of a Simple CTA (only its lane 0 calls this). See the header comment. The initial
-// steps are read before the CTA's first barrier: the workers may finish and write DevComm before the
-// poster starts.
-__device__ __forceinline__ void simplePosterLoop(DevComm* comm, DevChannel* channel, PrimsShared* shared,
-                                                 uint64_t postedTail, uint64_t postedHead) {
-  uint64_t* tail = channel->send.tail;
-  uint64_t* head = channel->recv.head;
-  AbortWatch abort(comm->abortFlag, shared);
+// steps are read before the CTA's first barrier: the workers may finish and write the steps back
+// before the poster starts. Either connection may be null (a point-to-point CTA moves one direction).
+__device__ __forceinline__ void simplePosterLoop(const volatile int* abortFlag, DevSendConn* send, DevRecvConn* recv,
+                                                 PrimsShared* shared, uint64_t postedTail, uint64_t postedHead) {
+  uint64_t* tail = send != nullptr ? send->tail : nullptr;
+  uint64_t* head = recv != nullptr ? recv->head : nullptr;
+  AbortWatch abort(abortFlag, shared);
   while (true) {
     const uint64_t finished = ldAcquireCta(&shared->finished);
     const uint64_t sendDone = ldAcquireCta(&shared->sendDone);

@@ -1,0 +1,75 @@
+// The point-to-point kernel (ncclSend/ncclRecv): each CTA moves one connection's segments, in
+// issue order, with the Simple protocol (prims/prims_simple.h: nThreads workers plus a poster
+// warp). Sends and receives run on separate CTAs, so a group's operations progress together
+// whatever their order, and a full FIFO towards one peer never stalls the traffic of another.
+//
+// Both ends split a segment into the same steps: full slots (DevP2pArgs::slotBytes, equal on both
+// sides because the connection's FIFO sizes were checked at connect) and the remainder last.
+#include "device/kernels.h"
+#include "device/launch_kernel.h"
+#include "device/prims/prims_simple.h"
+
+static_assert(braid::kMaxSimpleP2pWorkers <= braid::kMaxSimpleWorkers, "the Simple kernels keep their register budget");
+
+namespace braid {
+namespace {
+
+template <typename Args>
+__global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1) p2pKernel(const Args args) {
+  __shared__ PrimsShared shared;
+  waitForPreviousKernel();
+  const DevP2pCta cta = args.ctas[blockIdx.x];
+  const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
+  // Read before the barrier: the workers may write the steps back before the poster starts.
+  const uint64_t sendStep = cta.send != nullptr ? cta.send->step : 0;
+  const uint64_t recvStep = cta.recv != nullptr ? cta.recv->step : 0;
+  if (threadIdx.x == 0) {
+    shared.sendDone = sendStep;
+    shared.recvDone = recvStep;
+    shared.finished = 0;
+    shared.aborted = 0;
+  }
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid >= nWorkers) {
+    if (tid == nWorkers) simplePosterLoop(args.abortFlag, cta.send, cta.recv, &shared, sendStep, recvStep);
+    return;
+  }
+  ProtoState state =
+      makeConnState(cta.send, cta.recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple, args.slotBytes, 0);
+  const int64_t chunk = static_cast<int64_t>(args.slotBytes);
+  const int flags = cta.send != nullptr ? kStepSend : kStepRecv;
+  for (int i = 0; i < cta.nSegs; i++) {
+    const DevP2pSeg seg = args.segs[cta.firstSeg + i];
+    for (int64_t o = 0; o < static_cast<int64_t>(seg.bytes); o += chunk) {
+      const int64_t n = static_cast<int64_t>(seg.bytes) - o < chunk ? static_cast<int64_t>(seg.bytes) - o : chunk;
+      char* p = seg.buff + o;
+      simpleStep<uint8_t, FuncSum<uint8_t>>(state, flags == kStepSend ? p : nullptr, flags == kStepRecv ? p : nullptr,
+                                            n, flags);
+    }
+  }
+  finishProtoState(state);
+  // After the steps were written back (same thread): lets the poster post the last step and exit.
+  if (tid == 0) stReleaseCta(&shared.finished, 1);
+}
+
+template <typename Args>
+cudaError_t launchP2p(const Args& args, int nThreads, bool pdl, cudaStream_t stream) {
+  if (args.nCtas <= 0 || args.nCtas > Args::kMaxCtas || nThreads < 32 || nThreads % 32 != 0 ||
+      nThreads > kMaxSimpleP2pWorkers || args.slotBytes == 0 || args.slotBytes % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  return launchWithConfig(p2pKernel<Args>, args.nCtas, nThreads + kSimpleExtraThreads, pdl, stream, args);
+}
+
+}  // namespace
+
+cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool pdl, cudaStream_t stream) {
+  return launchP2p(args, nThreads, pdl, stream);
+}
+
+cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream) {
+  return launchP2p(args, nThreads, pdl, stream);
+}
+
+}  // namespace braid

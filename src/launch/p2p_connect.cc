@@ -1,0 +1,90 @@
+// Point-to-point connections, made per peer the first time this rank sends to or receives from it
+// (both directions at once, kMaxP2pChannels at most, Simple buffers of 4 NCCL_P2P_NVL_CHUNKSIZE
+// slots). Not collective: only the two ranks of a pair take part, each when it reaches the group
+// that holds its first operation with the other; matching operations guarantee that both do.
+//
+// Deadlock freedom: a rank connects its new peers one at a time in increasing rank order, and each
+// connect only waits for messages that the peer sends at the start of its own connect to this rank.
+// A rank blocked on a peer that is still connecting to someone else waits on a smaller rank than
+// the one blocked on it, so waits cannot form a cycle.
+#include <algorithm>
+#include <cstring>
+
+#include "launch/comm_data_path.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// The tag of the link description two ranks exchange before they connect.
+constexpr int kP2pLinkTag = transport::kTransportTagBase + transport::kP2pTagOffset + 15;
+
+}  // namespace
+
+bool CommDataPath::needsP2pConnect() const {
+  for (const P2pTask& task : p2pQueue_) {
+    if (task.peer != comm_->rank_ && (p2pConnected_.empty() || p2pConnected_[task.peer] == 0)) return true;
+  }
+  return false;
+}
+
+ncclResult_t CommDataPath::connectP2p() {
+  const int nranks = comm_->nranks_;
+  if (p2pConnected_.empty()) {
+    p2pConnected_.assign(nranks, 0);
+    NCCLCHECK(topo::detectLinks(rankDescs(*comm_), comm_->rank_, &p2pLinks_));
+    NCCLCHECK(device_.allocP2pPeers(nranks));
+    int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
+    p2pSlotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
+    int64_t channels = paramInt(ParamId::kMaxP2pNchannels);
+    p2pChannels_ = static_cast<int>(std::min<int64_t>(std::max<int64_t>(channels, 1), kMaxP2pChannels));
+  }
+  std::vector<int> peers;
+  for (const P2pTask& task : p2pQueue_) {
+    if (task.peer != comm_->rank_ && p2pConnected_[task.peer] == 0) peers.push_back(task.peer);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  transport::Context ctx = transportContext();
+  ctx.buffBytes[kProtoLL] = 0;
+  ctx.buffBytes[kProtoLL128] = 0;
+  ctx.buffBytes[kProtoSimple] = p2pSlotBytes_ * kFifoSlotsSimple;
+  ctx.tagOffset = transport::kP2pTagOffset;
+  topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+  for (int peer : peers) NCCLCHECK(connectP2pPeer(ctx, params, peer));
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer) {
+  const int rank = comm_->rank_;
+  topo::Link back{};
+  NCCLCHECK(comm_->bootstrap_->send(peer, kP2pLinkTag, &p2pLinks_[peer], sizeof(topo::Link)));
+  NCCLCHECK(comm_->bootstrap_->recv(peer, kP2pLinkTag, &back, sizeof(topo::Link)));
+  topo::TransportKind kind = topo::pairTransport(p2pLinks_[peer], back, params);
+  if (kind == topo::TransportKind::kNone) {
+    WARN("rank %d: no transport reaches peer %d for ncclSend/ncclRecv (P2P and SHM both unusable or disabled)", rank,
+         peer);
+    return ncclSystemError;
+  }
+  transport::Kind k = transportKind(kind);
+  std::vector<transport::ChannelLinks> channels(p2pChannels_, transport::ChannelLinks{peer, k, peer, k});
+  std::vector<DevSendConn> send;
+  std::vector<DevRecvConn> recv;
+  std::unique_ptr<transport::Connections> conns;
+  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
+  connections_.push_back(std::move(conns));
+  DevP2pPeer entry{};
+  for (int c = 0; c < p2pChannels_; c++) {
+    entry.send[c] = send[c];
+    entry.recv[c] = recv[c];
+  }
+  NCCLCHECK(device_.uploadP2pPeer(peer, entry));
+  p2pConnected_[peer] = 1;
+  INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, p2pChannels_,
+       topo::transportName(kind), static_cast<unsigned long long>(p2pSlotBytes_));
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,176 @@
+// Launch of a group's sends and receives on one communicator: self pairs become device copies, the
+// others one point-to-point kernel (device/kernel_p2p.cu) whose work list is built here.
+//
+// Work list: one queue per (peer, direction), operations in issue order. An operation of B bytes
+// is split over p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
+// one CTA that moves part c of every operation of the queue, skipping empty parts. The two ends of a
+// connection see the same operations in the same order with the same sizes, so they compute the
+// same parts and count the same steps.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "cuda/cuda_check.h"
+#include "device/launch_kernel.h"
+#include "launch/comm_data_path.h"
+#include "launch/scoped_device.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace braid {
+namespace {
+
+// An operation takes one more channel per this many bytes, up to every channel of the peer.
+constexpr uint64_t kP2pBytesPerChannel = 128 << 10;
+// Below this many bytes in its largest part, a CTA has 128 workers instead of 512.
+constexpr uint64_t kP2pSmallPartBytes = 64 << 10;
+constexpr int kP2pSmallThreads = 128;
+constexpr int kP2pLargeThreads = 512;
+
+int p2pChannelsFor(uint64_t bytes, int maxChannels) {
+  uint64_t n = (bytes + kP2pBytesPerChannel - 1) / kP2pBytesPerChannel;
+  return static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(n, 1), static_cast<uint64_t>(maxChannels)));
+}
+
+struct Part {
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+Part p2pPart(uint64_t bytes, int channel, int nChannels) {
+  uint64_t share = (bytes + nChannels - 1) / nChannels;
+  share = (share + 15) / 16 * 16;
+  uint64_t begin = std::min(bytes, share * static_cast<uint64_t>(channel));
+  uint64_t end = std::min(bytes, begin + share);
+  return {begin, end - begin};
+}
+
+// Fills args from the queues; false if they do not fit its capacity.
+template <typename Args>
+bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, DevP2pPeer* devPeers,
+                  int maxChannels, Args* args, uint64_t* largestPart) {
+  int nCtas = 0;
+  int nSegs = 0;
+  *largestPart = 0;
+  for (const auto& [key, ops] : queues) {
+    const auto [peer, isSend] = key;
+    int queueChannels = 0;
+    for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, p2pChannelsFor(op->bytes, maxChannels));
+    for (int c = 0; c < queueChannels; c++) {
+      if (nCtas == Args::kMaxCtas) return false;
+      DevP2pCta& cta = args->ctas[nCtas++];
+      cta.send = isSend ? &devPeers[peer].send[c] : nullptr;
+      cta.recv = isSend ? nullptr : &devPeers[peer].recv[c];
+      cta.firstSeg = nSegs;
+      cta.nSegs = 0;
+      for (const P2pTask* op : ops) {
+        Part part = p2pPart(op->bytes, c, p2pChannelsFor(op->bytes, maxChannels));
+        if (part.bytes == 0) continue;
+        if (nSegs == Args::kMaxSegs) return false;
+        args->segs[nSegs++] = DevP2pSeg{op->buff + part.offset, part.bytes};
+        cta.nSegs++;
+        *largestPart = std::max(*largestPart, part.bytes);
+      }
+    }
+  }
+  args->nCtas = nCtas;
+  return true;
+}
+
+int p2pThreads(uint64_t largestPart) { return largestPart >= kP2pSmallPartBytes ? kP2pLargeThreads : kP2pSmallThreads; }
+
+}  // namespace
+
+// A self send and a self receive are matched in issue order within the group; each pair is one copy.
+ncclResult_t CommDataPath::copySelfP2p(const std::vector<P2pTask>& tasks, cudaStream_t stream) {
+  std::vector<const P2pTask*> sends;
+  std::vector<const P2pTask*> recvs;
+  for (const P2pTask& t : tasks) {
+    if (t.peer == comm_->rank_) (t.send ? sends : recvs).push_back(&t);
+  }
+  if (sends.size() != recvs.size()) {
+    WARN(
+        "rank %d: a group has %zu sends to itself and %zu receives from itself; each self send needs its self "
+        "receive in the same group",
+        comm_->rank_, sends.size(), recvs.size());
+    return ncclInvalidUsage;
+  }
+  for (size_t i = 0; i < sends.size(); i++) {
+    if (sends[i]->bytes != recvs[i]->bytes) {
+      WARN("rank %d: self send %zu has %zu bytes but its matching self receive %zu bytes", comm_->rank_, i,
+           sends[i]->bytes, recvs[i]->bytes);
+      return ncclInvalidUsage;
+    }
+  }
+  for (size_t i = 0; i < sends.size(); i++) {
+    if (sends[i]->buff == recvs[i]->buff) continue;
+    CUDACHECK(cudaMemcpyAsync(recvs[i]->buff, sends[i]->buff, sends[i]->bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+  return ncclSuccess;
+}
+
+// The group's other streams join its launch stream before the launch (before = true) and wait for
+// it afterwards, so that the whole group is ordered on every stream it used.
+ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before) {
+  std::vector<cudaStream_t> done{main};
+  for (const P2pTask& t : tasks) {
+    if (std::find(done.begin(), done.end(), t.stream) != done.end()) continue;
+    done.push_back(t.stream);
+    if (before) {
+      CUDACHECK(cudaEventRecord(joinEvent_, t.stream));
+      CUDACHECK(cudaStreamWaitEvent(main, joinEvent_, 0));
+    } else {
+      CUDACHECK(cudaStreamWaitEvent(t.stream, lastLaunch_, 0));
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
+  ScopedDevice device(comm_->cudaDev_);
+  cudaStream_t stream = tasks.front().stream;
+  std::map<std::pair<int, bool>, std::vector<const P2pTask*>> queues;
+  for (const P2pTask& t : tasks) {
+    INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p", t.send ? "Send" : "Recv",
+         static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(comm_), comm_->nranks_,
+         static_cast<void*>(t.stream));
+    if (t.peer != comm_->rank_) queues[{t.peer, t.send}].push_back(&t);
+  }
+  // Built before anything is enqueued, so that a group too large is refused with nothing launched.
+  DevP2pArgsSmall small{};
+  std::unique_ptr<DevP2pArgsLarge> large;
+  uint64_t largest = 0;
+  bool useSmall = buildP2pArgs(queues, device_.p2pPeer(0), p2pChannels_, &small, &largest);
+  if (!useSmall) {
+    large = std::make_unique<DevP2pArgsLarge>();
+    if (!buildP2pArgs(queues, device_.p2pPeer(0), p2pChannels_, large.get(), &largest)) {
+      WARN(
+          "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
+          "the group (larger groups are not supported yet)",
+          comm_->rank_, DevP2pArgsLarge::kMaxCtas, DevP2pArgsLarge::kMaxSegs);
+      return ncclInvalidUsage;
+    }
+  }
+  NCCLCHECK(orderAfterPrevious(stream));
+  NCCLCHECK(joinStreams(tasks, stream, true));
+  NCCLCHECK(copySelfP2p(tasks, stream));
+  if (!queues.empty()) {
+    const volatile int* abortFlag = device_.deviceAbortFlag();
+    if (useSmall) {
+      small.abortFlag = abortFlag;
+      small.slotBytes = p2pSlotBytes_;
+      CUDACHECK(launchP2pKernel(small, p2pThreads(largest), pdl_, stream));
+    } else {
+      large->abortFlag = abortFlag;
+      large->slotBytes = p2pSlotBytes_;
+      CUDACHECK(launchP2pKernel(*large, p2pThreads(largest), pdl_, stream));
+    }
+  }
+  CUDACHECK(cudaEventRecord(lastLaunch_, stream));
+  lastStream_ = stream;
+  launchedAny_ = true;
+  return joinStreams(tasks, stream, false);
+}
+
+}  // namespace braid

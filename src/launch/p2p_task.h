@@ -1,0 +1,19 @@
+// One ncclSend or ncclRecv as the API received it (after its checks), queued until its group
+// launches. AlltoAll, Gather and Scatter arrive here as groups of them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace braid {
+
+struct P2pTask {
+  bool send;     // ncclSend (buff is read) or ncclRecv (buff is written)
+  int peer;      // may be this rank: a self send needs a self receive in the same group
+  char* buff;    // ncclSend's buffer is const to the API; the send side only reads it
+  size_t bytes;  // count * element size; never 0 (empty operations are dropped on both sides)
+  cudaStream_t stream;
+};
+
+}  // namespace braid

@@ -1,0 +1,441 @@
+// Point-to-point on real GPUs: ncclSend/ncclRecv patterns (ring shift, all pairs with random sizes
+// including 0 and self, many messages to one peer in one group, 10,000 small exchanges, ungrouped
+// pairs in both orders), ncclAlltoAll with every datatype, ncclGather and ncclScatter from every
+// root in and out of place, the SHM transport, and the argument errors. Ranks run as processes (one
+// GPU each) and as one thread driving every GPU inside groups.
+//
+// Data: byte i of message k from src to dst is pattern(seed, src, dst, k, i), which every rank can
+// compute, so a receiver checks every byte it got; receive slots are poisoned and separated by
+// poisoned guards, which must survive.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "gpu_test_util.h"
+
+namespace {
+
+constexpr unsigned kWatchdogSeconds = 240;
+constexpr unsigned char kPoison = 0xAB;
+constexpr size_t kGuard = 64;
+
+uint8_t pattern(uint64_t seed, int src, int dst, int k, size_t i) {
+  uint64_t x = seed ^ (static_cast<uint64_t>(src) << 48) ^ (static_cast<uint64_t>(dst) << 40) ^
+               (static_cast<uint64_t>(k) << 32) ^ i;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 29;
+  return static_cast<uint8_t>(x);
+}
+
+// Messages of one exchange: bytes(src, dst, k) for k < count(src, dst); 0 bytes is allowed.
+struct Pattern {
+  int nranks;
+  std::function<int(int src, int dst)> count;
+  std::function<size_t(int src, int dst, int k)> bytes;
+  size_t misalign = 0;  // added to every slot offset (0: 16-byte aligned slots)
+};
+
+// Offsets of the slots on one side of `rank`: sends (rank -> dst) or receives (src -> rank).
+struct Layout {
+  std::vector<std::vector<size_t>> offset;  // [peer][k]
+  size_t total = 0;
+};
+
+Layout layout(const Pattern& p, int rank, bool sends) {
+  Layout l;
+  l.offset.resize(p.nranks);
+  for (int peer = 0; peer < p.nranks; peer++) {
+    int src = sends ? rank : peer;
+    int dst = sends ? peer : rank;
+    for (int k = 0; k < p.count(src, dst); k++) {
+      l.total = (l.total + 15) / 16 * 16 + p.misalign;
+      l.offset[peer].push_back(l.total);
+      l.total += p.bytes(src, dst, k) + kGuard;
+    }
+  }
+  l.total += kGuard;
+  return l;
+}
+
+struct Rank {
+  int rank = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  char* send = nullptr;
+  char* recv = nullptr;
+  Layout sendLayout;
+  Layout recvLayout;
+};
+
+int prepare(Rank& r, const Pattern& p, uint64_t seed) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  r.sendLayout = layout(p, r.rank, true);
+  r.recvLayout = layout(p, r.rank, false);
+  CHILD_CUDA(cudaMalloc(&r.send, r.sendLayout.total));
+  CHILD_CUDA(cudaMalloc(&r.recv, r.recvLayout.total));
+  std::vector<uint8_t> host(r.sendLayout.total, 0);
+  for (int dst = 0; dst < p.nranks; dst++) {
+    for (int k = 0; k < p.count(r.rank, dst); k++) {
+      size_t o = r.sendLayout.offset[dst][k];
+      for (size_t i = 0; i < p.bytes(r.rank, dst, k); i++) host[o + i] = pattern(seed, r.rank, dst, k, i);
+    }
+  }
+  CHILD_CUDA(cudaMemcpy(r.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+  CHILD_CUDA(cudaMemset(r.recv, kPoison, r.recvLayout.total));
+  return 0;
+}
+
+int enqueue(Rank& r, const Pattern& p) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  for (int peer = 0; peer < p.nranks; peer++) {
+    for (int k = 0; k < p.count(r.rank, peer); k++) {
+      CHILD_NCCL(
+          ncclSend(r.send + r.sendLayout.offset[peer][k], p.bytes(r.rank, peer, k), ncclInt8, peer, r.comm, r.stream));
+    }
+    for (int k = 0; k < p.count(peer, r.rank); k++) {
+      CHILD_NCCL(
+          ncclRecv(r.recv + r.recvLayout.offset[peer][k], p.bytes(peer, r.rank, k), ncclInt8, peer, r.comm, r.stream));
+    }
+  }
+  return 0;
+}
+
+int verify(Rank& r, const Pattern& p, uint64_t seed) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+  std::vector<uint8_t> host(r.recvLayout.total);
+  CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
+  std::vector<bool> written(host.size(), false);
+  size_t bad = 0;
+  for (int src = 0; src < p.nranks; src++) {
+    for (int k = 0; k < p.count(src, r.rank); k++) {
+      size_t o = r.recvLayout.offset[src][k];
+      for (size_t i = 0; i < p.bytes(src, r.rank, k); i++) {
+        written[o + i] = true;
+        uint8_t want = pattern(seed, src, r.rank, k, i);
+        if (host[o + i] != want && bad++ < 8) {
+          std::fprintf(stderr, "MISMATCH rank %d from %d message %d byte %zu: expected 0x%02x got 0x%02x\n", r.rank,
+                       src, k, i, want, host[o + i]);
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < host.size(); i++) {
+    if (!written[i] && host[i] != kPoison && bad++ < 8) {
+      std::fprintf(stderr, "GUARD rank %d: byte %zu outside every message was written (0x%02x)\n", r.rank, i, host[i]);
+    }
+  }
+  return bad == 0 ? 0 : 1;
+}
+
+int release(Rank& r) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaFree(r.send));
+  CHILD_CUDA(cudaFree(r.recv));
+  return 0;
+}
+
+// The ranks this process drives: one (processes) or all of them (one thread, inside groups).
+using Body = std::function<int(std::vector<Rank>&)>;
+
+int withRanks(int nranks, bool oneThread, const Body& body) {
+  if (oneThread) {
+    return gputest::runInChild([&] {
+      alarm(kWatchdogSeconds);
+      std::vector<ncclComm_t> comms(nranks);
+      CHILD_NCCL(ncclCommInitAll(comms.data(), nranks, nullptr));
+      std::vector<Rank> ranks(nranks);
+      for (int r = 0; r < nranks; r++) {
+        ranks[r].rank = r;
+        ranks[r].comm = comms[r];
+        CHILD_CUDA(cudaSetDevice(r));
+        CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
+      }
+      int rc = body(ranks);
+      for (Rank& r : ranks) CHILD_NCCL(ncclCommDestroy(r.comm));
+      return rc;
+    });
+  }
+  return gputest::runRanksInProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
+    alarm(kWatchdogSeconds);
+    std::vector<Rank> ranks(1);
+    ranks[0].rank = rank;
+    CHILD_CUDA(cudaSetDevice(rank));
+    CHILD_NCCL(ncclCommInitRank(&ranks[0].comm, nranks, id, rank));
+    CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[0].stream, cudaStreamNonBlocking));
+    int rc = body(ranks);
+    CHILD_NCCL(ncclCommDestroy(ranks[0].comm));
+    return rc;
+  });
+}
+
+// One exchange of the pattern, every local rank's operations in one group.
+int exchange(std::vector<Rank>& ranks, const Pattern& p, uint64_t seed) {
+  for (Rank& r : ranks) {
+    if (prepare(r, p, seed) != 0) return 1;
+  }
+  CHILD_NCCL(ncclGroupStart());
+  for (Rank& r : ranks) {
+    if (enqueue(r, p) != 0) return 1;
+  }
+  CHILD_NCCL(ncclGroupEnd());
+  int rc = 0;
+  for (Rank& r : ranks) rc |= verify(r, p, seed);
+  for (Rank& r : ranks) rc |= release(r);
+  return rc;
+}
+
+class P2p : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (gputest::gpuCount() < GetParam()) GTEST_SKIP() << "needs " << GetParam() << " GPUs";
+  }
+  int n() const { return GetParam(); }
+};
+
+Pattern ringShift(int n, size_t bytes) {
+  return Pattern{n, [n](int s, int d) { return d == (s + 1) % n ? 1 : 0; }, [bytes](int, int, int) { return bytes; }};
+}
+
+TEST_P(P2p, RingShiftSizes) {
+  for (bool oneThread : {false, true}) {
+    SCOPED_TRACE(oneThread ? "one thread" : "processes");
+    const int n = this->n();
+    EXPECT_EQ(0, withRanks(n, oneThread, [n](std::vector<Rank>& ranks) {
+                uint64_t seed = 1;
+                for (size_t bytes : {size_t{1}, size_t{13}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{48 << 20}}) {
+                  if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
+                }
+                return 0;
+              }));
+  }
+}
+
+// Every ordered pair, self included, with a random size (0 included) and 1-3 messages, slots
+// misaligned by 3 bytes.
+TEST_P(P2p, AllPairsRandomSizesWithSelf) {
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+              for (uint64_t seed = 10; seed < 13; seed++) {
+                Pattern p{n, [seed](int s, int d) { return 1 + pattern(seed, s, d, 99, 0) % 3; },
+                          [seed](int s, int d, int k) -> size_t {
+                            uint8_t r = pattern(seed, s, d, k, 7);
+                            return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
+                          },
+                          3};
+                if (exchange(ranks, p, seed) != 0) return 1;
+              }
+              return 0;
+            }));
+}
+
+// 200 messages to the next rank in one group: they match in issue order.
+TEST_P(P2p, ManyMessagesToOnePeerInOneGroup) {
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, true, [n](std::vector<Rank>& ranks) {
+              Pattern p{n, [n](int s, int d) { return d == (s + 1) % n ? 200 : 0; },
+                        [](int, int, int k) { return static_cast<size_t>(1 + 37 * k); }};
+              return exchange(ranks, p, 77);
+            }));
+}
+
+// 10,000 exchanges of a 16-byte message around the ring, each its own group, checked at the end.
+TEST_P(P2p, TenThousandSmallRingExchanges) {
+  const int n = this->n();
+  EXPECT_EQ(
+      0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+        Rank& r = ranks[0];
+        constexpr int kIters = 10000;
+        constexpr size_t kMsg = 16;
+        Pattern p{n, [n](int s, int d) { return d == (s + 1) % n ? kIters : 0; }, [](int, int, int) { return kMsg; }};
+        if (prepare(r, p, 5) != 0) return 1;
+        int next = (r.rank + 1) % n;
+        int prev = (r.rank + n - 1) % n;
+        for (int k = 0; k < kIters; k++) {
+          CHILD_NCCL(ncclGroupStart());
+          CHILD_NCCL(ncclSend(r.send + r.sendLayout.offset[next][k], kMsg, ncclInt8, next, r.comm, r.stream));
+          CHILD_NCCL(ncclRecv(r.recv + r.recvLayout.offset[prev][k], kMsg, ncclInt8, prev, r.comm, r.stream));
+          CHILD_NCCL(ncclGroupEnd());
+        }
+        int rc = verify(r, p, 5);
+        return rc | release(r);
+      }));
+}
+
+// Outside groups: rank 0 sends then receives, rank 1 receives then sends, and the reverse roles.
+TEST_P(P2p, UngroupedPairsInBothOrders) {
+  EXPECT_EQ(0, withRanks(2, false, [](std::vector<Rank>& ranks) {
+              Rank& r = ranks[0];
+              Pattern p{2, [](int s, int d) { return s != d ? 2 : 0; },
+                        [](int, int, int k) { return k == 0 ? size_t{8 << 20} : size_t{1000}; }};
+              if (prepare(r, p, 9) != 0) return 1;
+              int peer = 1 - r.rank;
+              for (int k = 0; k < 2; k++) {
+                bool sendFirst = (r.rank == 0) == (k == 0);
+                char* s = r.send + r.sendLayout.offset[peer][k];
+                char* d = r.recv + r.recvLayout.offset[peer][k];
+                size_t b = p.bytes(0, 1, k);
+                if (sendFirst) {
+                  CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
+                  CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
+                } else {
+                  CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
+                  CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
+                }
+              }
+              int rc = verify(r, p, 9);
+              return rc | release(r);
+            }));
+}
+
+TEST_P(P2p, RingShiftOverShm) {
+  colltest::ScopedSetenv noP2p("NCCL_P2P_DISABLE", "1");
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+              return exchange(ranks, ringShift(n, 3 << 20), 21) | exchange(ranks, ringShift(n, 100), 22);
+            }));
+}
+
+// ncclAlltoAll with every datatype: block p of rank r's input is pattern(r, p) in bytes.
+TEST_P(P2p, AlltoAllEveryDatatype) {
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, true, [n](std::vector<Rank>& ranks) {
+              const ncclDataType_t types[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                              ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
+                                              ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+              const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+              for (int t = 0; t < 12; t++) {
+                for (size_t count : {size_t{3}, size_t{100003}}) {
+                  size_t block = count * sizes[t];
+                  Pattern p{n, [](int, int) { return 1; }, [block](int, int, int) { return block; }};
+                  for (Rank& r : ranks) {
+                    if (prepare(r, p, 30 + t) != 0) return 1;
+                  }
+                  // ncclAlltoAll needs contiguous blocks: pack the pattern densely instead of the layout's slots.
+                  for (Rank& r : ranks) {
+                    std::vector<uint8_t> host(block * n);
+                    for (int d = 0; d < n; d++) {
+                      for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(30 + t, r.rank, d, 0, i);
+                    }
+                    CHILD_CUDA(cudaSetDevice(r.rank));
+                    CHILD_CUDA(cudaMemcpy(r.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+                  }
+                  CHILD_NCCL(ncclGroupStart());
+                  for (Rank& r : ranks) {
+                    CHILD_CUDA(cudaSetDevice(r.rank));
+                    CHILD_NCCL(ncclAlltoAll(r.send, r.recv, count, types[t], r.comm, r.stream));
+                  }
+                  CHILD_NCCL(ncclGroupEnd());
+                  for (Rank& r : ranks) {
+                    CHILD_CUDA(cudaSetDevice(r.rank));
+                    CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                    std::vector<uint8_t> host(block * n + kGuard);
+                    CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
+                    for (int s = 0; s < n; s++) {
+                      for (size_t i = 0; i < block; i++) {
+                        if (host[s * block + i] != pattern(30 + t, s, r.rank, 0, i)) {
+                          std::fprintf(stderr, "AlltoAll type %d count %zu rank %d from %d byte %zu wrong\n", t, count,
+                                       r.rank, s, i);
+                          return 1;
+                        }
+                      }
+                    }
+                    for (size_t i = 0; i < kGuard; i++) CHILD_EXPECT(host[block * n + i] == kPoison);
+                    if (release(r) != 0) return 1;
+                  }
+                }
+              }
+              return 0;
+            }));
+}
+
+// ncclGather and ncclScatter from every root, out of place and in place, 5000 floats per rank.
+TEST_P(P2p, GatherAndScatterEveryRoot) {
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+              Rank& r = ranks[0];
+              const size_t count = 5000;
+              const size_t block = count * 4;
+              CHILD_CUDA(cudaSetDevice(r.rank));
+              char* big = nullptr;
+              char* small = nullptr;
+              CHILD_CUDA(cudaMalloc(&big, block * n));
+              CHILD_CUDA(cudaMalloc(&small, block));
+              std::vector<uint8_t> host(block * n);
+              for (int root = 0; root < n; root++) {
+                for (bool inPlace : {false, true}) {
+                  // Gather: every rank's block r = pattern(r, root).
+                  for (size_t i = 0; i < block; i++) host[i] = pattern(root, r.rank, root, 1, i);
+                  CHILD_CUDA(cudaMemset(big, kPoison, block * n));
+                  char* mine = inPlace && r.rank == root ? big + block * root : small;
+                  CHILD_CUDA(cudaMemcpy(mine, host.data(), block, cudaMemcpyHostToDevice));
+                  CHILD_NCCL(ncclGather(mine, big, count, ncclFloat32, root, r.comm, r.stream));
+                  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                  if (r.rank == root) {
+                    CHILD_CUDA(cudaMemcpy(host.data(), big, block * n, cudaMemcpyDeviceToHost));
+                    for (int s = 0; s < n; s++) {
+                      for (size_t i = 0; i < block; i++)
+                        CHILD_EXPECT(host[s * block + i] == pattern(root, s, root, 1, i));
+                    }
+                  }
+                  // Scatter: block d of the root's input = pattern(root, d).
+                  if (r.rank == root) {
+                    for (int d = 0; d < n; d++) {
+                      for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(root, root, d, 2, i);
+                    }
+                    CHILD_CUDA(cudaMemcpy(big, host.data(), block * n, cudaMemcpyHostToDevice));
+                  }
+                  char* out = inPlace && r.rank == root ? big + block * root : small;
+                  if (out == small) CHILD_CUDA(cudaMemset(small, kPoison, block));
+                  CHILD_NCCL(ncclScatter(big, out, count, ncclFloat32, root, r.comm, r.stream));
+                  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                  CHILD_CUDA(cudaMemcpy(host.data(), out, block, cudaMemcpyDeviceToHost));
+                  for (size_t i = 0; i < block; i++) CHILD_EXPECT(host[i] == pattern(root, root, r.rank, 2, i));
+                }
+              }
+              CHILD_CUDA(cudaFree(big));
+              CHILD_CUDA(cudaFree(small));
+              return 0;
+            }));
+}
+
+TEST_P(P2p, BadArgumentsAreRefused) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's checks";
+  const int n = this->n();
+  EXPECT_EQ(
+      0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+        Rank& r = ranks[0];
+        char* buf = nullptr;
+        CHILD_CUDA(cudaMalloc(&buf, 4096));
+        CHILD_EXPECT(ncclSend(buf, 4, ncclInt8, n, r.comm, r.stream) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclRecv(buf, 4, ncclInt8, -1, r.comm, r.stream) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclSend(nullptr, 4, ncclInt8, 0, r.comm, r.stream) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclRecv(buf, 4, static_cast<ncclDataType_t>(99), 0, r.comm, r.stream) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclAlltoAll(buf, buf, 4, ncclInt8, r.comm, r.stream) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclGather(buf, buf, 4, ncclInt8, n, r.comm, r.stream) == ncclInvalidArgument);
+        // A self send without its self receive in the group.
+        CHILD_NCCL(ncclGroupStart());
+        CHILD_NCCL(ncclSend(buf, 4, ncclInt8, r.rank, r.comm, r.stream));
+        CHILD_EXPECT(ncclGroupEnd() == ncclInvalidUsage);
+        // Count 0 with a null buffer is a no-op, and the communicator still works.
+        CHILD_NCCL(ncclSend(nullptr, 0, ncclInt8, (r.rank + 1) % n, r.comm, r.stream));
+        CHILD_CUDA(cudaStreamSynchronize(r.stream));
+        CHILD_CUDA(cudaFree(buf));
+        return exchange(ranks, ringShift(n, 4096), 3);
+      }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, P2p, ::testing::Values(2, 4),
+                         [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
+
+}  // namespace
