@@ -45,7 +45,7 @@ if [ "${SKIP_COMM:-0}" != 1 ]; then
   run_perf comm-g comm -g -N "$ngpu" -n 10 --runs 3
 fi
 # Collectives, one process per GPU, every GPU, against NVIDIA NCCL in the same run.
-for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce}; do
+for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall}; do
   run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" -b 8 -e 1G -f 8 -w 5 -n 20 -c 0 --runs 3
 done
 for n in 2; do

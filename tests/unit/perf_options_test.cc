@@ -93,7 +93,7 @@ TEST(PerfOptions, CommandLines) {
   EXPECT_EQ(d.coll, Coll::kAllGather);
   EXPECT_EQ(d.op, "all_gather");
   using Args = std::initializer_list<const char*>;
-  for (Args bad : {Args{"all_reduse"}, Args{"sendrecv"}, Args{"alltoall"}, Args{"all_reduce", "-b", "1X"},
+  for (Args bad : {Args{"all_reduse"}, Args{"send_recv_x"}, Args{"all_reduce", "-b", "1X"},
                    Args{"all_reduce", "-b", "8", "-e", "4"}, Args{"all_reduce", "-f", "2", "-i", "1M"},
                    Args{"all_reduce", "-c", "2"}, Args{"all_reduce", "-z", "1"}, Args{"all_reduce", "-b"},
                    Args{"all_reduce", "-d", "float128"}, Args{"all_reduce", "--bogus"}, Args{"all_reduce", "-n", "0"},

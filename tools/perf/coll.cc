@@ -7,16 +7,16 @@ namespace {
 
 // Indexed by Coll.
 const CollTraits kColls[] = {
-    {Coll::kAllReduce, "all_reduce", true, true, false, 1, 1, false},
-    {Coll::kBroadcast, "broadcast", true, false, true, 1, 1, false},
-    {Coll::kReduce, "reduce", true, true, true, 1, 1, false},
-    {Coll::kAllGather, "all_gather", true, false, false, 1, 0, true},
-    {Coll::kReduceScatter, "reduce_scatter", true, true, false, 0, 1, true},
-    // Next issue: point-to-point based operations. Shapes as nccl-tests defines them.
-    {Coll::kSendRecv, "sendrecv", false, false, false, 1, 1, false},
-    {Coll::kAllToAll, "alltoall", false, false, false, 0, 0, true},
-    {Coll::kGather, "gather", false, false, true, 1, 0, true},
-    {Coll::kScatter, "scatter", false, false, true, 0, 1, true},
+    {Coll::kAllReduce, "all_reduce", true, false, 1, 1, false},
+    {Coll::kBroadcast, "broadcast", false, true, 1, 1, false},
+    {Coll::kReduce, "reduce", true, true, 1, 1, false},
+    {Coll::kAllGather, "all_gather", false, false, 1, 0, true},
+    {Coll::kReduceScatter, "reduce_scatter", true, false, 0, 1, true},
+    // Point-to-point based operations. Shapes as nccl-tests defines them.
+    {Coll::kSendRecv, "sendrecv", false, false, 1, 1, false},
+    {Coll::kAllToAll, "alltoall", false, false, 0, 0, true},
+    {Coll::kGather, "gather", false, true, 1, 0, true},
+    {Coll::kScatter, "scatter", false, true, 0, 1, true},
 };
 
 // Indexed by ncclDataType_t. exactMax of the wide types is a cap, not their limit.
@@ -69,6 +69,8 @@ bool parseColl(const std::string& name, Coll* out) {
   }
   return false;
 }
+
+bool hasInPlace(Coll coll) { return coll <= Coll::kReduceScatter; }
 
 double busBwFactor(Coll coll, int nranks) {
   double n = nranks;

@@ -10,8 +10,8 @@
 
 namespace braidperf {
 
-// The measured collectives. kSendRecv..kScatter are the next issue's operations: they have names
-// and traits already, but `implemented` is false and the benchmark refuses them.
+// The measured operations. kSendRecv is nccl-tests' ring shift (send to rank + 1, receive from
+// rank - 1, one group).
 enum class Coll {
   kAllReduce,
   kBroadcast,
@@ -27,7 +27,6 @@ enum class Coll {
 struct CollTraits {
   Coll coll;
   const char* name;  // "all_reduce"
-  bool implemented;
   bool hasOp;        // reduces (prints its redop; else "none")
   bool hasRoot;      // rooted (prints its root; else -1)
   int sendPerRank;   // send buffer = count * sendPerRank elements, with sendPerRank 0 meaning nranks
@@ -38,6 +37,10 @@ struct CollTraits {
 const CollTraits& collTraits(Coll coll);
 // Parses an operation name (nccl-tests style, e.g. "all_reduce"; also "allreduce"). False if unknown.
 bool parseColl(const std::string& name, Coll* out);
+
+// False for the point-to-point operations: their "in-place" columns repeat the out-of-place run
+// (Braid refuses in-place AlltoAll, and an in-place ring shift overwrites data not yet sent).
+bool hasInPlace(Coll coll);
 
 // busbw = algbw * factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter/AlltoAll (n-1)/n, others 1.
 double busBwFactor(Coll coll, int nranks);

@@ -99,7 +99,9 @@ class Worker {
       const RowSpec& row = rows_[i];
       if ((i == 0 || row.type != rows_[i - 1].type || row.op != rows_[i - 1].op) && !warmGroup(i)) return false;
       std::vector<double> record;
-      for (bool inPlace : {false, true}) {
+      for (bool inPlaceColumn : {false, true}) {
+        // The point-to-point operations run out of place in both columns (see hasInPlace).
+        bool inPlace = inPlaceColumn && hasInPlace(row.coll);
         double us = 0, wrong = -1;
         if (!time(row, inPlace, &us)) return false;
         if (opt_.check && !check(row, inPlace, &wrong)) return false;
@@ -194,10 +196,25 @@ bool Worker::call(const RowSpec& row, const Rank& r, bool inPlace) {
     case Coll::kReduceScatter:
       PERF_NCCL(r.rank, ncclReduceScatter(send, recv, c, row.type, row.op, r.comm, r.stream));
       return true;
-    default:  // sendrecv, alltoall, gather, scatter: next issue (options.cc refuses them)
-      printError("%s is not implemented", collTraits(row.coll).name);
-      return false;
+    case Coll::kSendRecv: {  // ring shift, as nccl-tests measures it
+      int n = info_.nranks, next = (r.rank + 1) % n, prev = (r.rank + n - 1) % n;
+      PERF_NCCL(r.rank, ncclGroupStart());
+      PERF_NCCL(r.rank, ncclSend(r.send, c, row.type, next, r.comm, r.stream));
+      PERF_NCCL(r.rank, ncclRecv(r.region(), c, row.type, prev, r.comm, r.stream));
+      PERF_NCCL(r.rank, ncclGroupEnd());
+      return true;
+    }
+    case Coll::kAllToAll:
+      PERF_NCCL(r.rank, ncclAlltoAll(r.send, r.region(), c, row.type, r.comm, r.stream));
+      return true;
+    case Coll::kGather:
+      PERF_NCCL(r.rank, ncclGather(r.send, r.region(), c, row.type, row.root, r.comm, r.stream));
+      return true;
+    case Coll::kScatter:
+      PERF_NCCL(r.rank, ncclScatter(r.send, r.region(), c, row.type, row.root, r.comm, r.stream));
+      return true;
   }
+  return false;
 }
 
 bool Worker::launch(const RowSpec& row, bool inPlace) {

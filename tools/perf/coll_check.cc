@@ -268,9 +268,26 @@ size_t Checker::countWrong(int rank, bool inPlace, const void* recv) const {
     }
     case Coll::kReduceScatter:
       return countSegment(got, c, Source::kReduced, 0, static_cast<size_t>(rank) * c);
-    default:
-      return c;  // not measured yet: every element counts as unchecked-wrong
+    case Coll::kSendRecv:
+      return countSegment(got, c, Source::kInput, (rank + spec_.nranks - 1) % spec_.nranks, 0);
+    case Coll::kAllToAll: {
+      // Block j came from rank j's send block `rank`.
+      size_t wrong = 0;
+      for (int j = 0; j < spec_.nranks; j++) {
+        wrong += countSegment(got + j * c * elemSize_, c, Source::kInput, j, static_cast<size_t>(rank) * c);
+      }
+      return wrong;
+    }
+    case Coll::kGather: {
+      if (rank != spec_.root) return countSegment(got, c * spec_.nranks, Source::kUntouched, rank, 0);
+      size_t wrong = 0;
+      for (int j = 0; j < spec_.nranks; j++) wrong += countSegment(got + j * c * elemSize_, c, Source::kInput, j, 0);
+      return wrong;
+    }
+    case Coll::kScatter:
+      return countSegment(got, c, Source::kInput, spec_.root, static_cast<size_t>(rank) * c);
   }
+  return c;
 }
 
 size_t Checker::countUnpoisoned(const void* data, size_t bytes, size_t elemSize) {

@@ -178,7 +178,9 @@ bool finish(Options* o) {
 void printUsage(const char* argv0) {
   std::printf(
       "usage: %s OP [options]\n"
-      "  OP              all_reduce | broadcast | reduce | all_gather | reduce_scatter: measure and check\n"
+      "  OP              all_reduce | broadcast | reduce | all_gather | reduce_scatter | sendrecv (ring shift)\n"
+      "                  | alltoall | gather | scatter: measure and check (the point-to-point ones run out of\n"
+      "                  place in both columns)\n"
       "                  comm: communicator cost (ncclCommInitRank / ncclCommDestroy time, device memory)\n"
       "ranks (ranks = processes x threads x GPUs per thread; rank r uses CUDA device r):\n"
       "  -p              one process per GPU (default when neither -t nor -g is given)\n"
@@ -219,12 +221,7 @@ bool parseOptions(int argc, char** argv, Options* out) {
     if (!parseColl(out->op, &out->coll)) {
       std::fprintf(stderr,
                    "braid-perf: unknown operation '%s' (available: all_reduce broadcast reduce all_gather "
-                   "reduce_scatter comm)\n",
-                   out->op.c_str());
-      return false;
-    }
-    if (!collTraits(out->coll).implemented) {
-      std::fprintf(stderr, "braid-perf: %s is not measured yet (it comes with point-to-point support)\n",
+                   "reduce_scatter sendrecv alltoall gather scatter comm)\n",
                    out->op.c_str());
       return false;
     }
