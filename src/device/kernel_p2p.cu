@@ -20,21 +20,8 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
-  // Read before the barrier: the workers may write the steps back before the poster starts.
-  const uint64_t sendStep = cta.send != nullptr ? cta.send->step : 0;
-  const uint64_t recvStep = cta.recv != nullptr ? cta.recv->step : 0;
-  if (threadIdx.x == 0) {
-    shared.sendDone = sendStep;
-    shared.recvDone = recvStep;
-    shared.finished = 0;
-    shared.aborted = 0;
-  }
-  __syncthreads();
+  if (!simpleCtaStart(args.abortFlag, cta.send, cta.recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid >= nWorkers) {
-    if (tid == nWorkers) simplePosterLoop(args.abortFlag, cta.send, cta.recv, &shared, sendStep, recvStep);
-    return;
-  }
   ProtoState state =
       makeConnState(cta.send, cta.recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple, args.slotBytes, 0);
   const int64_t chunk = static_cast<int64_t>(args.slotBytes);

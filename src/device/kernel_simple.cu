@@ -24,22 +24,8 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) si
   waitForPreviousKernel();
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   DevChannel* channel = &args.comm->channels[blockIdx.x];
-  // Read before the barrier: the workers may write the steps back before the poster starts.
-  const uint64_t sendStep = channel->send.step;
-  const uint64_t recvStep = channel->recv.step;
-  if (threadIdx.x == 0) {
-    shared.sendDone = sendStep;
-    shared.recvDone = recvStep;
-    shared.finished = 0;
-    shared.aborted = 0;
-  }
-  __syncthreads();
+  if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid >= nWorkers) {
-    if (tid == nWorkers)
-      simplePosterLoop(args.comm->abortFlag, &channel->send, &channel->recv, &shared, sendStep, recvStep);
-    return;
-  }
   ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, args.work.scalar);
   runWork<SimplePicker>(args, state);
   // After the steps were written back (same thread): lets the poster post the last step and exit.

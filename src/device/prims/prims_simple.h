@@ -185,4 +185,25 @@ __device__ __forceinline__ void simplePosterLoop(const volatile int* abortFlag, 
   }
 }
 
+// The start of every Simple CTA (collective or point-to-point): sets up the shared counters, then
+// lane 0 of the extra warp runs the poster loop. Returns true on the workers (threads below
+// nWorkers), false on the poster warp once it is done. The steps are read before the barrier: the
+// workers may finish and write them back before the poster starts.
+__device__ __forceinline__ bool simpleCtaStart(const volatile int* abortFlag, DevSendConn* send, DevRecvConn* recv,
+                                               PrimsShared* shared, int nWorkers) {
+  const uint64_t sendStep = send != nullptr ? send->step : 0;
+  const uint64_t recvStep = recv != nullptr ? recv->step : 0;
+  if (threadIdx.x == 0) {
+    shared->sendDone = sendStep;
+    shared->recvDone = recvStep;
+    shared->finished = 0;
+    shared->aborted = 0;
+  }
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < nWorkers) return true;
+  if (tid == nWorkers) simplePosterLoop(abortFlag, send, recv, shared, sendStep, recvStep);
+  return false;
+}
+
 }  // namespace braid
