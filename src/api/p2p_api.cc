@@ -2,47 +2,29 @@
 // groups of sends and receives (a rank's own block is a self send/receive pair, a device copy; in
 // place it is skipped). Their arguments are checked as a whole before anything is queued, so a
 // refused call leaves the user's group as it was.
-#include <cstdint>
+#include <cstddef>
 
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
 #include "core/group.h"
-#include "launch/coll_task.h"
+#include "launch/coll_args.h"
 #include "launch/enqueue.h"
 #include "util/check.h"
 #include "util/log.h"
 
 namespace {
 
-// What AlltoAll, Gather and Scatter share: the communicator, the type and the per-rank byte size.
+// What AlltoAll, Gather and Scatter share: the communicator, the type, a count of nranks blocks
+// that fits, and the per-rank block's byte size.
 ncclResult_t checkBlockArgs(ncclComm_t comm, size_t count, ncclDataType_t datatype, const char* caller,
                             size_t* blockBytes) {
   NCCLCHECK(braid::commCheckUsable(comm, caller));
-  size_t elemSize = braid::dtypeSize(datatype);
-  if (elemSize == 0) {
-    WARN("%s: datatype %d is not a valid ncclDataType_t (rank %d)", caller, static_cast<int>(datatype), comm->rank_);
-    return ncclInvalidArgument;
-  }
-  if (count > SIZE_MAX / elemSize / static_cast<size_t>(comm->nranks_)) {
-    WARN("%s: count %zu of %zu-byte elements times %d ranks overflows the addressable size (rank %d)", caller, count,
-         elemSize, comm->nranks_, comm->rank_);
-    return ncclInvalidArgument;
-  }
+  size_t elemSize = 0;
+  NCCLCHECK(braid::checkDatatype(comm, datatype, caller, &elemSize));
+  NCCLCHECK(braid::checkCount(comm, count, elemSize, static_cast<size_t>(comm->nranks_), caller));
   *blockBytes = count * elemSize;
   return ncclSuccess;
-}
-
-ncclResult_t checkRoot(ncclComm_t comm, int root, const char* caller) {
-  if (root >= 0 && root < comm->nranks_) return ncclSuccess;
-  WARN("%s: root %d is not a rank of this communicator (nranks %d, rank %d)", caller, root, comm->nranks_, comm->rank_);
-  return ncclInvalidArgument;
-}
-
-ncclResult_t checkBuffer(ncclComm_t comm, const void* buff, const char* name, size_t count, const char* caller) {
-  if (count == 0 || buff != nullptr) return ncclSuccess;
-  WARN("%s: %s is NULL with count %zu (rank %d)", caller, name, count, comm->rank_);
-  return ncclInvalidArgument;
 }
 
 const char* at(const void* base, size_t bytes, int block) {
@@ -87,8 +69,8 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, nc
   return braid::apiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
-    NCCLCHECK(checkBuffer(comm, sendbuff, "sendbuff", count, caller));
-    NCCLCHECK(checkBuffer(comm, recvbuff, "recvbuff", count, caller));
+    NCCLCHECK(braid::checkBuffer(comm, sendbuff, "sendbuff", count, caller));
+    NCCLCHECK(braid::checkBuffer(comm, recvbuff, "recvbuff", count, caller));
     if (count > 0 && sendbuff == recvbuff) {
       WARN("%s: sendbuff == recvbuff (%p): in-place AlltoAll is not supported (rank %d)", caller, recvbuff,
            comm->rank_);
@@ -114,9 +96,9 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
   return braid::apiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
-    NCCLCHECK(checkRoot(comm, root, caller));
-    NCCLCHECK(checkBuffer(comm, sendbuff, "sendbuff", count, caller));
-    if (comm->rank_ == root) NCCLCHECK(checkBuffer(comm, recvbuff, "recvbuff", count, caller));
+    NCCLCHECK(braid::checkRank(comm, root, "root", caller));
+    NCCLCHECK(braid::checkBuffer(comm, sendbuff, "sendbuff", count, caller));
+    if (comm->rank_ == root) NCCLCHECK(braid::checkBuffer(comm, recvbuff, "recvbuff", count, caller));
     return asGroup([&]() -> ncclResult_t {
       NCCLCHECK(braid::enqueueP2p(comm, true, sendbuff, count, datatype, root, stream, caller));
       if (comm->rank_ != root) return ncclSuccess;
@@ -138,9 +120,9 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncc
   return braid::apiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
-    NCCLCHECK(checkRoot(comm, root, caller));
-    NCCLCHECK(checkBuffer(comm, recvbuff, "recvbuff", count, caller));
-    if (comm->rank_ == root) NCCLCHECK(checkBuffer(comm, sendbuff, "sendbuff", count, caller));
+    NCCLCHECK(braid::checkRank(comm, root, "root", caller));
+    NCCLCHECK(braid::checkBuffer(comm, recvbuff, "recvbuff", count, caller));
+    if (comm->rank_ == root) NCCLCHECK(braid::checkBuffer(comm, sendbuff, "sendbuff", count, caller));
     return asGroup([&]() -> ncclResult_t {
       if (comm->rank_ == root) {
         for (int p = 0; p < comm->nranks_; p++) {

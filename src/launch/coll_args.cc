@@ -45,80 +45,64 @@ ncclResult_t checkPointer(const ncclComm* comm, const void* ptr, const char* nam
   return ncclSuccess;
 }
 
-ncclResult_t checkBuffers(const ncclComm* comm, const CollTask& task, const char* caller) {
-  bool checkPointers = paramInt(ParamId::kCheckPointers) != 0;
-  if (needsSendbuff(task, comm->rank_)) {
-    if (task.sendbuff == nullptr) {
-      WARN("%s: sendbuff is NULL with count %zu (rank %d)", caller, task.count, comm->rank_);
-      return ncclInvalidArgument;
-    }
-    if (checkPointers) NCCLCHECK(checkPointer(comm, task.sendbuff, "sendbuff", caller));
+}  // namespace
+
+ncclResult_t checkDatatype(const ncclComm* comm, ncclDataType_t dtype, const char* caller, size_t* elemSize) {
+  *elemSize = dtypeSize(dtype);
+  if (*elemSize != 0) return ncclSuccess;
+  WARN("%s: datatype %d is not a valid ncclDataType_t (rank %d)", caller, static_cast<int>(dtype), comm->rank_);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t checkRank(const ncclComm* comm, int rank, const char* name, const char* caller) {
+  if (rank >= 0 && rank < comm->nranks_) return ncclSuccess;
+  WARN("%s: %s %d is not a rank of this communicator (nranks %d, rank %d)", caller, name, rank, comm->nranks_,
+       comm->rank_);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t checkCount(const ncclComm* comm, size_t count, size_t elemSize, size_t blocks, const char* caller) {
+  if (count <= SIZE_MAX / elemSize / blocks) return ncclSuccess;
+  WARN("%s: count %zu of %zu-byte elements%s overflows the addressable size (rank %d)", caller, count, elemSize,
+       blocks > 1 ? " per rank" : "", comm->rank_);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t checkBuffer(const ncclComm* comm, const void* buff, const char* name, size_t count, const char* caller) {
+  if (count == 0) return ncclSuccess;
+  if (buff == nullptr) {
+    WARN("%s: %s is NULL with count %zu (rank %d)", caller, name, count, comm->rank_);
+    return ncclInvalidArgument;
   }
-  if (needsRecvbuff(task, comm->rank_)) {
-    if (task.recvbuff == nullptr) {
-      WARN("%s: recvbuff is NULL with count %zu (rank %d)", caller, task.count, comm->rank_);
-      return ncclInvalidArgument;
-    }
-    if (checkPointers) NCCLCHECK(checkPointer(comm, task.recvbuff, "recvbuff", caller));
-  }
+  if (paramInt(ParamId::kCheckPointers) != 0) NCCLCHECK(checkPointer(comm, buff, name, caller));
   return ncclSuccess;
 }
 
-}  // namespace
-
 ncclResult_t checkCollArgs(const ncclComm* comm, const CollTask& task, const char* caller) {
-  size_t elemSize = dtypeSize(task.dtype);
-  if (elemSize == 0) {
-    WARN("%s: datatype %d is not a valid ncclDataType_t (rank %d)", caller, static_cast<int>(task.dtype), comm->rank_);
-    return ncclInvalidArgument;
-  }
+  size_t elemSize = 0;
+  NCCLCHECK(checkDatatype(comm, task.dtype, caller, &elemSize));
   if (usesOp(task.coll) && (task.op < 0 || task.op >= ncclNumOps)) {
     // Ops from ncclRedOpCreatePreMulSum (values >= ncclNumOps) arrive with the communicator-management issue.
     WARN("%s: op %d is not a valid reduction operation (rank %d; built-in ops are 0-%d)", caller,
          static_cast<int>(task.op), comm->rank_, static_cast<int>(ncclNumOps) - 1);
     return ncclInvalidArgument;
   }
-  if (usesRoot(task.coll) && (task.root < 0 || task.root >= comm->nranks_)) {
-    WARN("%s: root %d is not a rank of this communicator (nranks %d, rank %d)", caller, task.root, comm->nranks_,
-         comm->rank_);
-    return ncclInvalidArgument;
-  }
+  if (usesRoot(task.coll)) NCCLCHECK(checkRank(comm, task.root, "root", caller));
   bool perRank = task.coll == CollId::kAllGather || task.coll == CollId::kReduceScatter;
-  size_t factor = perRank ? elemSize * static_cast<size_t>(comm->nranks_) : elemSize;
-  if (task.count > SIZE_MAX / factor) {
-    WARN("%s: count %zu of %zu-byte elements overflows the addressable size (rank %d)", caller, task.count, elemSize,
-         comm->rank_);
-    return ncclInvalidArgument;
-  }
-  if (task.count == 0) return ncclSuccess;
-  return checkBuffers(comm, task, caller);
+  NCCLCHECK(checkCount(comm, task.count, elemSize, perRank ? static_cast<size_t>(comm->nranks_) : 1, caller));
+  if (needsSendbuff(task, comm->rank_)) NCCLCHECK(checkBuffer(comm, task.sendbuff, "sendbuff", task.count, caller));
+  if (needsRecvbuff(task, comm->rank_)) NCCLCHECK(checkBuffer(comm, task.recvbuff, "recvbuff", task.count, caller));
+  return ncclSuccess;
 }
 
 ncclResult_t checkP2pArgs(const ncclComm* comm, const void* buff, const char* bufName, size_t count,
                           ncclDataType_t dtype, int peer, const char* caller, size_t* bytes) {
-  size_t elemSize = dtypeSize(dtype);
-  if (elemSize == 0) {
-    WARN("%s: datatype %d is not a valid ncclDataType_t (rank %d)", caller, static_cast<int>(dtype), comm->rank_);
-    return ncclInvalidArgument;
-  }
-  if (peer < 0 || peer >= comm->nranks_) {
-    WARN("%s: peer %d is not a rank of this communicator (nranks %d, rank %d)", caller, peer, comm->nranks_,
-         comm->rank_);
-    return ncclInvalidArgument;
-  }
-  if (count > SIZE_MAX / elemSize) {
-    WARN("%s: count %zu of %zu-byte elements overflows the addressable size (rank %d)", caller, count, elemSize,
-         comm->rank_);
-    return ncclInvalidArgument;
-  }
+  size_t elemSize = 0;
+  NCCLCHECK(checkDatatype(comm, dtype, caller, &elemSize));
+  NCCLCHECK(checkRank(comm, peer, "peer", caller));
+  NCCLCHECK(checkCount(comm, count, elemSize, 1, caller));
   *bytes = count * elemSize;
-  if (count == 0) return ncclSuccess;
-  if (buff == nullptr) {
-    WARN("%s: %s is NULL with count %zu (rank %d, peer %d)", caller, bufName, count, comm->rank_, peer);
-    return ncclInvalidArgument;
-  }
-  if (paramInt(ParamId::kCheckPointers) != 0) NCCLCHECK(checkPointer(comm, buff, bufName, caller));
-  return ncclSuccess;
+  return checkBuffer(comm, buff, bufName, count, caller);
 }
 
 }  // namespace braid

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/comm.h"
@@ -63,7 +64,8 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t connectP2p();
   [[nodiscard]] ncclResult_t connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer);
   [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
-  [[nodiscard]] ncclResult_t copySelfP2p(const std::vector<P2pTask>& tasks, cudaStream_t stream);
+  [[nodiscard]] ncclResult_t matchSelfP2p(const std::vector<P2pTask>& tasks,
+                                          std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const;
   [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
   [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
   [[nodiscard]] ncclResult_t buildRings();
@@ -85,15 +87,14 @@ class CommDataPath final : public DataPathBase {
   cudaEvent_t lastLaunch_ = nullptr;
   cudaStream_t lastStream_ = nullptr;
   bool launchedAny_ = false;
-  bool pdl_ = false;
+  bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
   // Point-to-point: per peer, whether its connections exist; this rank's detected links (one
   // detection per communicator); the slot of a point-to-point FIFO and the channels per peer.
   std::vector<char> p2pConnected_;
   std::vector<topo::Link> p2pLinks_;
   uint64_t p2pSlotBytes_ = 0;
   int p2pChannels_ = 0;
-  cudaEvent_t joinEvent_ = nullptr;  // brings a group's other streams into its launch stream  // launch with
-                                     // programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
+  cudaEvent_t joinEvent_ = nullptr;  // brings a group's other streams into its launch stream
 };
 
 }  // namespace braid

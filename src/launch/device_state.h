@@ -1,6 +1,7 @@
 // Device-side state of a communicator's data path: the DevComm the kernels read (device memory),
-// the ring orders its channels point to, the point-to-point connections of every peer, and the abort flag in
-// host-mapped memory that the host raises and every kernel wait loop polls. Freed when the data path goes.
+// the ring orders its channels point to, the point-to-point connections of every peer, and the
+// abort flag in host-mapped memory that the host raises and every kernel wait loop polls. Freed
+// when the data path goes.
 #pragma once
 
 #include <nccl.h>
@@ -28,7 +29,7 @@ class DeviceState {
   // a peer's entry is written when it connects (no kernel uses that entry before).
   [[nodiscard]] ncclResult_t allocP2pPeers(int nranks);
   [[nodiscard]] ncclResult_t uploadP2pPeer(int peer, const DevP2pPeer& entry);
-  DevP2pPeer* p2pPeer(int peer) const { return p2pPeers_ + peer; }
+  DevP2pPeer* p2pPeers() const { return p2pPeers_; }  // indexed by peer rank
 
   DevComm* devComm() const { return devComm_; }
   const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }

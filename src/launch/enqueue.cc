@@ -10,15 +10,15 @@ namespace braid {
 
 namespace {
 
-CommDataPath* dataPath(ncclComm* comm, ncclResult_t* result) {
-  *result = ncclSuccess;
+// The communicator's data path, created at its first operation.
+ncclResult_t dataPath(ncclComm* comm, CommDataPath** out) {
   if (!comm->dataPath_) {
     std::unique_ptr<CommDataPath> path;
-    *result = CommDataPath::create(comm, &path);
-    if (*result != ncclSuccess) return nullptr;
+    NCCLCHECK(CommDataPath::create(comm, &path));
     comm->dataPath_ = std::move(path);
   }
-  return static_cast<CommDataPath*>(comm->dataPath_.get());
+  *out = static_cast<CommDataPath*>(comm->dataPath_.get());
+  return ncclSuccess;
 }
 
 // An operation outside a group is a group of one; inside one, End only counts down.
@@ -35,9 +35,8 @@ ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* calle
   NCCLCHECK(commCheckUsable(comm, caller));
   NCCLCHECK(checkCollArgs(comm, task, caller));
   if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
-  ncclResult_t result;
-  CommDataPath* path = dataPath(comm, &result);
-  if (path == nullptr) return result;
+  CommDataPath* path = nullptr;
+  NCCLCHECK(dataPath(comm, &path));
   path->enqueue(task);
   return launchAsGroup(comm);
 }
@@ -48,9 +47,8 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   size_t bytes = 0;
   NCCLCHECK(checkP2pArgs(comm, buff, send ? "sendbuff" : "recvbuff", count, dtype, peer, caller, &bytes));
   if (bytes == 0) return ncclSuccess;
-  ncclResult_t result;
-  CommDataPath* path = dataPath(comm, &result);
-  if (path == nullptr) return result;
+  CommDataPath* path = nullptr;
+  NCCLCHECK(dataPath(comm, &path));
   path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, stream});
   return launchAsGroup(comm);
 }

@@ -1,5 +1,5 @@
-// Entry of every collective and point-to-point call: checks, queues on the communicator's data path, and (outside a
-// group, or at the outermost ncclGroupEnd) connects and launches.
+// Entry of every collective and point-to-point call: checks, queues on the communicator's data
+// path, and (outside a group, or at the outermost ncclGroupEnd) connects and launches.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -8,7 +8,6 @@
 // A rank blocked on a peer that is still connecting to someone else waits on a smaller rank than
 // the one blocked on it, so waits cannot form a cycle.
 #include <algorithm>
-#include <cstring>
 
 #include "launch/comm_data_path.h"
 #include "util/check.h"

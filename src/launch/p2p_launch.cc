@@ -83,7 +83,8 @@ int p2pThreads(uint64_t largestPart) { return largestPart >= kP2pSmallPartBytes 
 }  // namespace
 
 // A self send and a self receive are matched in issue order within the group; each pair is one copy.
-ncclResult_t CommDataPath::copySelfP2p(const std::vector<P2pTask>& tasks, cudaStream_t stream) {
+ncclResult_t CommDataPath::matchSelfP2p(const std::vector<P2pTask>& tasks,
+                                        std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const {
   std::vector<const P2pTask*> sends;
   std::vector<const P2pTask*> recvs;
   for (const P2pTask& t : tasks) {
@@ -102,10 +103,7 @@ ncclResult_t CommDataPath::copySelfP2p(const std::vector<P2pTask>& tasks, cudaSt
            sends[i]->bytes, recvs[i]->bytes);
       return ncclInvalidUsage;
     }
-  }
-  for (size_t i = 0; i < sends.size(); i++) {
-    if (sends[i]->buff == recvs[i]->buff) continue;
-    CUDACHECK(cudaMemcpyAsync(recvs[i]->buff, sends[i]->buff, sends[i]->bytes, cudaMemcpyDeviceToDevice, stream));
+    pairs->emplace_back(sends[i], recvs[i]);
   }
   return ncclSuccess;
 }
@@ -137,14 +135,16 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
          static_cast<void*>(t.stream));
     if (t.peer != comm_->rank_) queues[{t.peer, t.send}].push_back(&t);
   }
-  // Built before anything is enqueued, so that a group too large is refused with nothing launched.
+  // Matched and built before anything is enqueued, so that a refused group launches nothing.
+  std::vector<std::pair<const P2pTask*, const P2pTask*>> selfPairs;
+  NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
   DevP2pArgsSmall small{};
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largest = 0;
-  bool useSmall = buildP2pArgs(queues, device_.p2pPeer(0), p2pChannels_, &small, &largest);
+  bool useSmall = buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, &small, &largest);
   if (!useSmall) {
     large = std::make_unique<DevP2pArgsLarge>();
-    if (!buildP2pArgs(queues, device_.p2pPeer(0), p2pChannels_, large.get(), &largest)) {
+    if (!buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, large.get(), &largest)) {
       WARN(
           "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
           "the group (larger groups are not supported yet)",
@@ -154,7 +154,11 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   }
   NCCLCHECK(orderAfterPrevious(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
-  NCCLCHECK(copySelfP2p(tasks, stream));
+  for (const auto& [send, recv] : selfPairs) {
+    if (send->buff != recv->buff) {
+      CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
+    }
+  }
   if (!queues.empty()) {
     const volatile int* abortFlag = device_.deviceAbortFlag();
     if (useSmall) {
