@@ -30,6 +30,7 @@ struct ncclComm {
   int rank_ = -1;
   int nranks_ = 0;
   int cudaDev_ = -1;
+  int smCount_ = 0;  // multiprocessors of cudaDev_
   int64_t busId_ = -1;
   uint64_t commHash_ = 0;  // identifies the communicator in logs (same on every rank)
   braid::CommConfig config_;

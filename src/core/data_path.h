@@ -11,13 +11,22 @@ class DataPathBase {
  public:
   virtual ~DataPathBase() = default;
 
-  // True when queued operations need connections that are not made yet.
-  virtual bool needsConnect() const = 0;
+  // Which connections connect() makes: all that the queued operations need, or only the
+  // collectives' (ncclGroupSimulateEnd plans collectives on the connected topology, as NCCL does,
+  // but makes no point-to-point connection: those involve only the peers a rank names).
+  enum class ConnectScope { kAll, kCollectives };
+
+  // True when queued operations need connections (within scope) that are not made yet, or another
+  // exchange with their peers before they launch (the point-to-point count check).
+  virtual bool needsConnect(ConnectScope scope) const = 0;
   // Makes the connections. Collective: every rank of the communicator runs it for the same
   // operation, so ncclGroupEnd runs the connects of several communicators concurrently.
-  [[nodiscard]] virtual ncclResult_t connect() = 0;
+  [[nodiscard]] virtual ncclResult_t connect(ConnectScope scope) = 0;
   // Launches every queued operation on its stream, in order, then empties the queue. Asynchronous.
   [[nodiscard]] virtual ncclResult_t launchPending() = 0;
+  // Estimates in microseconds how long the queued operations would take (ncclGroupSimulateEnd),
+  // then drops them: nothing is launched.
+  [[nodiscard]] virtual ncclResult_t simulatePending(double* us) = 0;
   // Drops queued operations (a group that failed before launching).
   virtual void dropPending() = 0;
   // Waits until every launched operation has completed (ncclCommFinalize).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "core/comm.h"
@@ -14,7 +15,7 @@ GroupContext& GroupContext::current() {
   return context;
 }
 
-ncclResult_t GroupContext::end() {
+ncclResult_t GroupContext::end(double* estimatedUs) {
   if (depth_ == 0) {
     WARN("ncclGroupEnd: not inside a group (ncclGroupEnd without a matching ncclGroupStart)");
     return ncclInvalidUsage;
@@ -24,7 +25,7 @@ ncclResult_t GroupContext::end() {
   std::vector<DeferredJob> jobs;
   jobs.swap(initJobs_);
   ncclResult_t initResult = runConcurrently(jobs);
-  ncclResult_t launchResult = launchPending();
+  ncclResult_t launchResult = launchPending(estimatedUs);
   return initResult != ncclSuccess ? initResult : launchResult;
 }
 
@@ -36,23 +37,35 @@ void GroupContext::addPendingLaunch(ncclComm* comm) {
 
 // Connections are made first, for every communicator of the group at once: the ranks of one
 // communicator may all be driven by this thread, and each connect waits for its peers. Launches
-// follow in the order the communicators were first used.
-ncclResult_t GroupContext::launchPending() {
+// follow in the order the communicators were first used. A simulation (estimatedUs) connects only
+// the collectives, then estimates instead of launching: communicators on one GPU run one after
+// another, different GPUs at the same time.
+ncclResult_t GroupContext::launchPending(double* estimatedUs) {
   std::vector<ncclComm*> comms;
   comms.swap(pendingLaunches_);
+  if (estimatedUs != nullptr) *estimatedUs = 0.0;
   if (comms.empty()) return ncclSuccess;
 
+  using Scope = DataPathBase::ConnectScope;
+  const Scope scope = estimatedUs != nullptr ? Scope::kCollectives : Scope::kAll;
   std::vector<DeferredJob> connects;
   for (ncclComm* comm : comms) {
-    if (!comm->dataPath_->needsConnect()) continue;
-    connects.push_back(DeferredJob{[comm] { return comm->dataPath_->connect(); }, [comm] { comm->abortFlag_ = 1; }});
+    if (!comm->dataPath_->needsConnect(scope)) continue;
+    connects.push_back(
+        DeferredJob{[comm, scope] { return comm->dataPath_->connect(scope); }, [comm] { comm->abortFlag_ = 1; }});
   }
   ncclResult_t result = runConcurrently(connects);
+  std::map<int, double> usPerGpu;
   for (ncclComm* comm : comms) {
-    if (result == ncclSuccess) {
+    if (result != ncclSuccess) {
+      comm->dataPath_->dropPending();
+    } else if (estimatedUs == nullptr) {
       result = comm->dataPath_->launchPending();
     } else {
-      comm->dataPath_->dropPending();
+      double us = 0.0;
+      result = comm->dataPath_->simulatePending(&us);
+      usPerGpu[comm->cudaDev_] += us;
+      *estimatedUs = std::max(*estimatedUs, usPerGpu[comm->cudaDev_]);
     }
   }
   return result;

@@ -17,9 +17,14 @@ class GroupContext {
   static GroupContext& current();
 
   bool active() const { return depth_ > 0; }
+  int depth() const { return depth_; }
   void start() { depth_++; }
   // Ends one level; at the outermost level runs the deferred work and returns its first error.
-  [[nodiscard]] ncclResult_t end();
+  // With `estimatedUs` (ncclGroupSimulateEnd), the outermost level makes the collectives'
+  // connections and deferred inits as ncclGroupEnd would, but launches nothing: the queued
+  // operations are estimated and dropped, and the estimate is stored there (slowest GPU of the
+  // group; 0 for a group without operations). An inner level leaves it untouched.
+  [[nodiscard]] ncclResult_t end(double* estimatedUs = nullptr);
 
   // Work that must wait for the outermost End. Jobs run concurrently, each on its own thread, so
   // that the ranks of one communicator driven from this thread can meet each other. When one job
@@ -38,7 +43,7 @@ class GroupContext {
     std::function<void()> cancel;
   };
   [[nodiscard]] static ncclResult_t runConcurrently(std::vector<DeferredJob>& jobs);
-  [[nodiscard]] ncclResult_t launchPending();
+  [[nodiscard]] ncclResult_t launchPending(double* estimatedUs);
 
   int depth_ = 0;
   std::vector<DeferredJob> initJobs_;

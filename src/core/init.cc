@@ -72,6 +72,7 @@ ncclResult_t queryLocalGpu(ncclComm* comm, int* computeCap) {
   int major = 0, minor = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   CUDACHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  CUDACHECK(cudaDeviceGetAttribute(&comm->smCount_, cudaDevAttrMultiProcessorCount, dev));
   comm->cudaDev_ = dev;
   comm->busId_ = busIdToInt(busId);
   *computeCap = major * 10 + minor;
@@ -107,6 +108,7 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.rank = comm->rank_;
   self.cudaDev = comm->cudaDev_;
   self.computeCap = computeCap;
+  self.smCount = comm->smCount_;
   self.busId = comm->busId_;
   self.hostHash = localHostHash();
   self.pidHash = localPidHash();

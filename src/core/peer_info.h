@@ -11,9 +11,9 @@ namespace braid {
 
 struct PeerInfo {
   int rank;
-  int cudaDev;     // device ordinal in that process
-  int computeCap;  // major * 10 + minor
-  int pad;
+  int cudaDev;        // device ordinal in that process
+  int computeCap;     // major * 10 + minor
+  int smCount;        // multiprocessors: bounds the CTAs that kernels waiting on each other may need at once
   int64_t busId;      // PCI domain:bus:device.function packed as an integer
   uint64_t hostHash;  // same value on ranks of one host (NCCL_HOSTID overrides)
   uint64_t pidHash;   // same value on ranks of one process

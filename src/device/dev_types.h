@@ -122,7 +122,7 @@ struct DevWork {
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two
 // exchange data, with Simple buffers only. Channel c: send[c] goes to the peer, recv[c] comes from
 // it. An operation of B bytes uses channels 0..p2pChannels(B)-1, split as both ends compute it.
-constexpr int kMaxP2pChannels = 16;
+constexpr int kMaxP2pChannels = 32;
 struct DevP2pPeer {
   DevSendConn send[kMaxP2pChannels];
   DevRecvConn recv[kMaxP2pChannels];

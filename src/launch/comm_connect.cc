@@ -172,9 +172,11 @@ ncclResult_t CommDataPath::connectRingsAndDirect() {
   return ncclSuccess;
 }
 
-// The rings (collective: only when the group has a collective) and the point-to-point peers the
-// group's sends and receives name for the first time (pairwise, see p2p_connect.cc).
-ncclResult_t CommDataPath::connect() {
+// The rings (collective: only when the group has a collective) and, in scope kAll, the
+// point-to-point peers the group's sends and receives name for the first time (pairwise, see
+// p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc):
+// everything that waits for peers, which ncclGroupEnd runs for all communicators at once.
+ncclResult_t CommDataPath::connect(ConnectScope scope) {
   ScopedDevice device(comm_->cudaDev_);
   if (!device.ok()) {
     WARN("rank %d: cannot make GPU %d current to connect its peers", comm_->rank_, comm_->cudaDev_);
@@ -182,7 +184,8 @@ ncclResult_t CommDataPath::connect() {
   }
   NCCLCHECK(device_.allocAbortFlag());
   if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
-  if (needsP2pConnect()) NCCLCHECK(connectP2p());
+  if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());
+  if (scope == ConnectScope::kAll && needsP2pCountCheck()) NCCLCHECK(checkP2pCounts());
   return ncclSuccess;
 }
 

@@ -69,7 +69,10 @@ bool CommDataPath::needsRingConnect() const {
   return false;
 }
 
-bool CommDataPath::needsConnect() const { return needsRingConnect() || needsP2pConnect(); }
+bool CommDataPath::needsConnect(ConnectScope scope) const {
+  if (needsRingConnect()) return true;
+  return scope == ConnectScope::kAll && (needsP2pConnect() || needsP2pCountCheck());
+}
 
 // Collectives first, in issue order, then the group's sends and receives in one kernel: every
 // rank launches a group's collectives in the same order, and its point-to-point kernel cannot

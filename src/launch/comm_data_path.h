@@ -44,9 +44,10 @@ class CommDataPath final : public DataPathBase {
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
-  bool needsConnect() const override;
-  [[nodiscard]] ncclResult_t connect() override;
+  bool needsConnect(ConnectScope scope) const override;
+  [[nodiscard]] ncclResult_t connect(ConnectScope scope) override;
   [[nodiscard]] ncclResult_t launchPending() override;
+  [[nodiscard]] ncclResult_t simulatePending(double* us) override;  // simulate.cc
   void dropPending() override {
     queue_.clear();
     p2pQueue_.clear();
@@ -61,9 +62,12 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t connectRingsAndDirect();
   // Point-to-point (p2p_connect.cc, p2p_launch.cc).
   bool needsP2pConnect() const;
+  [[nodiscard]] ncclResult_t initP2pPlan();
   [[nodiscard]] ncclResult_t connectP2p();
   [[nodiscard]] ncclResult_t connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer);
   [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
+  bool needsP2pCountCheck() const;              // p2p_check.cc
+  [[nodiscard]] ncclResult_t checkP2pCounts();  // of p2pQueue_
   [[nodiscard]] ncclResult_t matchSelfP2p(const std::vector<P2pTask>& tasks,
                                           std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const;
   [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
@@ -88,13 +92,15 @@ class CommDataPath final : public DataPathBase {
   cudaStream_t lastStream_ = nullptr;
   bool launchedAny_ = false;
   bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
-  // Point-to-point: per peer, whether its connections exist; this rank's detected links (one
-  // detection per communicator); the slot of a point-to-point FIFO and the channels per peer.
+  // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
+  // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).
   std::vector<char> p2pConnected_;
   std::vector<topo::Link> p2pLinks_;
   uint64_t p2pSlotBytes_ = 0;
   int p2pChannels_ = 0;
-  cudaEvent_t joinEvent_ = nullptr;  // brings a group's other streams into its launch stream
+  std::vector<uint64_t> p2pRecvCount_;  // receives issued per peer, numbering the count check's messages
+  int p2pResidentCtas_ = 0;             // CTAs every rank's GPU holds at once: a larger group could deadlock
+  cudaEvent_t joinEvent_ = nullptr;     // brings a group's other streams into its launch stream
 };
 
 }  // namespace braid

@@ -5,6 +5,7 @@
 #include "launch/coll_args.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
+#include "util/params.h"
 
 namespace braid {
 
@@ -46,10 +47,11 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(commCheckUsable(comm, caller));
   size_t bytes = 0;
   NCCLCHECK(checkP2pArgs(comm, buff, send ? "sendbuff" : "recvbuff", count, dtype, peer, caller, &bytes));
-  if (bytes == 0) return ncclSuccess;
+  // An empty operation moves nothing, but the count check still compares it with its partner.
+  if (bytes == 0 && paramInt(ParamId::kP2pCheckCounts) == 0) return ncclSuccess;
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
-  path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, stream});
+  path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream});
   return launchAsGroup(comm);
 }
 

@@ -1,5 +1,5 @@
 // Point-to-point connections, made per peer the first time this rank sends to or receives from it
-// (both directions at once, kMaxP2pChannels at most, Simple buffers of 4 NCCL_P2P_NVL_CHUNKSIZE
+// (both directions at once, plan::p2pChannelsPerPeer channels, Simple buffers of 4 NCCL_P2P_NVL_CHUNKSIZE
 // slots). Not collective: only the two ranks of a pair take part, each when it reaches the group
 // that holds its first operation with the other; matching operations guarantee that both do.
 //
@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "launch/comm_data_path.h"
+#include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -20,29 +21,47 @@ namespace {
 // The tag of the link description two ranks exchange before they connect.
 constexpr int kP2pLinkTag = transport::kTransportTagBase + transport::kP2pTagOffset + 15;
 
+// The smallest multiprocessor count among the ranks, at most the CTAs one launch describes.
+int residentP2pCtas(const ncclComm& comm) {
+  int ctas = DevP2pArgsLarge::kMaxCtas;
+  for (const PeerInfo& peer : comm.peers_) {
+    if (peer.smCount > 0) ctas = std::min(ctas, peer.smCount);
+  }
+  return ctas;
+}
+
 }  // namespace
 
 bool CommDataPath::needsP2pConnect() const {
   for (const P2pTask& task : p2pQueue_) {
-    if (task.peer != comm_->rank_ && (p2pConnected_.empty() || p2pConnected_[task.peer] == 0)) return true;
+    if (task.bytes == 0 || task.peer == comm_->rank_) continue;
+    if (p2pConnected_.empty() || p2pConnected_[task.peer] == 0) return true;
   }
   return false;
+}
+
+// This rank's links and the point-to-point parameters; local, made once per communicator.
+ncclResult_t CommDataPath::initP2pPlan() {
+  if (!p2pLinks_.empty()) return ncclSuccess;
+  NCCLCHECK(topo::detectLinks(rankDescs(*comm_), comm_->rank_, &p2pLinks_));
+  int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
+  p2pSlotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
+  p2pResidentCtas_ = residentP2pCtas(*comm_);
+  p2pChannels_ =
+      plan::p2pChannelsPerPeer(paramInt(ParamId::kMaxP2pNchannels), kMaxP2pChannels, comm_->nranks_, p2pResidentCtas_);
+  return ncclSuccess;
 }
 
 ncclResult_t CommDataPath::connectP2p() {
   const int nranks = comm_->nranks_;
   if (p2pConnected_.empty()) {
-    p2pConnected_.assign(nranks, 0);
-    NCCLCHECK(topo::detectLinks(rankDescs(*comm_), comm_->rank_, &p2pLinks_));
+    NCCLCHECK(initP2pPlan());
     NCCLCHECK(device_.allocP2pPeers(nranks));
-    int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
-    p2pSlotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
-    int64_t channels = paramInt(ParamId::kMaxP2pNchannels);
-    p2pChannels_ = static_cast<int>(std::min<int64_t>(std::max<int64_t>(channels, 1), kMaxP2pChannels));
+    p2pConnected_.assign(nranks, 0);
   }
   std::vector<int> peers;
   for (const P2pTask& task : p2pQueue_) {
-    if (task.peer != comm_->rank_ && p2pConnected_[task.peer] == 0) peers.push_back(task.peer);
+    if (task.bytes > 0 && task.peer != comm_->rank_ && p2pConnected_[task.peer] == 0) peers.push_back(task.peer);
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());

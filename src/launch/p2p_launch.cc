@@ -2,7 +2,7 @@
 // others one point-to-point kernel (device/kernel_p2p.cu) whose work list is built here.
 //
 // Work list: one queue per (peer, direction), operations in issue order. An operation of B bytes
-// is split over p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
+// is split over plan::p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
 // one CTA that moves part c of every operation of the queue, skipping empty parts. The two ends of a
 // connection see the same operations in the same order with the same sizes, so they compute the
 // same parts and count the same steps.
@@ -15,36 +15,17 @@
 #include "device/launch_kernel.h"
 #include "launch/comm_data_path.h"
 #include "launch/scoped_device.h"
+#include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"
 
 namespace braid {
 namespace {
 
-// An operation takes one more channel per this many bytes, up to every channel of the peer.
-constexpr uint64_t kP2pBytesPerChannel = 128 << 10;
 // Below this many bytes in its largest part, a CTA has 128 workers instead of 512.
 constexpr uint64_t kP2pSmallPartBytes = 64 << 10;
 constexpr int kP2pSmallThreads = 128;
 constexpr int kP2pLargeThreads = 512;
-
-int p2pChannelsFor(uint64_t bytes, int maxChannels) {
-  uint64_t n = (bytes + kP2pBytesPerChannel - 1) / kP2pBytesPerChannel;
-  return static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(n, 1), static_cast<uint64_t>(maxChannels)));
-}
-
-struct Part {
-  uint64_t offset;
-  uint64_t bytes;
-};
-
-Part p2pPart(uint64_t bytes, int channel, int nChannels) {
-  uint64_t share = (bytes + nChannels - 1) / nChannels;
-  share = (share + 15) / 16 * 16;
-  uint64_t begin = std::min(bytes, share * static_cast<uint64_t>(channel));
-  uint64_t end = std::min(bytes, begin + share);
-  return {begin, end - begin};
-}
 
 // Fills args from the queues; false if they do not fit its capacity.
 template <typename Args>
@@ -56,7 +37,7 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
   for (const auto& [key, ops] : queues) {
     const auto [peer, isSend] = key;
     int queueChannels = 0;
-    for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, p2pChannelsFor(op->bytes, maxChannels));
+    for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, plan::p2pChannelsFor(op->bytes, maxChannels));
     for (int c = 0; c < queueChannels; c++) {
       if (nCtas == Args::kMaxCtas) return false;
       DevP2pCta& cta = args->ctas[nCtas++];
@@ -65,7 +46,7 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
       cta.firstSeg = nSegs;
       cta.nSegs = 0;
       for (const P2pTask* op : ops) {
-        Part part = p2pPart(op->bytes, c, p2pChannelsFor(op->bytes, maxChannels));
+        plan::P2pPart part = plan::p2pPart(op->bytes, c, plan::p2pChannelsFor(op->bytes, maxChannels));
         if (part.bytes == 0) continue;
         if (nSegs == Args::kMaxSegs) return false;
         args->segs[nSegs++] = DevP2pSeg{op->buff + part.offset, part.bytes};
@@ -133,8 +114,9 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p", t.send ? "Send" : "Recv",
          static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(comm_), comm_->nranks_,
          static_cast<void*>(t.stream));
-    if (t.peer != comm_->rank_) queues[{t.peer, t.send}].push_back(&t);
+    if (t.peer != comm_->rank_ && t.bytes > 0) queues[{t.peer, t.send}].push_back(&t);
   }
+
   // Matched and built before anything is enqueued, so that a refused group launches nothing.
   std::vector<std::pair<const P2pTask*, const P2pTask*>> selfPairs;
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
@@ -142,20 +124,20 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largest = 0;
   bool useSmall = buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, &small, &largest);
-  if (!useSmall) {
-    large = std::make_unique<DevP2pArgsLarge>();
-    if (!buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, large.get(), &largest)) {
-      WARN(
-          "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
-          "the group (larger groups are not supported yet)",
-          comm_->rank_, DevP2pArgsLarge::kMaxCtas, DevP2pArgsLarge::kMaxSegs);
-      return ncclInvalidUsage;
-    }
+  if (!useSmall) large = std::make_unique<DevP2pArgsLarge>();
+  bool fits = useSmall || buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, large.get(), &largest);
+  if (!fits || (useSmall ? small.nCtas : large->nCtas) > p2pResidentCtas_) {
+    // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
+    WARN(
+        "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
+        "the group (larger groups are not supported yet)",
+        comm_->rank_, std::min(DevP2pArgsLarge::kMaxCtas, p2pResidentCtas_), DevP2pArgsLarge::kMaxSegs);
+    return ncclInvalidUsage;
   }
   NCCLCHECK(orderAfterPrevious(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
   for (const auto& [send, recv] : selfPairs) {
-    if (send->buff != recv->buff) {
+    if (send->buff != recv->buff && send->bytes > 0) {
       CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
     }
   }

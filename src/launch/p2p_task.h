@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstddef>
 
@@ -12,7 +13,9 @@ struct P2pTask {
   bool send;     // ncclSend (buff is read) or ncclRecv (buff is written)
   int peer;      // may be this rank: a self send needs a self receive in the same group
   char* buff;    // ncclSend's buffer is const to the API; the send side only reads it
-  size_t bytes;  // count * element size; never 0 (empty operations are dropped on both sides)
+  size_t bytes;  // count * element size; 0 only under BRAID_P2P_CHECK_COUNTS (otherwise dropped at once)
+  size_t count;  // as the caller gave it, for messages
+  ncclDataType_t dtype;
   cudaStream_t stream;
 };
 

@@ -129,8 +129,37 @@ TEST(Api, MissingFeaturesFailLoudly) {
   void* p = nullptr;
   EXPECT_EQ(ncclInvalidUsage, ncclMemAlloc(&p, 1024));
   EXPECT_NE(std::string::npos, lastError().find("not implemented"));
+}
+
+TEST(Api, GroupSimulateEndChecksItsStructAndKeepsTheGroupOnError) {
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  EXPECT_EQ(ncclInvalidUsage, ncclGroupSimulateEnd(&sim));
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupSimulateEnd(&sim));  // not in a group
+  ASSERT_EQ(ncclSuccess, ncclGroupStart());
+  EXPECT_EQ(ncclInvalidArgument, ncclGroupSimulateEnd(nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("simInfo is NULL"));
+  ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclGroupSimulateEnd(&bad));
+  EXPECT_NE(std::string::npos, lastError().find("NCCL_SIM_INFO_INITIALIZER"));
+  bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.size = 8;
+  EXPECT_EQ(ncclInvalidArgument, ncclGroupSimulateEnd(&bad));
+  EXPECT_NE(std::string::npos, lastError().find("simInfo->size"));
+  // The refused calls left the group open: an empty group is estimated at 0 us.
+  EXPECT_EQ(-1.0f, sim.estimatedTime);
+  ASSERT_EQ(ncclSuccess, ncclGroupSimulateEnd(&sim));
+  EXPECT_EQ(0.0f, sim.estimatedTime);
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());  // and it is closed now
+}
+
+TEST(Api, GroupSimulateEndAtAnInnerLevelOnlyEndsThatLevel) {
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclSuccess, ncclGroupStart());
+  ASSERT_EQ(ncclSuccess, ncclGroupStart());
+  ASSERT_EQ(ncclSuccess, ncclGroupSimulateEnd(&sim));
+  EXPECT_EQ(-1.0f, sim.estimatedTime);
+  ASSERT_EQ(ncclSuccess, ncclGroupEnd());
+  EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll_test_util.h"
@@ -145,11 +146,30 @@ int release(Rank& r) {
   return 0;
 }
 
-// The ranks this process drives: one (processes) or all of them (one thread, inside groups).
+// How the ranks run: one process per GPU, one thread driving every GPU inside groups, or one thread
+// per GPU in one process (each with its own communicator, as page 003 of the guide allows).
+enum class Mode { kProcesses, kOneThread, kThreads };
+const char* modeName(Mode m) {
+  return m == Mode::kProcesses ? "processes" : m == Mode::kOneThread ? "one thread" : "a thread per rank";
+}
+
+// The ranks one thread drives: one (processes, threads) or all of them (one thread, inside groups).
 using Body = std::function<int(std::vector<Rank>&)>;
 
-int withRanks(int nranks, bool oneThread, const Body& body) {
-  if (oneThread) {
+// One rank's communicator and stream around body (processes and threads).
+int runOneRank(int nranks, int rank, const ncclUniqueId& id, const Body& body) {
+  std::vector<Rank> ranks(1);
+  ranks[0].rank = rank;
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_NCCL(ncclCommInitRank(&ranks[0].comm, nranks, id, rank));
+  CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[0].stream, cudaStreamNonBlocking));
+  int rc = body(ranks);
+  CHILD_NCCL(ncclCommDestroy(ranks[0].comm));
+  return rc;
+}
+
+int withRanks(int nranks, Mode mode, const Body& body) {
+  if (mode == Mode::kOneThread) {
     return gputest::runInChild([&] {
       alarm(kWatchdogSeconds);
       std::vector<ncclComm_t> comms(nranks);
@@ -166,16 +186,24 @@ int withRanks(int nranks, bool oneThread, const Body& body) {
       return rc;
     });
   }
+  if (mode == Mode::kThreads) {
+    return gputest::runInChild([&] {
+      alarm(kWatchdogSeconds);
+      ncclUniqueId id;
+      CHILD_NCCL(ncclGetUniqueId(&id));
+      std::vector<int> rcs(nranks, 1);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < nranks; r++) {
+        threads.emplace_back([&, r] { rcs[r] = runOneRank(nranks, r, id, body); });
+      }
+      for (std::thread& t : threads) t.join();
+      for (int rc : rcs) CHILD_EXPECT(rc == 0);
+      return 0;
+    });
+  }
   return gputest::runRanksInProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
     alarm(kWatchdogSeconds);
-    std::vector<Rank> ranks(1);
-    ranks[0].rank = rank;
-    CHILD_CUDA(cudaSetDevice(rank));
-    CHILD_NCCL(ncclCommInitRank(&ranks[0].comm, nranks, id, rank));
-    CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[0].stream, cudaStreamNonBlocking));
-    int rc = body(ranks);
-    CHILD_NCCL(ncclCommDestroy(ranks[0].comm));
-    return rc;
+    return runOneRank(nranks, rank, id, body);
   });
 }
 
@@ -208,10 +236,10 @@ Pattern ringShift(int n, size_t bytes) {
 }
 
 TEST_P(P2p, RingShiftSizes) {
-  for (bool oneThread : {false, true}) {
-    SCOPED_TRACE(oneThread ? "one thread" : "processes");
+  for (Mode mode : {Mode::kProcesses, Mode::kOneThread, Mode::kThreads}) {
+    SCOPED_TRACE(modeName(mode));
     const int n = this->n();
-    EXPECT_EQ(0, withRanks(n, oneThread, [n](std::vector<Rank>& ranks) {
+    EXPECT_EQ(0, withRanks(n, mode, [n](std::vector<Rank>& ranks) {
                 uint64_t seed = 1;
                 for (size_t bytes : {size_t{1}, size_t{13}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{48 << 20}}) {
                   if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
@@ -225,24 +253,27 @@ TEST_P(P2p, RingShiftSizes) {
 // misaligned by 3 bytes.
 TEST_P(P2p, AllPairsRandomSizesWithSelf) {
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
-              for (uint64_t seed = 10; seed < 13; seed++) {
-                Pattern p{n, [seed](int s, int d) { return 1 + pattern(seed, s, d, 99, 0) % 3; },
-                          [seed](int s, int d, int k) -> size_t {
-                            uint8_t r = pattern(seed, s, d, k, 7);
-                            return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
-                          },
-                          3};
-                if (exchange(ranks, p, seed) != 0) return 1;
-              }
-              return 0;
-            }));
+  for (Mode mode : {Mode::kProcesses, Mode::kThreads}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [n](std::vector<Rank>& ranks) {
+                for (uint64_t seed = 10; seed < 13; seed++) {
+                  Pattern p{n, [seed](int s, int d) { return 1 + pattern(seed, s, d, 99, 0) % 3; },
+                            [seed](int s, int d, int k) -> size_t {
+                              uint8_t r = pattern(seed, s, d, k, 7);
+                              return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
+                            },
+                            3};
+                  if (exchange(ranks, p, seed) != 0) return 1;
+                }
+                return 0;
+              }));
+  }
 }
 
 // 200 messages to the next rank in one group: they match in issue order.
 TEST_P(P2p, ManyMessagesToOnePeerInOneGroup) {
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, true, [n](std::vector<Rank>& ranks) {
+  EXPECT_EQ(0, withRanks(n, Mode::kOneThread, [n](std::vector<Rank>& ranks) {
               Pattern p{n, [n](int s, int d) { return d == (s + 1) % n ? 200 : 0; },
                         [](int, int, int k) { return static_cast<size_t>(1 + 37 * k); }};
               return exchange(ranks, p, 77);
@@ -253,7 +284,7 @@ TEST_P(P2p, ManyMessagesToOnePeerInOneGroup) {
 TEST_P(P2p, TenThousandSmallRingExchanges) {
   const int n = this->n();
   EXPECT_EQ(
-      0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+      0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) {
         Rank& r = ranks[0];
         constexpr int kIters = 10000;
         constexpr size_t kMsg = 16;
@@ -274,34 +305,37 @@ TEST_P(P2p, TenThousandSmallRingExchanges) {
 
 // Outside groups: rank 0 sends then receives, rank 1 receives then sends, and the reverse roles.
 TEST_P(P2p, UngroupedPairsInBothOrders) {
-  EXPECT_EQ(0, withRanks(2, false, [](std::vector<Rank>& ranks) {
-              Rank& r = ranks[0];
-              Pattern p{2, [](int s, int d) { return s != d ? 2 : 0; },
-                        [](int, int, int k) { return k == 0 ? size_t{8 << 20} : size_t{1000}; }};
-              if (prepare(r, p, 9) != 0) return 1;
-              int peer = 1 - r.rank;
-              for (int k = 0; k < 2; k++) {
-                bool sendFirst = (r.rank == 0) == (k == 0);
-                char* s = r.send + r.sendLayout.offset[peer][k];
-                char* d = r.recv + r.recvLayout.offset[peer][k];
-                size_t b = p.bytes(0, 1, k);
-                if (sendFirst) {
-                  CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
-                  CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
-                } else {
-                  CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
-                  CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
+  for (Mode mode : {Mode::kProcesses, Mode::kThreads}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(2, mode, [](std::vector<Rank>& ranks) {
+                Rank& r = ranks[0];
+                Pattern p{2, [](int s, int d) { return s != d ? 2 : 0; },
+                          [](int, int, int k) { return k == 0 ? size_t{8 << 20} : size_t{1000}; }};
+                if (prepare(r, p, 9) != 0) return 1;
+                int peer = 1 - r.rank;
+                for (int k = 0; k < 2; k++) {
+                  bool sendFirst = (r.rank == 0) == (k == 0);
+                  char* s = r.send + r.sendLayout.offset[peer][k];
+                  char* d = r.recv + r.recvLayout.offset[peer][k];
+                  size_t b = p.bytes(0, 1, k);
+                  if (sendFirst) {
+                    CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
+                    CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
+                  } else {
+                    CHILD_NCCL(ncclRecv(d, b, ncclInt8, peer, r.comm, r.stream));
+                    CHILD_NCCL(ncclSend(s, b, ncclInt8, peer, r.comm, r.stream));
+                  }
                 }
-              }
-              int rc = verify(r, p, 9);
-              return rc | release(r);
-            }));
+                int rc = verify(r, p, 9);
+                return rc | release(r);
+              }));
+  }
 }
 
 TEST_P(P2p, RingShiftOverShm) {
   colltest::ScopedSetenv noP2p("NCCL_P2P_DISABLE", "1");
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+  EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) {
               return exchange(ranks, ringShift(n, 3 << 20), 21) | exchange(ranks, ringShift(n, 100), 22);
             }));
 }
@@ -309,7 +343,7 @@ TEST_P(P2p, RingShiftOverShm) {
 // ncclAlltoAll with every datatype: block p of rank r's input is pattern(r, p) in bytes.
 TEST_P(P2p, AlltoAllEveryDatatype) {
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, true, [n](std::vector<Rank>& ranks) {
+  EXPECT_EQ(0, withRanks(n, Mode::kOneThread, [n](std::vector<Rank>& ranks) {
               const ncclDataType_t types[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
                                               ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                               ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
@@ -362,7 +396,7 @@ TEST_P(P2p, AlltoAllEveryDatatype) {
 // ncclGather and ncclScatter from every root, out of place and in place, 5000 floats per rank.
 TEST_P(P2p, GatherAndScatterEveryRoot) {
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+  EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) {
               Rank& r = ranks[0];
               const size_t count = 5000;
               const size_t block = count * 4;
@@ -409,11 +443,108 @@ TEST_P(P2p, GatherAndScatterEveryRoot) {
             }));
 }
 
+// Whether every byte of a rank's receive buffer is still poison (nothing was written to it).
+int untouched(Rank& r) {
+  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+  std::vector<uint8_t> host(r.recvLayout.total);
+  CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
+  for (uint8_t b : host) CHILD_EXPECT(b == kPoison);
+  return 0;
+}
+
+// The group's estimate in microseconds, from the pattern's operations and, when allReduceBytes > 0,
+// an AllReduce of that many bytes in the same group (recv as its output: it must stay poisoned).
+int simulate(std::vector<Rank>& ranks, const Pattern& p, size_t allReduceBytes, float* us) {
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  CHILD_NCCL(ncclGroupStart());
+  for (Rank& r : ranks) {
+    if (enqueue(r, p) != 0) return 1;
+    if (allReduceBytes > 0) {
+      CHILD_NCCL(ncclAllReduce(r.send, r.recv, allReduceBytes / 4, ncclFloat32, ncclSum, r.comm, r.stream));
+    }
+  }
+  CHILD_NCCL(ncclGroupSimulateEnd(&sim));
+  for (Rank& r : ranks) CHILD_EXPECT(untouched(r) == 0);
+  *us = sim.estimatedTime;
+  return 0;
+}
+
+// ncclGroupSimulateEnd estimates a group from the cost model and launches none of it: receive
+// buffers stay poisoned, larger groups cost more, and a real exchange works afterwards.
+TEST_P(P2p, GroupSimulateEndEstimatesAndLaunchesNothing) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's cost model";
+  const int n = this->n();
+  for (Mode mode : {Mode::kProcesses, Mode::kOneThread}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [n](std::vector<Rank>& ranks) {
+                Pattern big = ringShift(n, 64 << 20);
+                for (Rank& r : ranks) {
+                  if (prepare(r, big, 31) != 0) return 1;
+                }
+                float small = 0, large = 0, withColl = 0;
+                if (simulate(ranks, ringShift(n, 64), 0, &small) != 0) return 1;
+                if (simulate(ranks, big, 0, &large) != 0) return 1;
+                if (simulate(ranks, big, 16 << 20, &withColl) != 0) return 1;
+                std::fprintf(stderr, "estimates: 64 B %.1f us, 64 MiB %.1f us, with a 16 MiB AllReduce %.1f us\n",
+                             small, large, withColl);
+                CHILD_EXPECT(small > 1.0f && small < 50.0f);
+                CHILD_EXPECT(large > 100.0f && large < 2000.0f);  // 64 MiB at 30-600 GB/s
+                CHILD_EXPECT(withColl > large + 20.0f);
+                int rc = 0;
+                for (Rank& r : ranks) rc |= release(r);
+                return rc | exchange(ranks, ringShift(n, 1 << 20), 32);
+              }));
+  }
+}
+
+// Under BRAID_P2P_CHECK_COUNTS=1 matching sends and receives (empty ones included) pass, and a
+// receive whose count differs from its sender's is refused with a WARN naming both ranks and both
+// counts, its buffer untouched; the sender's pending send ends with ncclCommAbort.
+TEST_P(P2p, CountMismatchIsRefusedUnderTheCheck) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's check";
+  if (GetParam() != 2) GTEST_SKIP() << "one pair is enough";
+  colltest::ScopedSetenv check("BRAID_P2P_CHECK_COUNTS", "1");
+  EXPECT_EQ(0, gputest::runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              alarm(kWatchdogSeconds);
+              std::vector<Rank> ranks(1);
+              Rank& r = ranks[0];
+              r.rank = rank;
+              CHILD_CUDA(cudaSetDevice(rank));
+              CHILD_NCCL(ncclCommInitRank(&r.comm, 2, id, rank));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+              if (exchange(ranks, ringShift(2, 4096), 41) != 0) return 1;
+              int peer = 1 - rank;
+              char* buf = nullptr;
+              CHILD_CUDA(cudaMalloc(&buf, 256));
+              CHILD_CUDA(cudaMemset(buf, kPoison, 256));
+              CHILD_NCCL(ncclGroupStart());
+              CHILD_NCCL(ncclSend(buf, 0, ncclInt8, peer, r.comm, r.stream));
+              CHILD_NCCL(ncclRecv(buf, 0, ncclInt8, peer, r.comm, r.stream));
+              CHILD_NCCL(ncclGroupEnd());
+              if (rank == 0) {
+                CHILD_NCCL(ncclSend(buf, 100, ncclInt8, peer, r.comm, r.stream));
+              } else {
+                CHILD_EXPECT(ncclRecv(buf, 16, ncclFloat32, peer, r.comm, r.stream) == ncclInvalidUsage);
+                std::string warn = ncclGetLastError(r.comm);
+                CHILD_EXPECT(warn.find("rank 1: ncclRecv #2 from rank 0 expects count 16 of datatype 7 (64 bytes)") !=
+                             std::string::npos);
+                CHILD_EXPECT(warn.find("rank 0 sends count 100") != std::string::npos);
+                std::vector<uint8_t> host(256);
+                CHILD_CUDA(cudaMemcpy(host.data(), buf, host.size(), cudaMemcpyDeviceToHost));
+                for (uint8_t b : host) CHILD_EXPECT(b == kPoison);
+              }
+              CHILD_NCCL(ncclCommAbort(r.comm));
+              CHILD_CUDA(cudaStreamSynchronize(r.stream));
+              CHILD_CUDA(cudaFree(buf));
+              return 0;
+            }));
+}
+
 TEST_P(P2p, BadArgumentsAreRefused) {
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's checks";
   const int n = this->n();
   EXPECT_EQ(
-      0, withRanks(n, false, [n](std::vector<Rank>& ranks) {
+      0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) {
         Rank& r = ranks[0];
         char* buf = nullptr;
         CHILD_CUDA(cudaMalloc(&buf, 4096));

@@ -1,0 +1,50 @@
+// ncclGroupSimulateEnd for one communicator: the queued operations are planned as a launch would
+// plan them and their estimated times added up (a communicator runs its operations one after
+// another), then dropped. The collectives' connections exist by now (the group connects them
+// first); point-to-point pairs are estimated from this rank's own links, without connecting.
+#include "launch/comm_data_path.h"
+#include "plan/p2p_plan.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace braid {
+namespace {
+
+// Whether a pair would most likely use P2P over NVLink, judged from this rank's side only (the
+// connect decides on both sides; an estimate need not wait for the peer).
+bool nvlinkP2p(const topo::Link& link, const topo::TopoParams& params) {
+  return !params.p2pDisable && link.p2pOk && link.nvlinks > 0 && link.path <= params.p2pLevel;
+}
+
+}  // namespace
+
+ncclResult_t CommDataPath::simulatePending(double* us) {
+  std::vector<CollTask> colls;
+  colls.swap(queue_);
+  std::vector<P2pTask> p2p;
+  p2p.swap(p2pQueue_);
+  double total = 0.0;
+  const int nranks = comm_->nranks_;
+  for (const CollTask& task : colls) {
+    if (task.count == 0 || nranks == 1) continue;  // one rank: a device copy at most
+    plan::Decision decision{};
+    NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
+    total += decision.estimatedUs;
+  }
+  if (!p2p.empty()) {
+    NCCLCHECK(initP2pPlan());
+    topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+    std::vector<plan::P2pOpModel> ops;
+    for (const P2pTask& t : p2p) {
+      bool self = t.peer == comm_->rank_;
+      ops.push_back(plan::P2pOpModel{t.peer, t.send, t.bytes, self, !self && nvlinkP2p(p2pLinks_[t.peer], params)});
+    }
+    total += plan::estimateP2pUs(ops, p2pChannels_);
+  }
+  INFO(kLogColl, "comm %p rank %d: group simulated, %zu collectives and %zu sends/receives, estimated %.1f us",
+       static_cast<void*>(comm_), comm_->rank_, colls.size(), p2p.size(), total);
+  *us = total;
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,68 @@
+#include "plan/p2p_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace braid::plan {
+namespace {
+
+// Cost model of the point-to-point kernel (see estimateP2pUs). Per channel: one Simple CTA copies
+// ~21 GB/s; a pair saturates near 335 GB/s whatever the channel count (16 to 21 channels measured,
+// scripts/tune-plans/2026-11-24-p2p-channels.txt); a GPU moving data to or from every peer at once
+// near 290 GB/s each way. Pairs without NVLink get the PCIe / host-memory figure.
+constexpr double kP2pLaunchUs = 6.0;
+constexpr double kP2pChannelGBps = 21.0;
+constexpr double kP2pPairNvlinkGBps = 335.0;
+constexpr double kP2pPortNvlinkGBps = 290.0;
+constexpr double kP2pPairOtherGBps = 12.0;
+constexpr double kSelfCopyGBps = 2000.0;  // a device copy inside one GPU (bytes read + written ~4 TB/s)
+
+double usFor(uint64_t bytes, double gbps) { return static_cast<double>(bytes) / (1000.0 * gbps); }
+
+}  // namespace
+
+int p2pChannelsPerPeer(int64_t wanted, int maxChannels, int nranks, int residentCtas) {
+  int64_t channels = std::min<int64_t>(std::max<int64_t>(wanted, 1), std::max(maxChannels, 1));
+  if (nranks < 2) return static_cast<int>(channels);
+  int64_t fit = std::max(1, residentCtas / (2 * (nranks - 1)));
+  return static_cast<int>(std::min(channels, fit));
+}
+
+int p2pChannelsFor(uint64_t bytes, int channelsPerPeer) {
+  uint64_t n = (bytes + kP2pBytesPerChannel - 1) / kP2pBytesPerChannel;
+  uint64_t cap = static_cast<uint64_t>(std::max(channelsPerPeer, 1));
+  return static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(n, 1), cap));
+}
+
+P2pPart p2pPart(uint64_t bytes, int channel, int nChannels) {
+  uint64_t share = (bytes + nChannels - 1) / nChannels;
+  share = (share + 15) / 16 * 16;
+  uint64_t begin = std::min(bytes, share * static_cast<uint64_t>(channel));
+  uint64_t end = std::min(bytes, begin + share);
+  return {begin, end - begin};
+}
+
+double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
+  if (ops.empty()) return 0.0;
+  std::map<std::pair<int, bool>, double> queueUs;  // (peer, send) -> its operations one after another
+  double sendUs = 0.0;
+  double recvUs = 0.0;
+  double selfUs = 0.0;
+  for (const P2pOpModel& op : ops) {
+    if (op.self) {
+      if (op.send) selfUs += usFor(op.bytes, kSelfCopyGBps);
+    } else if (op.nvlink) {
+      double channelRate = kP2pChannelGBps * p2pChannelsFor(op.bytes, channelsPerPeer);
+      queueUs[{op.peer, op.send}] += usFor(op.bytes, std::min(channelRate, kP2pPairNvlinkGBps));
+      (op.send ? sendUs : recvUs) += usFor(op.bytes, kP2pPortNvlinkGBps);
+    } else {
+      queueUs[{op.peer, op.send}] += usFor(op.bytes, kP2pPairOtherGBps);
+    }
+  }
+  double busiest = std::max(sendUs, recvUs);
+  for (const auto& [key, us] : queueUs) busiest = std::max(busiest, us);
+  return kP2pLaunchUs + busiest + selfUs;
+}
+
+}  // namespace braid::plan

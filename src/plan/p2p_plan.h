@@ -1,0 +1,50 @@
+// Point-to-point planning, pure host logic shared by the launch and ncclGroupSimulateEnd: how many
+// channels a peer's connections have, how an operation is split over them, and what a group of
+// sends and receives is estimated to cost.
+//
+// Both ends of a connection must split an operation identically: everything here depends only on
+// values every rank has (the operation's size, the parameters, the communicator's size and the
+// smallest GPU among its ranks), never on the rest of one rank's group.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace braid::plan {
+
+// Channels per peer: `wanted` (NCCL_MAX_P2P_NCHANNELS, clamped to 1..maxChannels), fewer where a group
+// with every peer in both directions would need more CTAs than `residentCtas` (the smallest
+// multiprocessor count among the ranks, and at most what one kernel launch describes). Each (peer,
+// direction, channel) is one CTA that may wait for its partner CTA on the peer, so all of them must
+// be resident at once, or two ranks whose waiting CTAs fill their GPUs deadlock.
+int p2pChannelsPerPeer(int64_t wanted, int maxChannels, int nranks, int residentCtas);
+
+// An operation takes one channel per kP2pBytesPerChannel bytes (at least one), up to channelsPerPeer.
+constexpr uint64_t kP2pBytesPerChannel = 128 << 10;
+int p2pChannelsFor(uint64_t bytes, int channelsPerPeer);
+
+// Channel `channel`'s part of an operation of `bytes` split over nChannels: 16-byte-multiple shares
+// in channel order; trailing channels may get nothing.
+struct P2pPart {
+  uint64_t offset;
+  uint64_t bytes;
+};
+P2pPart p2pPart(uint64_t bytes, int channel, int nChannels);
+
+// One queued send or receive as the estimate sees it.
+struct P2pOpModel {
+  int peer;
+  bool send;
+  uint64_t bytes;
+  bool self;    // the peer is the rank itself: a device copy, counted once, on its send
+  bool nvlink;  // the pair is linked by NVLink (else PCIe or host memory, far slower)
+};
+
+// Estimated time in microseconds of one rank's sends and receives of one group, launched as one
+// kernel: a fixed launch cost, then the busiest of (each peer and direction's bytes at its
+// channels' rate, all sends at the GPU's egress rate, all receives at its ingress rate). Fitted on
+// 4 H200 (docs/performance.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair,
+// ~290 GB/s per GPU for all-to-all. 0 for an empty list.
+double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer);
+
+}  // namespace braid::plan

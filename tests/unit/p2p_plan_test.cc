@@ -1,0 +1,80 @@
+// The point-to-point split and estimate (plan/p2p_plan.h): channel counts every rank computes alike,
+// parts that tile an operation exactly, and an estimate that grows with the work.
+#include "plan/p2p_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace braid::plan {
+namespace {
+
+TEST(P2pPlan, ChannelsPerPeerFitEveryPeerOnTheGpu) {
+  // 4 H200 (132 multiprocessors, launches of at most 128 CTAs): 6 (peer, direction) queues.
+  EXPECT_EQ(16, p2pChannelsPerPeer(16, 32, 4, 128));
+  EXPECT_EQ(21, p2pChannelsPerPeer(32, 32, 4, 128));
+  EXPECT_EQ(9, p2pChannelsPerPeer(16, 32, 8, 128));  // 14 queues x 9 = 126 CTAs
+  EXPECT_EQ(32, p2pChannelsPerPeer(64, 32, 2, 128));
+  EXPECT_EQ(1, p2pChannelsPerPeer(0, 32, 2, 128));
+  EXPECT_EQ(1, p2pChannelsPerPeer(16, 32, 100, 128));  // more queues than CTAs: one each
+  EXPECT_EQ(16, p2pChannelsPerPeer(16, 32, 1, 0));
+  // Up to 55 ranks every queue of a full group gets a resident CTA (beyond, the launch refuses it).
+  for (int nranks = 2; nranks <= 108 / 2 + 1; nranks++) {
+    int channels = p2pChannelsPerPeer(32, 32, nranks, 108);
+    EXPECT_LE(2 * (nranks - 1) * channels, 108) << nranks << " ranks";
+  }
+}
+
+TEST(P2pPlan, ChannelsGrowWithBytes) {
+  EXPECT_EQ(1, p2pChannelsFor(1, 16));
+  EXPECT_EQ(1, p2pChannelsFor(kP2pBytesPerChannel, 16));
+  EXPECT_EQ(2, p2pChannelsFor(kP2pBytesPerChannel + 1, 16));
+  EXPECT_EQ(16, p2pChannelsFor(1ull << 30, 16));
+  EXPECT_EQ(1, p2pChannelsFor(1ull << 30, 0));
+}
+
+TEST(P2pPlan, PartsTileTheOperationOn16ByteBoundaries) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 2000; trial++) {
+    uint64_t bytes = 1 + rng() % (8ull << 20);
+    int n = p2pChannelsFor(bytes, 1 + static_cast<int>(rng() % 32));
+    uint64_t next = 0;
+    for (int c = 0; c < n; c++) {
+      P2pPart part = p2pPart(bytes, c, n);
+      ASSERT_EQ(next, part.offset) << bytes << " bytes, channel " << c << " of " << n;
+      ASSERT_EQ(0u, part.offset % 16);
+      next = part.offset + part.bytes;
+    }
+    ASSERT_EQ(bytes, next);
+  }
+}
+
+TEST(P2pPlan, EstimateGrowsWithBytesAndPeers) {
+  EXPECT_EQ(0.0, estimateP2pUs({}, 16));
+  auto ringShift = [](uint64_t bytes) {
+    return std::vector<P2pOpModel>{{1, true, bytes, false, true}, {3, false, bytes, false, true}};
+  };
+  double small = estimateP2pUs(ringShift(8), 16);
+  EXPECT_GT(small, 3.0);
+  EXPECT_LT(small, 10.0);
+  double big = estimateP2pUs(ringShift(1ull << 30), 16);
+  EXPECT_GT(big, 1000.0 * (1ull << 30) / 400e9 * 1e3);  // slower than NVLink's raw rate
+  EXPECT_LT(big, 1000.0 * (1ull << 30) / 250e9 * 1e3);
+  // All-to-all of 3 peers: each GPU's port carries three times the bytes of one pair.
+  std::vector<P2pOpModel> a2a;
+  for (int peer = 1; peer <= 3; peer++) {
+    a2a.push_back({peer, true, 256ull << 20, false, true});
+    a2a.push_back({peer, false, 256ull << 20, false, true});
+  }
+  EXPECT_GT(estimateP2pUs(a2a, 16), estimateP2pUs(ringShift(256ull << 20), 16) * 2);
+  // Without NVLink the same bytes take far longer; a self copy costs little.
+  std::vector<P2pOpModel> pcie = ringShift(64ull << 20);
+  for (P2pOpModel& op : pcie) op.nvlink = false;
+  EXPECT_GT(estimateP2pUs(pcie, 16), 10 * estimateP2pUs(ringShift(64ull << 20), 16));
+  std::vector<P2pOpModel> self = {{0, true, 64ull << 20, true, false}, {0, false, 64ull << 20, true, false}};
+  EXPECT_LT(estimateP2pUs(self, 16), estimateP2pUs(ringShift(64ull << 20), 16));
+}
+
+}  // namespace
+}  // namespace braid::plan
