@@ -117,7 +117,7 @@ bool detectWithNvml(const NvmlApi& api, const std::vector<RankDesc>& ranks, int 
     NvmlDevice peerDev = nullptr;
     res = api.deviceByBusId(busIdText(ranks[j].busId).c_str(), &peerDev);
     if (res != kNvmlSuccess) {
-      INFO(kLogGraph, "NVML has no GPU with bus id %s (rank %d, peer of rank %d): %s; that pair uses SHM",
+      INFO(kLogInit | kLogGraph, "NVML has no GPU with bus id %s (rank %d, peer of rank %d): %s; that pair uses SHM",
            busIdText(ranks[j].busId).c_str(), ranks[j].rank, me.rank, nvmlErrorText(api, res));
       continue;
     }
@@ -236,7 +236,13 @@ ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ra
   return ncclSuccess;
 }
 
+// One detection at a time per process: the communicators of one process connect concurrently (one
+// thread each), and a peer's lookup was seen to fail under that concurrency on 2 H200 driven from
+// one thread (the pair then fell back to SHM); the detection runs once per communicator, so
+// serializing it costs nothing.
 ncclResult_t detectLinks(const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   return detectLinksWith(nvmlApi(), ranks, self, row);
 }
 
