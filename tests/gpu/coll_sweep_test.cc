@@ -325,15 +325,8 @@ int rankBody(int rank, int nranks, const ncclUniqueId& id, const Resources& s, c
 
 int runThreads(int nranks, const Resources& s, const Work& work) {
   alarm(kWatchdogSeconds);
-  ncclUniqueId id;
-  CHILD_NCCL(ncclGetUniqueId(&id));
-  std::vector<int> rcs(nranks, 1);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; r++) {
-    threads.emplace_back([&, r] { rcs[r] = rankBody(r, nranks, id, s, work); });
-  }
-  for (std::thread& t : threads) t.join();
-  return *std::max_element(rcs.begin(), rcs.end());
+  return gputest::runRanksInThreads(
+      nranks, [&](int rank, const ncclUniqueId& id) { return rankBody(rank, nranks, id, s, work); });
 }
 
 int runOneThread(int nranks, const Resources& s, const Work& work) {

@@ -2,9 +2,12 @@
 // has no GPU, so a CPU-only CI reports these tests as not run, never as passed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gpu_test_util.h"
 
@@ -42,6 +45,18 @@ int gpuCount() {
   close(fds[1]);
   count = n;
   return count;
+}
+
+int runRanksInThreads(int nranks, const std::function<int(int, const ncclUniqueId&)>& body) {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+  std::vector<int> rcs(nranks, 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; r++) {
+    threads.emplace_back([&, r] { rcs[r] = body(r, id); });
+  }
+  for (std::thread& t : threads) t.join();
+  return *std::max_element(rcs.begin(), rcs.end());
 }
 
 int runRanksInProcesses(int nranks, const std::function<int(int, const ncclUniqueId&)>& body) {

@@ -22,6 +22,10 @@ int gpuCount();
 // code != 0 or killed).
 int runRanksInProcesses(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body);
 
+// Runs body(rank) on `nranks` threads of the calling process with one fresh unique id, and returns
+// the largest of their results (1 for a rank whose id could not be made). Call it inside runInChild.
+int runRanksInThreads(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body);
+
 // Runs body() in one child process; returns its exit code (or 128+signal).
 int runInChild(const std::function<int()>& body);
 

@@ -17,7 +17,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "coll_test_util.h"
@@ -189,16 +188,8 @@ int withRanks(int nranks, Mode mode, const Body& body) {
   if (mode == Mode::kThreads) {
     return gputest::runInChild([&] {
       alarm(kWatchdogSeconds);
-      ncclUniqueId id;
-      CHILD_NCCL(ncclGetUniqueId(&id));
-      std::vector<int> rcs(nranks, 1);
-      std::vector<std::thread> threads;
-      for (int r = 0; r < nranks; r++) {
-        threads.emplace_back([&, r] { rcs[r] = runOneRank(nranks, r, id, body); });
-      }
-      for (std::thread& t : threads) t.join();
-      for (int rc : rcs) CHILD_EXPECT(rc == 0);
-      return 0;
+      return gputest::runRanksInThreads(
+          nranks, [&](int rank, const ncclUniqueId& id) { return runOneRank(nranks, rank, id, body); });
     });
   }
   return gputest::runRanksInProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
