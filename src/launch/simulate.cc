@@ -10,10 +10,10 @@
 namespace braid {
 namespace {
 
-// Whether a pair would most likely use P2P over NVLink, judged from this rank's side only (the
-// connect decides on both sides; an estimate need not wait for the peer).
+// Whether a pair would most likely use P2P over NVLink: topo's rule applied to this rank's side of
+// the link only (the connect decides on both sides; an estimate need not wait for the peer).
 bool nvlinkP2p(const topo::Link& link, const topo::TopoParams& params) {
-  return !params.p2pDisable && link.p2pOk && link.nvlinks > 0 && link.path <= params.p2pLevel;
+  return link.nvlinks > 0 && topo::pairTransport(link, link, params) == topo::TransportKind::kP2p;
 }
 
 }  // namespace
