@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "launch/comm_data_path.h"
 #include "launch/scoped_device.h"
@@ -182,6 +183,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
     WARN("rank %d: cannot make GPU %d current to connect its peers", comm_->rank_, comm_->cudaDev_);
     return ncclUnhandledCudaError;
   }
+  RelaxedCaptureMode relaxed;  // the operation that connects may be captured
   NCCLCHECK(device_.allocAbortFlag());
   if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
   if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());

@@ -1,5 +1,6 @@
 #include "launch/comm_data_path.h"
 
+#include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "device/launch_kernel.h"
 #include "device/reduce/avg_scalar.h"
@@ -47,7 +48,8 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   const std::string& proto = paramString(ParamId::kProto);
   NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
   ScopedDevice device(comm->cudaDev_);
-  CUDACHECK(cudaEventCreateWithFlags(&path->lastLaunch_, cudaEventDisableTiming));
+  RelaxedCaptureMode relaxed;  // the first operation may be captured
+  NCCLCHECK(path->order_.init(paramInt(ParamId::kGraphMixingSupport) != 0));
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
@@ -57,7 +59,6 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
 }
 
 CommDataPath::~CommDataPath() {
-  if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
   if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
 }
 
@@ -87,11 +88,6 @@ ncclResult_t CommDataPath::launchPending() {
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::orderAfterPrevious(cudaStream_t stream) {
-  if (launchedAny_ && stream != lastStream_) CUDACHECK(cudaStreamWaitEvent(stream, lastLaunch_, 0));
-  return ncclSuccess;
-}
-
 ncclResult_t CommDataPath::launchOne(const CollTask& task) {
   if (task.count == 0) return ncclSuccess;
   int nranks = comm_->nranks_;
@@ -99,7 +95,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task) {
        plan::collName(task.coll), task.sendbuff, task.recvbuff, task.count, static_cast<int>(task.dtype),
        static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
   ScopedDevice device(comm_->cudaDev_);
-  NCCLCHECK(orderAfterPrevious(task.stream));
+  NCCLCHECK(order_.before(task.stream));
   if (nranks == 1) {
     // One rank: every collective is a copy (any reduction of one value is that value).
     if (task.sendbuff != task.recvbuff) {
@@ -128,16 +124,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task) {
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);
     CUDACHECK(launchCollectiveKernel(args, decision.nThreads, pdl_, task.stream));
   }
-  CUDACHECK(cudaEventRecord(lastLaunch_, task.stream));
-  lastStream_ = task.stream;
-  launchedAny_ = true;
-  return ncclSuccess;
+  return order_.after(task.stream);
 }
 
-ncclResult_t CommDataPath::waitIdle() {
-  if (!launchedAny_) return ncclSuccess;
-  CUDACHECK(cudaEventSynchronize(lastLaunch_));
-  return ncclSuccess;
-}
+ncclResult_t CommDataPath::waitIdle() { return order_.waitIdle(); }
 
 }  // namespace braid

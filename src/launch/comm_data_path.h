@@ -3,9 +3,7 @@
 // the per-operation plan, and the launch on the user's stream.
 //
 // Ordering: every operation of a communicator shares the same FIFOs and step counters, so two of
-// them must never run at the same time even when the user gives them different streams. Each
-// launch therefore waits (on the GPU, cudaStreamWaitEvent) for the previous one when the stream
-// changes, and records an event that finalize waits for.
+// them must never run at the same time, whatever streams and graphs they run on: LaunchOrder.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +16,7 @@
 #include "core/data_path.h"
 #include "launch/coll_task.h"
 #include "launch/device_state.h"
+#include "launch/launch_order.h"
 #include "launch/p2p_task.h"
 #include "plan/plan.h"
 #include "topo/topo.h"
@@ -71,7 +70,6 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t matchSelfP2p(const std::vector<P2pTask>& tasks,
                                           std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const;
   [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
-  [[nodiscard]] ncclResult_t orderAfterPrevious(cudaStream_t stream);
   [[nodiscard]] ncclResult_t buildRings();
   transport::Context transportContext() const;
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
@@ -88,9 +86,7 @@ class CommDataPath final : public DataPathBase {
   std::vector<std::unique_ptr<transport::Connections>> connections_;  // rings, then direct channels
   DeviceState device_;
   plan::CommModel model_{};
-  cudaEvent_t lastLaunch_ = nullptr;
-  cudaStream_t lastStream_ = nullptr;
-  bool launchedAny_ = false;
+  LaunchOrder order_;
   bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
   // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
   // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
+#include "util/check.h"
 
 namespace braid {
 
@@ -12,6 +13,21 @@ DeviceState::~DeviceState() {
   if (ringRanks_ != nullptr) (void)cudaFree(ringRanks_);
   if (p2pPeers_ != nullptr) (void)cudaFree(p2pPeers_);
   if (hostAbortFlag_ != nullptr) (void)cudaFreeHost(hostAbortFlag_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+ncclResult_t DeviceState::uploadStream(cudaStream_t* out) {
+  if (stream_ == nullptr) CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  *out = stream_;
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceState::copyToDevice(void* dst, const void* src, size_t bytes) {
+  cudaStream_t stream = nullptr;
+  NCCLCHECK(uploadStream(&stream));
+  CUDACHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+  CUDACHECK(cudaStreamSynchronize(stream));
+  return ncclSuccess;
 }
 
 ncclResult_t DeviceState::allocAbortFlag() {
@@ -35,13 +51,13 @@ ncclResult_t DeviceState::upload(DevComm comm, const std::vector<std::vector<int
   void* ranks = nullptr;
   CUDACHECK(cudaMalloc(&ranks, flat.size() * sizeof(int)));
   ringRanks_ = static_cast<int*>(ranks);
-  CUDACHECK(cudaMemcpy(ringRanks_, flat.data(), flat.size() * sizeof(int), cudaMemcpyHostToDevice));
+  NCCLCHECK(copyToDevice(ringRanks_, flat.data(), flat.size() * sizeof(int)));
   for (size_t c = 0; c < nChannels; c++) comm.channels[c].ringRanks = ringRanks_ + c * nranks;
   comm.abortFlag = deviceAbortFlag_;
   void* dev = nullptr;
   CUDACHECK(cudaMalloc(&dev, sizeof(DevComm)));
   devComm_ = static_cast<DevComm*>(dev);
-  CUDACHECK(cudaMemcpy(devComm_, &comm, sizeof(DevComm), cudaMemcpyHostToDevice));
+  NCCLCHECK(copyToDevice(devComm_, &comm, sizeof(DevComm)));
   return ncclSuccess;
 }
 
@@ -50,13 +66,15 @@ ncclResult_t DeviceState::allocP2pPeers(int nranks) {
   void* dev = nullptr;
   CUDACHECK(cudaMalloc(&dev, sizeof(DevP2pPeer) * static_cast<size_t>(nranks)));
   p2pPeers_ = static_cast<DevP2pPeer*>(dev);
-  CUDACHECK(cudaMemset(p2pPeers_, 0, sizeof(DevP2pPeer) * static_cast<size_t>(nranks)));
+  cudaStream_t stream = nullptr;
+  NCCLCHECK(uploadStream(&stream));
+  CUDACHECK(cudaMemsetAsync(p2pPeers_, 0, sizeof(DevP2pPeer) * static_cast<size_t>(nranks), stream));
+  CUDACHECK(cudaStreamSynchronize(stream));
   return ncclSuccess;
 }
 
 ncclResult_t DeviceState::uploadP2pPeer(int peer, const DevP2pPeer& entry) {
-  CUDACHECK(cudaMemcpy(p2pPeers_ + peer, &entry, sizeof(entry), cudaMemcpyHostToDevice));
-  return ncclSuccess;
+  return copyToDevice(p2pPeers_ + peer, &entry, sizeof(entry));
 }
 
 void DeviceState::signalAbort() {

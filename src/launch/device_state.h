@@ -1,9 +1,11 @@
 // Device-side state of a communicator's data path: the DevComm the kernels read (device memory),
 // the ring orders its channels point to, the point-to-point connections of every peer, and the
 // abort flag in host-mapped memory that the host raises and every kernel wait loop polls. Freed
-// when the data path goes.
+// when the data path goes. Uploads go through a private non-blocking stream, never the legacy
+// default stream: they may happen while the user's stream is being captured (see capture_mode.h).
 #pragma once
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <vector>
@@ -36,6 +38,10 @@ class DeviceState {
   void signalAbort();
 
  private:
+  [[nodiscard]] ncclResult_t copyToDevice(void* dst, const void* src, size_t bytes);
+  [[nodiscard]] ncclResult_t uploadStream(cudaStream_t* out);
+
+  cudaStream_t stream_ = nullptr;
   int* hostAbortFlag_ = nullptr;  // cudaHostAlloc'd, mapped
   volatile int* deviceAbortFlag_ = nullptr;
   DevComm* devComm_ = nullptr;

@@ -100,7 +100,7 @@ ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaSt
       CUDACHECK(cudaEventRecord(joinEvent_, t.stream));
       CUDACHECK(cudaStreamWaitEvent(main, joinEvent_, 0));
     } else {
-      CUDACHECK(cudaStreamWaitEvent(t.stream, lastLaunch_, 0));
+      NCCLCHECK(order_.join(t.stream));
     }
   }
   return ncclSuccess;
@@ -134,7 +134,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
         comm_->rank_, std::min(DevP2pArgsLarge::kMaxCtas, p2pResidentCtas_), DevP2pArgsLarge::kMaxSegs);
     return ncclInvalidUsage;
   }
-  NCCLCHECK(orderAfterPrevious(stream));
+  NCCLCHECK(order_.before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
   for (const auto& [send, recv] : selfPairs) {
     if (send->buff != recv->buff && send->bytes > 0) {
@@ -153,9 +153,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
       CUDACHECK(launchP2pKernel(*large, p2pThreads(largest), pdl_, stream));
     }
   }
-  CUDACHECK(cudaEventRecord(lastLaunch_, stream));
-  lastStream_ = stream;
-  launchedAny_ = true;
+  NCCLCHECK(order_.after(stream));
   return joinStreams(tasks, stream, false);
 }
 

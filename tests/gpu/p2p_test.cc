@@ -21,6 +21,7 @@
 
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
+#include "rank_modes.h"
 
 namespace {
 
@@ -145,57 +146,12 @@ int release(Rank& r) {
   return 0;
 }
 
-// How the ranks run: one process per GPU, one thread driving every GPU inside groups, or one thread
-// per GPU in one process (each with its own communicator, as page 003 of the guide allows).
-enum class Mode { kProcesses, kOneThread, kThreads };
-const char* modeName(Mode m) {
-  return m == Mode::kProcesses ? "processes" : m == Mode::kOneThread ? "one thread" : "a thread per rank";
-}
-
-// The ranks one thread drives: one (processes, threads) or all of them (one thread, inside groups).
-using Body = std::function<int(std::vector<Rank>&)>;
-
-// One rank's communicator and stream around body (processes and threads).
-int runOneRank(int nranks, int rank, const ncclUniqueId& id, const Body& body) {
-  std::vector<Rank> ranks(1);
-  ranks[0].rank = rank;
-  CHILD_CUDA(cudaSetDevice(rank));
-  CHILD_NCCL(ncclCommInitRank(&ranks[0].comm, nranks, id, rank));
-  CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[0].stream, cudaStreamNonBlocking));
-  int rc = body(ranks);
-  CHILD_NCCL(ncclCommDestroy(ranks[0].comm));
-  return rc;
-}
+using gputest::Mode;
+using gputest::modeName;
+using Body = gputest::RanksBody<Rank>;
 
 int withRanks(int nranks, Mode mode, const Body& body) {
-  if (mode == Mode::kOneThread) {
-    return gputest::runInChild([&] {
-      alarm(kWatchdogSeconds);
-      std::vector<ncclComm_t> comms(nranks);
-      CHILD_NCCL(ncclCommInitAll(comms.data(), nranks, nullptr));
-      std::vector<Rank> ranks(nranks);
-      for (int r = 0; r < nranks; r++) {
-        ranks[r].rank = r;
-        ranks[r].comm = comms[r];
-        CHILD_CUDA(cudaSetDevice(r));
-        CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
-      }
-      int rc = body(ranks);
-      for (Rank& r : ranks) CHILD_NCCL(ncclCommDestroy(r.comm));
-      return rc;
-    });
-  }
-  if (mode == Mode::kThreads) {
-    return gputest::runInChild([&] {
-      alarm(kWatchdogSeconds);
-      return gputest::runRanksInThreads(
-          nranks, [&](int rank, const ncclUniqueId& id) { return runOneRank(nranks, rank, id, body); });
-    });
-  }
-  return gputest::runRanksInProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
-    alarm(kWatchdogSeconds);
-    return runOneRank(nranks, rank, id, body);
-  });
+  return gputest::withRanks<Rank>(nranks, mode, kWatchdogSeconds, body);
 }
 
 // One exchange of the pattern, every local rank's operations in one group.

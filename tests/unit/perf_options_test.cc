@@ -77,6 +77,10 @@ TEST(PerfOptions, CommandLines) {
   EXPECT_EQ(o.types.size(), 12u);
   EXPECT_EQ(o.iters, 20);
   EXPECT_EQ(o.warmup, 5);
+  EXPECT_EQ(o.graphLaunches, 0);
+  Options g;
+  ASSERT_TRUE(parse({"all_reduce", "-G", "10"}, &g));
+  EXPECT_EQ(g.graphLaunches, 10);
   Options b;
   ASSERT_TRUE(parse({"broadcast", "-o", "all", "-r", "1", "-t", "2", "-g", "2", "-n", "7", "-w", "0"}, &b));
   EXPECT_EQ(b.ops.size(), 1u);  // no reduction: one pass per type
@@ -97,7 +101,7 @@ TEST(PerfOptions, CommandLines) {
                    Args{"all_reduce", "-b", "8", "-e", "4"}, Args{"all_reduce", "-f", "2", "-i", "1M"},
                    Args{"all_reduce", "-c", "2"}, Args{"all_reduce", "-z", "1"}, Args{"all_reduce", "-b"},
                    Args{"all_reduce", "-d", "float128"}, Args{"all_reduce", "--bogus"}, Args{"all_reduce", "-n", "0"},
-                   Args{"all_reduce", "-a", "4"}, Args{"-b", "8"}}) {
+                   Args{"all_reduce", "-G", "-1"}, Args{"all_reduce", "-a", "4"}, Args{"-b", "8"}}) {
     Options x;
     EXPECT_FALSE(parse(bad, &x)) << *bad.begin() << " ...";
   }

@@ -118,6 +118,7 @@ class Worker {
   bool call(const RowSpec& row, const Rank& r, bool inPlace);
   bool syncAll();
   bool time(const RowSpec& row, bool inPlace, double* us);
+  bool timeGraph(const RowSpec& row, bool inPlace, double* us);
   bool prepare(const RowSpec& row, const Checker& checker, Rank& r, bool inPlace);
   bool check(const RowSpec& row, bool inPlace, double* wrong);
 
@@ -236,12 +237,45 @@ bool Worker::time(const RowSpec& row, bool inPlace, double* us) {
     if (!launch(row, inPlace)) return false;
   }
   if (!syncAll()) return false;
+  if (opt_.graphLaunches > 0) return timeGraph(row, inPlace, us);
   double t0 = nowSeconds();
   for (int i = 0; i < opt_.iters; i++) {
     if (!launch(row, inPlace)) return false;
   }
   if (!syncAll()) return false;
   *us = (nowSeconds() - t0) * 1e6 / opt_.iters;
+  return true;
+}
+
+// As nccl-tests -G: the iterations captured once per rank's stream, the graph replayed
+// graphLaunches times; the time per iteration of the replays.
+bool Worker::timeGraph(const RowSpec& row, bool inPlace, double* us) {
+  for (const Rank& r : ranks_) {
+    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  for (int i = 0; i < opt_.iters; i++) {
+    if (!launch(row, inPlace)) return false;
+  }
+  std::vector<cudaGraphExec_t> execs;
+  for (const Rank& r : ranks_) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaStreamEndCapture(r.stream, &graph));
+    PERF_CUDA(r.rank, cudaGraphInstantiate(&exec, graph, 0));
+    PERF_CUDA(r.rank, cudaGraphDestroy(graph));
+    PERF_CUDA(r.rank, cudaGraphLaunch(exec, r.stream));  // warm-up replay (uploads the graph)
+    execs.push_back(exec);
+  }
+  if (!syncAll()) return false;
+  double t0 = nowSeconds();
+  for (int l = 0; l < opt_.graphLaunches; l++) {
+    for (size_t g = 0; g < ranks_.size(); g++) PERF_CUDA(ranks_[g].rank, cudaGraphLaunch(execs[g], ranks_[g].stream));
+  }
+  if (!syncAll()) return false;
+  *us = (nowSeconds() - t0) * 1e6 / (static_cast<double>(opt_.iters) * opt_.graphLaunches);
+  for (size_t g = 0; g < ranks_.size(); g++) PERF_CUDA(ranks_[g].rank, cudaGraphExecDestroy(execs[g]));
   return true;
 }
 
@@ -309,8 +343,11 @@ int runCollBench(const Options& opt) {
   const std::vector<RowSpec> rows = planRows(opt, nranks);
   static const char* const kAverage[] = {"rank 0", "mean", "min", "max"};
   char layout[128];
-  std::printf("# braid-perf %s: %s; %d iterations (+%d warm-up) per size; check %s; time: %s over ranks\n",
-              opt.op.c_str(), layoutText(opt.layout, layout, sizeof(layout)), opt.iters, opt.warmup,
+  char graph[64] = "";
+  if (opt.graphLaunches > 0)
+    std::snprintf(graph, sizeof(graph), " in a CUDA graph replayed %d times", opt.graphLaunches);
+  std::printf("# braid-perf %s: %s; %d iterations%s (+%d warm-up) per size; check %s; time: %s over ranks\n",
+              opt.op.c_str(), layoutText(opt.layout, layout, sizeof(layout)), opt.iters, graph, opt.warmup,
               opt.check ? "on" : "off", kAverage[opt.average]);
   if (!opt.csv) printHeader(stdout);
   std::fflush(stdout);

@@ -124,6 +124,7 @@ bool Parser::one(const char* a) {
   if (!std::strcmp(a, "-r")) return intFlag(a, 0, 1 << 20, &o.root);
   if (!std::strcmp(a, "-n")) return intFlag(a, 1, 1000000, &o.iters);
   if (!std::strcmp(a, "-w")) return intFlag(a, 0, 1000000, &o.warmup);
+  if (!std::strcmp(a, "-G")) return intFlag(a, 0, 1000000, &o.graphLaunches);
   if (!std::strcmp(a, "-c")) return boolFlag(a, &o.check);
   if (!std::strcmp(a, "-a")) return intFlag(a, 0, 3, &o.average);
   if (!std::strcmp(a, "-z")) {
@@ -199,6 +200,8 @@ void printUsage(const char* argv0) {
       "  -r ROOT         root of broadcast and reduce (0)\n"
       "  -n ITERS        timed iterations per size (20; comm: cycles, 10)\n"
       "  -w WARMUP       untimed iterations before them (5; comm: 1)\n"
+      "  -G LAUNCHES     capture the ITERS iterations in a CUDA graph (thread-local capture) and time\n"
+      "                  LAUNCHES replays of it (0: eager launches, the default)\n"
       "  -c 0|1          check results, counting wrong elements (1)\n"
       "  -a 0|1|2|3      time reported over ranks: rank 0, mean, min, max (3)\n"
       "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"

@@ -48,6 +48,7 @@ struct Options {
   int root = 0;                                    // -r
   int iters = -1;                                  // -n (default 20; comm: 10 cycles)
   int warmup = -1;                                 // -w (default 5; comm: 1 cycle)
+  int graphLaunches = 0;                           // -G: capture the -n iterations in a CUDA graph, launch it G times
   bool check = true;                               // -c
   int average = 3;                                 // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
 
