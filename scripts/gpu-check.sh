@@ -17,6 +17,8 @@ ngpu=$(nvidia-smi -L | wc -l)
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 echo "== tests"
 # CPU tests in parallel; GPU tests one at a time and verbose (their own measurements are in the log).
+# The thread-safety test runs its eight threads for a minute here (10 s by default).
+export BRAID_THREAD_TEST_SECONDS=${BRAID_THREAD_TEST_SECONDS:-60}
 ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$OUT/ctest.log" 2>&1
 tests_rc=$?
 ctest --test-dir "$build" -V -L gpu >>"$OUT/ctest.log" 2>&1 || tests_rc=1
@@ -48,6 +50,8 @@ fi
 for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall}; do
   run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" -b 8 -e 1G -f 8 -w 5 -n 20 -c 0 --runs 3
 done
+# Small AllReduce inside a replayed CUDA graph (nccl-tests -G).
+run_perf "all_reduce-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 8 -e 64K -f 8 -w 20 -n 100 -G 20 -c 0 --runs 3
 for n in 2; do
   [ "$ngpu" -gt $n ] && run_perf "all_reduce-p$n" all_reduce -p -N $n -b 8 -e 1G -f 64 -w 5 -n 20 -c 0 --runs 3
 done

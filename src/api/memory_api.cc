@@ -1,18 +1,20 @@
-// Memory, registration, window, reduction-op and device-API entry points that have not landed
-// yet. Each fails with a WARN naming the feature (and the issue that brings it stays open).
+// ncclMemAlloc/ncclMemFree (register/mem_alloc), and the registration, window, reduction-op and
+// device-API entry points that have not landed yet: each of those fails with a WARN naming the
+// feature (and the issue that brings it stays open).
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "register/mem_alloc.h"
 #include "util/check.h"
 
 BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  return braid::apiGuard("ncclMemAlloc", [] { return braid::notImplemented("ncclMemAlloc", "cuMem allocation"); });
+  return braid::apiGuard("ncclMemAlloc", [&] { return braid::reg::memAlloc(ptr, size); });
 }
 
 BRAID_API(ncclResult_t, ncclMemFree, void* ptr);
 ncclResult_t ncclMemFree(void* ptr) {
-  return braid::apiGuard("ncclMemFree", [] { return braid::notImplemented("ncclMemFree", "cuMem allocation"); });
+  return braid::apiGuard("ncclMemFree", [&] { return braid::reg::memFree(ptr); });
 }
 
 BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);

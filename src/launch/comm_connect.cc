@@ -7,8 +7,8 @@
 
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
+#include "cuda/scoped_device.h"
 #include "launch/comm_data_path.h"
-#include "launch/scoped_device.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"

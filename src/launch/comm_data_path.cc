@@ -2,9 +2,9 @@
 
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
+#include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
 #include "device/reduce/avg_scalar.h"
-#include "launch/scoped_device.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"

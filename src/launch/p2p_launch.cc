@@ -12,9 +12,9 @@
 #include <utility>
 
 #include "cuda/cuda_check.h"
+#include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
 #include "launch/comm_data_path.h"
-#include "launch/scoped_device.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"

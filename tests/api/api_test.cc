@@ -125,10 +125,18 @@ TEST(Api, DeviceApiIsRefusedWithAWarn) {
   EXPECT_NE(std::string::npos, lastError().find("device API"));
 }
 
-TEST(Api, MissingFeaturesFailLoudly) {
+// Argument checks of ncclMemAlloc/ncclMemFree, made before any CUDA call (no GPU needed).
+TEST(Api, MemAllocAndFreeCheckTheirArguments) {
   void* p = nullptr;
-  EXPECT_EQ(ncclInvalidUsage, ncclMemAlloc(&p, 1024));
-  EXPECT_NE(std::string::npos, lastError().find("not implemented"));
+  EXPECT_EQ(ncclInvalidArgument, ncclMemAlloc(nullptr, 1024));
+  EXPECT_NE(std::string::npos, lastError().find("ptr is NULL"));
+  EXPECT_EQ(ncclInvalidArgument, ncclMemAlloc(&p, 0));
+  EXPECT_NE(std::string::npos, lastError().find("size is 0"));
+  EXPECT_EQ(nullptr, p);
+  int notOurs = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclMemFree(&notOurs));
+  EXPECT_NE(std::string::npos, lastError().find("not an allocation of ncclMemAlloc"));
+  EXPECT_EQ(ncclSuccess, ncclMemFree(nullptr));
 }
 
 TEST(Api, GroupSimulateEndChecksItsStructAndKeepsTheGroupOnError) {
