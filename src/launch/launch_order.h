@@ -17,6 +17,10 @@
 //    get no external nodes, and the user promises that a graph never runs at the same time as other
 //    work of the communicator.
 //
+// Only the latest capture is tracked: when two captures of one communicator are in progress at the
+// same time, a launch that switches between them starts its capture's ordering afresh (another
+// external wait) and is not ordered after the other capture's launches on other streams.
+//
 // Mixing captured and eager work is safe on one rank; across ranks, every rank must still issue the
 // communicator's operations (replays included) in the same order, or they wait for each other forever.
 #pragma once
