@@ -17,9 +17,9 @@
 //    get no external nodes, and the user promises that a graph never runs at the same time as other
 //    work of the communicator.
 //
-// Only the latest capture is tracked: when two captures of one communicator are in progress at the
-// same time, a launch that switches between them starts its capture's ordering afresh (another
-// external wait) and is not ordered after the other capture's launches on other streams.
+// Only the latest capture is tracked. Interleaving the launches of two captures of one communicator
+// that are in progress at the same time is not supported: a capture that is returned to gets a
+// second wait and a second record node, and work after its replay may then wait for part of it only.
 //
 // Mixing captured and eager work is safe on one rank; across ranks, every rank must still issue the
 // communicator's operations (replays included) in the same order, or they wait for each other forever.
