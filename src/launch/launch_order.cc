@@ -37,6 +37,7 @@ ncclResult_t LaunchOrder::init(bool mixing) {
 ncclResult_t LaunchOrder::before(cudaStream_t stream) {
   unsigned long long id = 0;
   NCCLCHECK(captureId(stream, &id));
+  launchCapture_ = id;  // after() needs it too: one query per launch
   if (id == 0) {
     const bool graphsMayHaveRun = mixing_ && capturedAny_;
     if ((launchedAny_ && stream != lastStream_) || graphsMayHaveRun) CUDACHECK(cudaStreamWaitEvent(stream, last_, 0));
@@ -52,8 +53,7 @@ ncclResult_t LaunchOrder::before(cudaStream_t stream) {
 }
 
 ncclResult_t LaunchOrder::after(cudaStream_t stream) {
-  unsigned long long id = 0;
-  NCCLCHECK(captureId(stream, &id));
+  const unsigned long long id = launchCapture_;
   lastCaptured_ = id != 0;
   if (id == 0) {
     CUDACHECK(cudaEventRecord(last_, stream));

@@ -43,7 +43,7 @@ class LaunchOrder {
   [[nodiscard]] ncclResult_t init(bool mixing);
   // Before a launch on `stream`: waits for the communicator's previous launch where needed.
   [[nodiscard]] ncclResult_t before(cudaStream_t stream);
-  // After the launch on `stream`: marks it as the communicator's latest.
+  // After the launch on `stream` (the stream before() was given): marks it as the communicator's latest.
   [[nodiscard]] ncclResult_t after(cudaStream_t stream);
   // Makes `other` (another stream of the same group) wait for the launch just made.
   [[nodiscard]] ncclResult_t join(cudaStream_t other);
@@ -60,7 +60,8 @@ class LaunchOrder {
   bool capturedAny_ = false;   // a captured launch was made (with mixing: graphs may run between launches)
   bool lastCaptured_ = false;  // the latest launch was captured
   cudaStream_t lastStream_ = nullptr;
-  unsigned long long captureId_ = 0;  // the capture of the latest captured launch (ids start at 1)
+  unsigned long long captureId_ = 0;      // the capture of the latest captured launch (ids start at 1)
+  unsigned long long launchCapture_ = 0;  // the capture of the launch between before() and after() (0: eager)
   cudaStream_t captureStream_ = nullptr;
   unsigned long long recordCaptureId_ = 0;            // the capture that recordNode_ belongs to
   cudaGraphNode_t recordNode_ = nullptr;              // its external record of last_
