@@ -1,9 +1,10 @@
-// ncclMemAlloc/ncclMemFree (register/mem_alloc), and the registration, window, reduction-op and
-// device-API entry points that have not landed yet: each of those fails with a WARN naming the
-// feature (and the issue that brings it stays open).
+// ncclMemAlloc/ncclMemFree (register/mem_alloc), ncclCommRegister/Deregister (launch/reg_launch.cc),
+// and the window, reduction-op and device-API entry points that have not landed yet: each of those fails with a WARN
+// naming the feature (and the issue that brings it stays open).
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "launch/enqueue.h"
 #include "register/mem_alloc.h"
 #include "util/check.h"
 
@@ -19,18 +20,12 @@ ncclResult_t ncclMemFree(void* ptr) {
 
 BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  return braid::apiGuard("ncclCommRegister", [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, "ncclCommRegister"));
-    return braid::notImplemented("ncclCommRegister", "user buffer registration");
-  });
+  return braid::apiGuard("ncclCommRegister", [&] { return braid::commRegister(comm, buff, size, handle); });
 }
 
 BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  return braid::apiGuard("ncclCommDeregister", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommDeregister"));
-    return braid::notImplemented("ncclCommDeregister", "user buffer registration");
-  });
+  return braid::apiGuard("ncclCommDeregister", [&] { return braid::commDeregister(comm, handle); });
 }
 
 BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,

@@ -40,7 +40,10 @@ void load() {
             resolve("cuMemAddressFree", &gDriver.cuMemAddressFree) && resolve("cuMemMap", &gDriver.cuMemMap) &&
             resolve("cuMemUnmap", &gDriver.cuMemUnmap) && resolve("cuMemSetAccess", &gDriver.cuMemSetAccess) &&
             resolve("cuMemExportToShareableHandle", &gDriver.cuMemExportToShareableHandle) &&
-            resolve("cuMemImportFromShareableHandle", &gDriver.cuMemImportFromShareableHandle);
+            resolve("cuMemImportFromShareableHandle", &gDriver.cuMemImportFromShareableHandle) &&
+            resolve("cuMemGetAddressRange", &gDriver.cuMemGetAddressRange) &&
+            resolve("cuMemRetainAllocationHandle", &gDriver.cuMemRetainAllocationHandle) &&
+            resolve("cuMemGetAccess", &gDriver.cuMemGetAccess);
   gLoadResult = ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 

@@ -24,6 +24,10 @@ struct CudaDriver {
   CUresult (*cuMemExportToShareableHandle)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
                                            unsigned long long);
   CUresult (*cuMemImportFromShareableHandle)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
+  // Registration (register/): what allocation a user buffer belongs to, and its cuMem handle.
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr);
+  CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle*, void*);
+  CUresult (*cuMemGetAccess)(unsigned long long*, const CUmemLocation*, CUdeviceptr);
 };
 
 // Resolves the table once per process. Fails with ncclUnhandledCudaError and a WARN naming the

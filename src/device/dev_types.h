@@ -163,4 +163,20 @@ struct DevKernelArgs {
   DevWork work;
 };
 
+// Registered buffers (zero-copy rings, Simple only): every rank's receive buffer of the operation,
+// mapped into this process, indexed by rank. A ring's send then writes straight into the next
+// rank's receive buffer at the offset the data has there, where a FIFO slot would otherwise hold it
+// (AllGather, Broadcast, and AllReduce's all-gather half); the receiver finds it in place.
+constexpr int kMaxRegRanks = kMaxDirectPeers + 1;
+struct DevRegPeers {
+  char* recvbuff[kMaxRegRanks];
+};
+
+// The Simple kernel's parameters: the work, and the peers' registered buffers when `direct` is set.
+struct DevSimpleArgs {
+  DevKernelArgs core;
+  DevRegPeers peers;
+  int32_t direct;
+};
+
 }  // namespace braid

@@ -19,22 +19,31 @@ struct SimplePicker {
   }
 };
 
-__global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1) simpleKernel(const DevKernelArgs args) {
+__global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
+    simpleKernel(const DevSimpleArgs simpleArgs) {
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
+  const DevKernelArgs& args = simpleArgs.core;
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   DevChannel* channel = &args.comm->channels[blockIdx.x];
   if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);
   ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, args.work.scalar);
-  runWork<SimplePicker>(args, state);
+  runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);
 }
 
-cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
+cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads, bool pdl,
+                               cudaStream_t stream) {
   if (nThreads > kMaxSimpleWorkers) return cudaErrorInvalidValue;
-  return launchWithConfig(simpleKernel, args.work.nChannels, nThreads + kSimpleExtraThreads, pdl, stream, args);
+  DevSimpleArgs simpleArgs{};
+  simpleArgs.core = args;
+  if (peers != nullptr) {
+    simpleArgs.peers = *peers;
+    simpleArgs.direct = 1;
+  }
+  return launchWithConfig(simpleKernel, args.work.nChannels, nThreads + kSimpleExtraThreads, pdl, stream, simpleArgs);
 }
 
 }  // namespace braid

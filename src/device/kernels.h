@@ -16,7 +16,9 @@ namespace braid {
 constexpr int kSimpleExtraThreads = 32;
 constexpr int kMaxSimpleWorkers = 512;
 
-[[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
+// peers: registered receive buffers for a direct ring (null: the FIFO path).
+[[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,
+                                             bool pdl, cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
 

@@ -4,7 +4,8 @@
 
 namespace braid {
 
-cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
+cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream,
+                                   const DevRegPeers* peers) {
   if (args.work.nChannels <= 0 || args.work.nChannels > kMaxChannels || nThreads < 32 || nThreads % 32 != 0 ||
       nThreads > kMaxThreads) {
     return cudaErrorInvalidValue;
@@ -13,9 +14,14 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool
       (args.work.proto != kProtoLL || args.work.nChannels > kMaxDirectChannels)) {
     return cudaErrorInvalidValue;  // direct algorithms exist for LL only, on the direct channels
   }
+  const auto coll = static_cast<CollId>(args.work.coll);
+  if (peers != nullptr && (args.work.proto != kProtoSimple || args.work.algo != static_cast<uint8_t>(DevAlgo::kRing) ||
+                           (coll != CollId::kAllReduce && coll != CollId::kAllGather && coll != CollId::kBroadcast))) {
+    return cudaErrorInvalidValue;  // direct rings: Simple AllReduce, AllGather and Broadcast only
+  }
   switch (args.work.proto) {
     case kProtoSimple:
-      return launchSimpleKernel(args, nThreads, pdl, stream);
+      return launchSimpleKernel(args, peers, nThreads, pdl, stream);
     case kProtoLL:
       return launchLLKernel(args, nThreads, pdl, stream);
     case kProtoLL128:

@@ -175,8 +175,9 @@ ncclResult_t CommDataPath::connectRingsAndDirect() {
 
 // The rings (collective: only when the group has a collective) and, in scope kAll, the
 // point-to-point peers the group's sends and receives name for the first time (pairwise, see
-// p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc):
-// everything that waits for peers, which ncclGroupEnd runs for all communicators at once.
+// p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc),
+// then the exchange of registered buffers (reg_launch.cc): everything that waits for peers, which
+// ncclGroupEnd runs for all communicators at once.
 ncclResult_t CommDataPath::connect(ConnectScope scope) {
   ScopedDevice device(comm_->cudaDev_);
   if (!device.ok()) {
@@ -188,6 +189,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
   if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
   if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());
   if (scope == ConnectScope::kAll && needsP2pCountCheck()) NCCLCHECK(checkP2pCounts());
+  if (scope == ConnectScope::kAll && needsRegExchange()) NCCLCHECK(exchangeRegistrations());
   return ncclSuccess;
 }
 

@@ -72,7 +72,7 @@ bool CommDataPath::needsRingConnect() const {
 
 bool CommDataPath::needsConnect(ConnectScope scope) const {
   if (needsRingConnect()) return true;
-  return scope == ConnectScope::kAll && (needsP2pConnect() || needsP2pCountCheck());
+  return scope == ConnectScope::kAll && (needsP2pConnect() || needsP2pCountCheck() || needsRegExchange());
 }
 
 // Collectives first, in issue order, then the group's sends and receives in one kernel: every
@@ -81,14 +81,17 @@ bool CommDataPath::needsConnect(ConnectScope scope) const {
 ncclResult_t CommDataPath::launchPending() {
   std::vector<CollTask> tasks;
   tasks.swap(queue_);
+  std::vector<RegisteredLaunch> registered;
+  registered.swap(registeredQueue_);
+  registered.resize(tasks.size());  // no exchange ran: every operation takes the copy path
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
-  for (const CollTask& task : tasks) NCCLCHECK(launchOne(task));
+  for (size_t i = 0; i < tasks.size(); i++) NCCLCHECK(launchOne(tasks[i], registered[i]));
   if (!p2p.empty()) NCCLCHECK(launchP2p(p2p));
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::launchOne(const CollTask& task) {
+ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunch& registered) {
   if (task.count == 0) return ncclSuccess;
   int nranks = comm_->nranks_;
   INFO(kLogColl, "%s: sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p",
@@ -103,8 +106,8 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task) {
                                 cudaMemcpyDeviceToDevice, task.stream));
     }
   } else {
-    plan::Decision decision{};
-    NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
+    plan::Decision decision = registered.decision;
+    if (!registered.direct) NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
     DevKernelArgs args{};
     args.comm = device_.devComm();
     DevWork& work = args.work;
@@ -122,7 +125,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task) {
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
           collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);
-    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, pdl_, task.stream));
+    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, pdl_, task.stream,
+                                     registered.direct ? &registered.peers : nullptr));
+    if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }
   return order_.after(task.stream);
 }

@@ -18,7 +18,9 @@
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
 #include "launch/p2p_task.h"
+#include "launch/reg_exchange.h"
 #include "plan/plan.h"
+#include "register/registry.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
 
@@ -40,6 +42,9 @@ class CommDataPath final : public DataPathBase {
 
   // Queues a checked operation. The filters are applied when it is planned, at launch.
   void enqueue(const CollTask& task) { queue_.push_back(task); }
+  // ncclCommRegister / ncclCommDeregister (arguments checked by the caller); reg_launch.cc.
+  [[nodiscard]] ncclResult_t registerBuffer(void* buff, size_t size, void** handle);
+  [[nodiscard]] ncclResult_t deregisterBuffer(void* handle) { return registry_.remove(handle); }
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
@@ -49,14 +54,29 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t simulatePending(double* us) override;  // simulate.cc
   void dropPending() override {
     queue_.clear();
+    registeredQueue_.clear();
     p2pQueue_.clear();
   }
   [[nodiscard]] ncclResult_t waitIdle() override;
   void signalAbort() override { device_.signalAbort(); }
 
  private:
+  // A queued collective's zero-copy plan, made in the connect phase (reg_launch.cc).
+  struct RegisteredLaunch {
+    bool direct = false;
+    plan::Decision decision{};
+    DevRegPeers peers{};
+    reg::Registration* send = nullptr;
+    reg::Registration* recv = nullptr;
+  };
+
   explicit CommDataPath(ncclComm* comm) : comm_(comm) {}
-  [[nodiscard]] ncclResult_t launchOne(const CollTask& task);
+  [[nodiscard]] ncclResult_t launchOne(const CollTask& task, const RegisteredLaunch& registered);
+  // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
+  // with the peers that decides it (collective, in the connect phase).
+  bool needsRegExchange() const;
+  [[nodiscard]] ncclResult_t exchangeRegistrations();
+  [[nodiscard]] ncclResult_t noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream);
   bool needsRingConnect() const;
   [[nodiscard]] ncclResult_t connectRingsAndDirect();
   // Point-to-point (p2p_connect.cc, p2p_launch.cc).
@@ -97,6 +117,11 @@ class CommDataPath final : public DataPathBase {
   std::vector<uint64_t> p2pRecvCount_;  // receives issued per peer, numbering the count check's messages
   int p2pResidentCtas_ = 0;             // CTAs every rank's GPU holds at once: a larger group could deadlock
   cudaEvent_t joinEvent_ = nullptr;     // brings a group's other streams into its launch stream
+  // User buffer registration: this rank's registrations, the peers' ones mapped here, and the
+  // zero-copy plans of queue_ (same length once the connect phase ran, else empty).
+  reg::Registry registry_;
+  PeerRegistrations peerRegs_;
+  std::vector<RegisteredLaunch> registeredQueue_;
 };
 
 }  // namespace braid

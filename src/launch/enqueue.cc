@@ -5,6 +5,7 @@
 #include "launch/coll_args.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
+#include "util/log.h"
 #include "util/params.h"
 
 namespace braid {
@@ -53,6 +54,38 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(dataPath(comm, &path));
   path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream});
   return launchAsGroup(comm);
+}
+
+ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle) {
+  NCCLCHECK(commCheckUsable(comm, "ncclCommRegister"));
+  if (handle == nullptr) {
+    WARN("ncclCommRegister: handle is NULL");
+    return ncclInvalidArgument;
+  }
+  if (buff == nullptr) {
+    WARN("ncclCommRegister: buff is NULL");
+    return ncclInvalidArgument;
+  }
+  if (size == 0) {
+    WARN("ncclCommRegister: size is 0");
+    return ncclInvalidArgument;
+  }
+  CommDataPath* path = nullptr;
+  NCCLCHECK(dataPath(comm, &path));
+  return path->registerBuffer(buff, size, handle);
+}
+
+ncclResult_t commDeregister(ncclComm* comm, void* handle) {
+  NCCLCHECK(commCheckHandle(comm, "ncclCommDeregister"));
+  if (handle == nullptr) {
+    WARN("ncclCommDeregister: handle is NULL");
+    return ncclInvalidArgument;
+  }
+  if (!comm->dataPath_) {
+    WARN("ncclCommDeregister: handle %p is not a registration of this communicator (it has none)", handle);
+    return ncclInvalidArgument;
+  }
+  return static_cast<CommDataPath*>(comm->dataPath_.get())->deregisterBuffer(handle);
 }
 
 }  // namespace braid

@@ -18,4 +18,9 @@ namespace braid {
 [[nodiscard]] ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t count, ncclDataType_t dtype,
                                       int peer, cudaStream_t stream, const char* caller);
 
+// ncclCommRegister / ncclCommDeregister (launch/reg_launch.cc explains what registration enables).
+// Both check the communicator and their arguments (ncclInvalidArgument with a WARN naming it).
+[[nodiscard]] ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle);
+[[nodiscard]] ncclResult_t commDeregister(ncclComm* comm, void* handle);
+
 }  // namespace braid

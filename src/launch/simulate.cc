@@ -21,6 +21,7 @@ bool nvlinkP2p(const topo::Link& link, const topo::TopoParams& params) {
 ncclResult_t CommDataPath::simulatePending(double* us) {
   std::vector<CollTask> colls;
   colls.swap(queue_);
+  registeredQueue_.clear();
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
   double total = 0.0;

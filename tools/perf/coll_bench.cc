@@ -61,6 +61,9 @@ struct Rank {
   char* recvAlloc = nullptr;  // kGuardBytes | region | kGuardBytes ...
   size_t recvAllocBytes = 0;
   ncclComm_t comm = nullptr;
+  bool memAlloc = false;       // -R: the buffers come from ncclMemAlloc
+  void* sendHandle = nullptr;  // -R: their registrations
+  void* recvHandle = nullptr;
   bool failed = false;  // after an error, abort: peers may never match what this rank left undone
 
   Rank() = default;
@@ -69,14 +72,17 @@ struct Rank {
   ~Rank() {
     cudaSetDevice(rank);
     if (comm != nullptr) {
+      if (sendHandle != nullptr) ncclCommDeregister(comm, sendHandle);
+      if (recvHandle != nullptr) ncclCommDeregister(comm, recvHandle);
       if (failed) {
         ncclCommAbort(comm);
       } else {
         ncclCommDestroy(comm);
       }
     }
-    if (send != nullptr) cudaFree(send);
-    if (recvAlloc != nullptr) cudaFree(recvAlloc);
+    auto release = [this](void* p) { return memAlloc ? (void)ncclMemFree(p) : (void)cudaFree(p); };
+    if (send != nullptr) release(send);
+    if (recvAlloc != nullptr) release(recvAlloc);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
   char* region() const { return recvAlloc + kGuardBytes; }
@@ -138,8 +144,14 @@ bool Worker::setup(const IdSource& ids) {
     r.recvAllocBytes = recvBytes + 2 * kGuardBytes;
     PERF_CUDA(r.rank, cudaSetDevice(r.rank));
     PERF_CUDA(r.rank, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-    PERF_CUDA(r.rank, cudaMalloc(&r.send, sendBytes));
-    PERF_CUDA(r.rank, cudaMalloc(&r.recvAlloc, r.recvAllocBytes));
+    if (opt_.registerBuffers) {
+      r.memAlloc = true;
+      PERF_NCCL(r.rank, ncclMemAlloc(reinterpret_cast<void**>(&r.send), sendBytes));
+      PERF_NCCL(r.rank, ncclMemAlloc(reinterpret_cast<void**>(&r.recvAlloc), r.recvAllocBytes));
+    } else {
+      PERF_CUDA(r.rank, cudaMalloc(&r.send, sendBytes));
+      PERF_CUDA(r.rank, cudaMalloc(&r.recvAlloc, r.recvAllocBytes));
+    }
     // Defined contents for the first timed rows (garbage could hold NaNs or signalling patterns).
     PERF_CUDA(r.rank, cudaMemset(r.send, 0, sendBytes));
     PERF_CUDA(r.rank, cudaMemset(r.recvAlloc, 0, r.recvAllocBytes));
@@ -158,6 +170,12 @@ bool Worker::setup(const IdSource& ids) {
     PERF_NCCL(r.rank, ncclCommInitRank(&r.comm, info_.nranks, id, r.rank));
   }
   if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupEnd());
+  if (!opt_.registerBuffers) return true;
+  for (Rank& r : ranks_) {
+    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_NCCL(r.rank, ncclCommRegister(r.comm, r.send, sendBytes, &r.sendHandle));
+    PERF_NCCL(r.rank, ncclCommRegister(r.comm, r.recvAlloc, r.recvAllocBytes, &r.recvHandle));
+  }
   return true;
 }
 

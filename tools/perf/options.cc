@@ -126,6 +126,7 @@ bool Parser::one(const char* a) {
   if (!std::strcmp(a, "-w")) return intFlag(a, 0, 1000000, &o.warmup);
   if (!std::strcmp(a, "-G")) return intFlag(a, 0, 1000000, &o.graphLaunches);
   if (!std::strcmp(a, "-c")) return boolFlag(a, &o.check);
+  if (!std::strcmp(a, "-R")) return boolFlag(a, &o.registerBuffers);
   if (!std::strcmp(a, "-a")) return intFlag(a, 0, 3, &o.average);
   if (!std::strcmp(a, "-z")) {
     int z = 0;  // nccl-tests' blocking mode: only its default (0) is offered
@@ -203,6 +204,8 @@ void printUsage(const char* argv0) {
       "  -G LAUNCHES     capture the ITERS iterations in a CUDA graph (thread-local capture) and time\n"
       "                  LAUNCHES replays of it (0: eager launches, the default)\n"
       "  -c 0|1          check results, counting wrong elements (1)\n"
+      "  -R 0|1          allocate the buffers with ncclMemAlloc and register them with ncclCommRegister\n"
+      "                  (user buffer registration: zero-copy where the library has it) (0)\n"
       "  -a 0|1|2|3      time reported over ranks: rank 0, mean, min, max (3)\n"
       "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"
       "compare:\n"

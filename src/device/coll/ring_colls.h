@@ -63,11 +63,25 @@ struct Prims {
   }
   __device__ const char* at(const char* p, int64_t elems) const { return p + elems * elemSize; }
   __device__ char* at(char* p, int64_t elems) const { return p + elems * elemSize; }
+  // The kStepEnter handshake of a direct (registered) operation.
+  __device__ void enter() const { fn(*state, nullptr, nullptr, 1, kStepEnter); }
 };
 
+// The extra step flags of a ring whose receive buffers are registered (DevRegPeers): sends that
+// write into the next rank's receive buffer, receives that find the data in ours. Zero otherwise.
+struct DirectFlags {
+  int send;
+  int recv;
+};
+__device__ __forceinline__ DirectFlags directFlags(bool direct) {
+  return direct ? DirectFlags{kStepDirectSend, kStepDirectRecv} : DirectFlags{0, 0};
+}
+
 // AllReduce: per loop of n chunks, n-1 reduce-scatter steps then n-1 all-gather steps (§3.10).
+// Direct: the all-gather half writes into the next rank's receive buffer (the reduce-scatter half
+// keeps the FIFO: its partial sums have no place in a user buffer when the operation is in place).
 __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                     ChannelPart part, int64_t chunkElems, int64_t grain) {
+                                     ChannelPart part, int64_t chunkElems, int64_t grain, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   int64_t chunk = 0;
@@ -85,13 +99,14 @@ __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, c
       prims.step(prims.at(src, off(r)), nullptr, len(r), kStepRecv | kStepSend | kStepPreOp);
     }
     r = ring.rank;
-    prims.step(prims.at(src, off(r)), prims.at(dst, off(r)), len(r), kStepRecv | kStepSend | kStepPreOp | kStepPostOp);
+    prims.step(prims.at(src, off(r)), prims.at(dst, off(r)), len(r),
+               kStepRecv | kStepSend | kStepPreOp | kStepPostOp | d.send);
     for (int j = 1; j < n - 1; j++) {
       r = ring.rankAt(i - j);
-      prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv | kStepSend);
+      prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv | kStepSend | d.recv | d.send);
     }
     r = ring.rankAt(i + 1);
-    prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv);
+    prims.step(nullptr, prims.at(dst, off(r)), len(r), kStepRecv | d.recv);
   }
 }
 
@@ -112,37 +127,39 @@ __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& rin
   }
 }
 
-// AllGather (bytes): count is the per-rank byte count.
+// AllGather (bytes): count is the per-rank byte count. Direct: the first step needs the own
+// block's place in dst even in place (the next rank's copy goes to the same offset there).
 __device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                     int64_t count, ChannelPart part, int64_t chunkElems) {
+                                     int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   char* own = prims.at(dst, ring.rank * count);
-  const bool inPlace = src == own;
+  const bool skipOwn = src == own && d.send == 0;
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
-    prims.step(prims.at(src, o), inPlace ? nullptr : prims.at(own, o), len, kStepSend);
+    prims.step(prims.at(src, o), skipOwn ? nullptr : prims.at(own, o), len, kStepSend | d.send);
     for (int j = 1; j < n - 1; j++) {
       const int r = ring.rankAt(i - j);
-      prims.step(nullptr, prims.at(dst, r * count + o), len, kStepRecv | kStepSend);
+      prims.step(nullptr, prims.at(dst, r * count + o), len, kStepRecv | kStepSend | d.recv | d.send);
     }
-    prims.step(nullptr, prims.at(dst, ring.rankAt(i + 1) * count + o), len, kStepRecv);
+    prims.step(nullptr, prims.at(dst, ring.rankAt(i + 1) * count + o), len, kStepRecv | d.recv);
   }
 }
 
 // Broadcast (bytes): pipelined from the root along the ring.
 __device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
-                                     ChannelPart part, int64_t chunkElems) {
+                                     ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int p = ((ring.index - ring.positionOf(root)) % n + n) % n;  // 0 at the root
+  const bool skipOwn = src == dst && d.send == 0;
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     if (p == 0) {
-      prims.step(prims.at(src, o), src == dst ? nullptr : prims.at(dst, o), len, kStepSend);
+      prims.step(prims.at(src, o), skipOwn ? nullptr : prims.at(dst, o), len, kStepSend | d.send);
     } else if (p < n - 1) {
-      prims.step(nullptr, prims.at(dst, o), len, kStepRecv | kStepSend);
+      prims.step(nullptr, prims.at(dst, o), len, kStepRecv | kStepSend | d.recv | d.send);
     } else {
-      prims.step(nullptr, prims.at(dst, o), len, kStepRecv);
+      prims.step(nullptr, prims.at(dst, o), len, kStepRecv | d.recv);
     }
   }
 }

@@ -33,7 +33,7 @@ struct StepChoice {
 };
 
 __device__ __forceinline__ void runRing(const Prims& prims, const RingInfo& ring, const DevWork& work, int64_t count,
-                                        ChannelPart part, int64_t chunkElems, bool hasOps) {
+                                        ChannelPart part, int64_t chunkElems, bool hasOps, DirectFlags d) {
   const char* src = static_cast<const char*>(work.sendbuff);
   char* dst = static_cast<char*>(work.recvbuff);
   if (ring.n == 1) {
@@ -41,9 +41,10 @@ __device__ __forceinline__ void runRing(const Prims& prims, const RingInfo& ring
     localCopy(prims, src, dst, part, chunkElems, hasOps);
     return;
   }
+  if (d.send != 0) prims.enter();
   switch (static_cast<CollId>(work.coll)) {
     case CollId::kAllReduce:
-      ringAllReduce(prims, ring, src, dst, part, chunkElems, 16 / prims.elemSize);
+      ringAllReduce(prims, ring, src, dst, part, chunkElems, 16 / prims.elemSize, d);
       break;
     case CollId::kReduceScatter:
       ringReduceScatter(prims, ring, src, dst, count, part, chunkElems);
@@ -52,16 +53,19 @@ __device__ __forceinline__ void runRing(const Prims& prims, const RingInfo& ring
       ringReduce(prims, ring, src, dst, work.root, part, chunkElems);
       break;
     case CollId::kAllGather:
-      ringAllGather(prims, ring, src, dst, count, part, chunkElems);
+      ringAllGather(prims, ring, src, dst, count, part, chunkElems, d);
       break;
     case CollId::kBroadcast:
-      ringBroadcast(prims, ring, src, dst, work.root, part, chunkElems);
+      ringBroadcast(prims, ring, src, dst, work.root, part, chunkElems, d);
       break;
   }
 }
 
+// `peers` (Simple only; null otherwise): the operation's registered receive buffers, for a direct
+// ring (AllReduce, AllGather, Broadcast; the host registers no other collective).
 template <typename Picker>
-__device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& state) {
+__device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& state,
+                                        const DevRegPeers* peers = nullptr) {
   const DevWork& work = args.work;
   const auto coll = static_cast<CollId>(work.coll);
   Picker picker;
@@ -78,7 +82,12 @@ __device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& s
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / c.elemSize);
   const DevChannel* channel = &args.comm->channels[blockIdx.x];
   const RingInfo ring{channel->ringRanks, args.comm->nranks, channel->ringIndex, args.comm->rank};
-  runRing(prims, ring, work, count, part, chunkElems, c.hasOps);
+  const bool direct = peers != nullptr && ring.n > 1;
+  if (direct) {
+    const char* next = peers->recvbuff[ring.rankAt(ring.index + 1)];
+    state.directDelta = next - static_cast<const char*>(work.recvbuff);
+  }
+  runRing(prims, ring, work, count, part, chunkElems, c.hasOps, directFlags(direct));
   finishProtoState(state);
 }
 

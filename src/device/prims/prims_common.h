@@ -22,7 +22,23 @@ namespace braid {
 //   v = kRecv && src ? reduce(fifo, pre(src)) : (kRecv ? fifo : pre(src));  v = post(v)
 // and v goes to dst (when non-null) and to the next rank's FIFO (kSend). pre() is the functor's
 // preOp when kPreOp is set, post() its postOp when kPostOp is set.
-enum StepFlags : int { kStepRecv = 1, kStepSend = 2, kStepPreOp = 4, kStepPostOp = 8 };
+//
+// Registered buffers (Simple only, see DevRegPeers): with kDirectSend the send goes to dst +
+// ProtoState::directDelta, the same offset in the next rank's receive buffer, instead of its FIFO
+// (no slot, so no wait for the receiver's head); with kDirectRecv the received data is already at
+// dst (written there by the previous rank) and is read from there. kEnter is the handshake a
+// direct operation starts with: the rank announces it has entered the operation (its receive
+// buffer is the operation's from now on) and waits until the next rank has done the same, so that
+// no direct write lands in a buffer its owner may still be using for earlier work.
+enum StepFlags : int {
+  kStepRecv = 1,
+  kStepSend = 2,
+  kStepPreOp = 4,
+  kStepPostOp = 8,
+  kStepDirectSend = 16,
+  kStepDirectRecv = 32,
+  kStepEnter = 64,
+};
 
 // Spin iterations between two reads of the host-mapped abort flag (a PCIe round trip).
 constexpr uint32_t kAbortPollSpins = 4096;
@@ -75,6 +91,7 @@ struct ProtoState {
   uint64_t headCache;  // last head value seen by this thread (LL, LL128)
   uint64_t scalar;     // DevWork::scalar, for the functor
   AbortWatch abort;
+  intptr_t directDelta;  // kStepDirectSend: next rank's receive buffer minus ours (0 without registration)
 };
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
@@ -98,7 +115,8 @@ __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvCo
                     recv != nullptr ? recv->step : 0,
                     send != nullptr ? send->headSeen : 0,
                     scalar,
-                    AbortWatch(abortFlag, shared)};
+                    AbortWatch(abortFlag, shared),
+                    0};
 }
 
 // This CTA's ring channel (comm->channels[blockIdx.x]).

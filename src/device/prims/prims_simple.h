@@ -106,7 +106,9 @@ __device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthre
 template <typename T, typename Fn>
 __device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
                                                  T* userOut, T* fifoOut, int64_t nelem, bool pre, bool post) {
-  const uintptr_t userBits = reinterpret_cast<uintptr_t>(userIn) | reinterpret_cast<uintptr_t>(userOut);
+  // FIFO slots are aligned, but with registered buffers fifoIn / fifoOut are user buffers too.
+  const uintptr_t userBits = reinterpret_cast<uintptr_t>(userIn) | reinterpret_cast<uintptr_t>(userOut) |
+                             reinterpret_cast<uintptr_t>(fifoIn) | reinterpret_cast<uintptr_t>(fifoOut);
   int64_t vecElems = 0;
   if (userBits % 16 == 0) {
     const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
@@ -135,21 +137,53 @@ __device__ __forceinline__ int64_t simpleChunkBytes(const DevComm& comm, uint32_
   return clampChunkBytes(comm.slotBytes[kProtoSimple], requested);
 }
 
+// kStepEnter (see StepFlags), counted as one step on both connections: the receive side is
+// consumed at once (its head post tells the previous rank we are in), the send side waits until
+// the next rank's head says it is in too. No payload moves.
+__device__ __forceinline__ void simpleEnter(ProtoState& s) {
+  s.recvStep++;
+  s.sendStep++;
+  if (s.tid == 0 && !s.abort.aborted()) {
+    stReleaseCta(&s.shared->recvDone, s.recvStep);
+    while (ldAcquireSys(s.sendHead) < s.sendStep) {
+      if (s.abort.poll()) break;
+    }
+    stReleaseCta(&s.shared->sendDone, s.sendStep);
+  }
+  namedBarrierSync(kSimpleBarrier, s.nthreads);
+}
+
 // One Simple step on the workers (see the header comment). Not inlined: one copy per (T, Fn).
 template <typename T, typename Fn>
 __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+  if ((flags & kStepEnter) != 0) {
+    simpleEnter(s);
+    return;
+  }
   if (nelem <= 0) return;
   const bool recv = (flags & kStepRecv) != 0;
   const bool send = (flags & kStepSend) != 0;
-  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send);
+  const bool directIn = recv && (flags & kStepDirectRecv) != 0;
+  const bool directOut = send && (flags & kStepDirectSend) != 0;
+  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send && !directOut);
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (!s.abort.aborted()) {
-    const T* fifoIn =
-        recv ? reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes) : nullptr;
-    T* fifoOut = send ? reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSlotsSimple) * s.slotBytes) : nullptr;
-    const Fn fn(s.scalar);
-    simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst),
-                            fifoOut, nelem, (flags & kStepPreOp) != 0, (flags & kStepPostOp) != 0);
+    const T* fifoIn = nullptr;
+    if (recv) {
+      fifoIn = directIn ? reinterpret_cast<const T*>(dst)
+                        : reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes);
+    }
+    T* fifoOut = nullptr;
+    if (send) {
+      fifoOut = directOut ? reinterpret_cast<T*>(dst + s.directDelta)
+                          : reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSlotsSimple) * s.slotBytes);
+    }
+    T* userOut = directIn ? nullptr : reinterpret_cast<T*>(dst);  // direct: already in place
+    if (userOut != nullptr || fifoOut != nullptr) {
+      const Fn fn(s.scalar);
+      simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), userOut, fifoOut, nelem,
+                              (flags & kStepPreOp) != 0, (flags & kStepPostOp) != 0);
+    }
   }
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (send) s.sendStep++;

@@ -1,0 +1,98 @@
+// User buffer registration in the data path: ncclCommRegister's bookkeeping and REG line, which
+// queued collectives may go zero-copy, and the exchange that decides it (reg_exchange.h).
+//
+// A collective goes zero-copy when every rank's receive buffer is registered, the communicator
+// connects every pair of ranks by NVLink P2P (the direct channels exist), and the plan is a Simple
+// ring AllReduce, AllGather or Broadcast. It then runs on half the CTAs of the copy path: with the
+// next rank's buffer as the destination, a CTA moves each byte with fewer memory operations.
+#include <algorithm>
+
+#include "cuda/scoped_device.h"
+#include "launch/comm_data_path.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+bool zeroCopyColl(CollId coll) {
+  return coll == CollId::kAllReduce || coll == CollId::kAllGather || coll == CollId::kBroadcast;
+}
+
+size_t sendBytes(const CollTask& task) { return task.count * dtypeSize(task.dtype); }
+size_t recvBytes(const CollTask& task, int nranks) {
+  return sendBytes(task) * (task.coll == CollId::kAllGather ? static_cast<size_t>(nranks) : 1);
+}
+
+}  // namespace
+
+ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle) {
+  ScopedDevice device(comm_->cudaDev_);
+  reg::Registration* reg = nullptr;
+  NCCLCHECK(registry_.add(buff, size, &reg));
+  std::string sharing = reg->whyNotShared.empty() ? std::string("peer processes map it by ") + reg::sharingName(*reg)
+                                                  : "peer processes cannot map it: " + reg->whyNotShared;
+  const char* use = "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P";
+  if (paramInt(ParamId::kLocalRegister) == 0) {
+    use = "not used (NCCL_LOCAL_REGISTER=0)";
+  } else if (comm_->nranks_ == 1) {
+    use = "not used (one rank: nothing to share)";
+  } else if (connected_ && model_.maxDirectChannels == 0) {
+    use = "not used (some pair of ranks of this communicator is not NVLink P2P)";
+  }
+  INFO(kLogReg, "ncclCommRegister: comm %p rank %d buff %p size %zu: allocation %p (%zu bytes), %s; %s",
+       static_cast<void*>(comm_), comm_->rank_, buff, size, static_cast<void*>(reg->allocBase), reg->allocBytes,
+       sharing.c_str(), use);
+  *handle = reg;
+  return ncclSuccess;
+}
+
+bool CommDataPath::needsRegExchange() const {
+  if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks || paramInt(ParamId::kLocalRegister) == 0) return false;
+  if (connected_ && model_.maxDirectChannels == 0) return false;
+  for (const CollTask& task : queue_) {
+    if (!zeroCopyColl(task.coll)) continue;
+    if (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||
+        registry_.find(task.sendbuff, sendBytes(task)) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Called after the rings are connected (model_ is known). Every rank that registered an operation's
+// buffers computes the same eligibility, so the ranks that meet in the exchange agree on it.
+ncclResult_t CommDataPath::exchangeRegistrations() {
+  registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
+  if (model_.maxDirectChannels == 0) return ncclSuccess;
+  // Half the channels: the next rank's buffer as the destination saves a CTA enough memory
+  // operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
+  // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still.
+  plan::CommModel halved = model_;
+  halved.maxChannels = std::max(1, model_.maxChannels / 2);
+  transport::Context ctx = transportContext();
+  const int nranks = comm_->nranks_;
+  for (size_t i = 0; i < queue_.size(); i++) {
+    const CollTask& task = queue_[i];
+    if (!zeroCopyColl(task.coll)) continue;
+    RegisteredLaunch& r = registeredQueue_[i];
+    r.recv = registry_.find(task.recvbuff, recvBytes(task, nranks));
+    r.send = registry_.find(task.sendbuff, sendBytes(task));
+    if (r.recv == nullptr && r.send == nullptr) continue;
+    NCCLCHECK(plan::decide(halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
+    if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
+    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, plan::collName(task.coll), &r.peers, &r.direct));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream) {
+  if (registered.recv != nullptr) NCCLCHECK(registry_.noteUse(registered.recv, stream));
+  if (registered.send != nullptr && registered.send != registered.recv) {
+    NCCLCHECK(registry_.noteUse(registered.send, stream));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid
