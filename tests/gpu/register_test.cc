@@ -37,11 +37,7 @@ constexpr uint8_t kPoisonByte = 0xAB;
 constexpr size_t kCount = (3 << 20) + 5;
 
 int32_t value(int it, int rank, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(it) << 40) ^ (static_cast<uint64_t>(rank) << 32) ^ i;
-  x ^= x >> 31;
-  x *= 0x9e3779b97f4a7c15ull;
-  x ^= x >> 29;
-  return static_cast<int32_t>(x % 2001) - 1000;
+  return static_cast<int32_t>(colltest::inputHash(static_cast<uint64_t>(it), rank, i) % 2001) - 1000;
 }
 
 enum class Alloc { kMemAlloc, kCudaMalloc };
