@@ -32,6 +32,12 @@ Deadline exchangeDeadline(const transport::Context& ctx) {
   return Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
 }
 
+// The Unix socket a rank binds for its registrations' descriptors ("REGISTER" mixed into the hash
+// keeps it apart from the transport's connect sockets).
+std::string regSocketName(const transport::Context& ctx, int rank, int pid, uint64_t serial) {
+  return transport::udsSocketName(ctx.commHash ^ 0x5245474953544552ull, rank, pid, serial);
+}
+
 bool sameProcess(const transport::Context& ctx, int peer) {
   const transport::PeerDesc& a = ctx.peers[peer];
   const transport::PeerDesc& b = ctx.peers[ctx.rank];
@@ -72,8 +78,7 @@ struct PeerRegistrations::Announce {
 ncclResult_t PeerRegistrations::bindSocket(const transport::Context& ctx) {
   if (socket_.valid()) return ncclSuccess;
   socketSerial_ = gSocketSerial.fetch_add(1, std::memory_order_relaxed);
-  std::string name = transport::udsSocketName(ctx.commHash ^ 0x5245474953544552ull,  // "REGISTER": not a connect's
-                                              ctx.rank, static_cast<int>(::getpid()), socketSerial_);
+  std::string name = regSocketName(ctx, ctx.rank, static_cast<int>(::getpid()), socketSerial_);
   return transport::UdsSocket::bind(name, "rank " + std::to_string(ctx.rank), &socket_);
 }
 
@@ -84,8 +89,7 @@ ncclResult_t PeerRegistrations::sendFds(const transport::Context& ctx, const reg
   Deadline deadline = exchangeDeadline(ctx);
   for (int peer = 0; peer < ctx.nranks; peer++) {
     if (peer == ctx.rank || sameProcess(ctx, peer)) continue;
-    std::string dest =
-        transport::udsSocketName(ctx.commHash ^ 0x5245474953544552ull, peer, all[peer].pid, all[peer].socketSerial);
+    std::string dest = regSocketName(ctx, peer, all[peer].pid, all[peer].socketSerial);
     std::string what = "registered buffer of rank " + std::to_string(ctx.rank) + " for rank " + std::to_string(peer);
     NCCLCHECK(socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), deadline, what));
   }

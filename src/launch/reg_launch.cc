@@ -49,7 +49,11 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
 }
 
 bool CommDataPath::needsRegExchange() const {
-  if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks || paramInt(ParamId::kLocalRegister) == 0) return false;
+  // Every eager operation asks: without registrations that is one check.
+  if (registry_.empty() || comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks ||
+      paramInt(ParamId::kLocalRegister) == 0) {
+    return false;
+  }
   if (connected_ && model_.maxDirectChannels == 0) return false;
   for (const CollTask& task : queue_) {
     if (!zeroCopyColl(task.coll)) continue;

@@ -128,6 +128,11 @@ ncclResult_t Registry::remove(const void* handle) {
   return ncclSuccess;
 }
 
+bool Registry::empty() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return regs_.empty();
+}
+
 Registration* Registry::find(const void* p, size_t bytes) const {
   const char* c = static_cast<const char*>(p);
   std::lock_guard<std::mutex> lock(mutex_);

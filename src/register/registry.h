@@ -53,6 +53,7 @@ class Registry {
   [[nodiscard]] ncclResult_t remove(const void* handle);
   // The registration that holds all of [p, p + bytes), or null.
   Registration* find(const void* p, size_t bytes) const;
+  bool empty() const;
   // Notes that the operation just launched on `stream` uses `reg` (not while capturing: a
   // captured operation runs when its graph does, and its buffers must stay registered as long).
   [[nodiscard]] ncclResult_t noteUse(Registration* reg, cudaStream_t stream);
