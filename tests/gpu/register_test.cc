@@ -6,18 +6,13 @@
 // the copy path when ranks disagree, deregistering a buffer a pending operation uses (refused, then
 // accepted once it is done), and bad arguments. 2 and 4 GPUs; processes, one thread, threads.
 //
-// Data: int32, element i of rank r's input at iteration `it` is value(it, r, i), so every expected
-// output is exact. Outputs are poisoned before every operation.
+// Data and checks: register_test_util.h.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,52 +20,25 @@
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
 #include "rank_modes.h"
+#include "register_test_util.h"
 
 namespace {
 
 using gputest::Mode;
 using gputest::modeName;
+using regtest::Alloc;
+using regtest::kCount;
+using regtest::logHas;
+using regtest::Op;
+using regtest::Rank;
+using regtest::runAndCheck;
 
 constexpr unsigned kWatchdogSeconds = 300;
-constexpr uint8_t kPoisonByte = 0xAB;
-// Large enough for the Simple protocol (zero-copy needs it), odd so that the last chunk is ragged.
-constexpr size_t kCount = (3 << 20) + 5;
 
-int32_t value(int it, int rank, size_t i) {
-  return static_cast<int32_t>(colltest::inputHash(static_cast<uint64_t>(it), rank, i) % 2001) - 1000;
-}
-
-enum class Alloc { kMemAlloc, kCudaMalloc };
-
-struct Rank {
-  int rank = 0;
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  int nranks = 0;
-  Alloc alloc = Alloc::kMemAlloc;
-  char* chunk = nullptr;  // one allocation, registered once, holding every buffer below
-  void* handle = nullptr;
-  int32_t* send = nullptr;  // nranks * kCount elements
-  int32_t* recv = nullptr;  // nranks * kCount elements
-};
-
-size_t bufBytes(const Rank& r) { return static_cast<size_t>(r.nranks) * kCount * sizeof(int32_t); }
-
-// Buffers at rank-dependent offsets inside one chunk (the page's example, and offsets that differ
-// between ranks, which the exchange must carry per rank).
+// The chunk of regtest::allocate, registered once with every buffer in it.
 int setUp(Rank& r, int nranks, Alloc alloc) {
-  r.nranks = nranks;
-  r.alloc = alloc;
-  CHILD_CUDA(cudaSetDevice(r.rank));
-  const size_t chunkBytes = 2 * bufBytes(r) + (8 << 20);
-  if (alloc == Alloc::kMemAlloc) {
-    CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&r.chunk), chunkBytes));
-  } else {
-    CHILD_CUDA(cudaMalloc(&r.chunk, chunkBytes));
-  }
-  CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, chunkBytes, &r.handle));
-  r.send = reinterpret_cast<int32_t*>(r.chunk + 4096 * r.rank);
-  r.recv = reinterpret_cast<int32_t*>(r.chunk + bufBytes(r) + (1 << 20) + 256 * r.rank);
+  if (regtest::allocate(r, nranks, alloc) != 0) return 1;
+  CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, r.chunkBytes, &r.handle));
   return 0;
 }
 
@@ -78,87 +46,7 @@ int tearDown(Rank& r) {
   CHILD_CUDA(cudaSetDevice(r.rank));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
   CHILD_NCCL(ncclCommDeregister(r.comm, r.handle));
-  if (r.alloc == Alloc::kMemAlloc) {
-    CHILD_NCCL(ncclMemFree(r.chunk));
-  } else {
-    CHILD_CUDA(cudaFree(r.chunk));
-  }
-  return 0;
-}
-
-int fillInput(Rank& r, int32_t* where, size_t n, int it) {
-  std::vector<int32_t> host(n);
-  for (size_t i = 0; i < n; i++) host[i] = value(it, r.rank, i);
-  CHILD_CUDA(cudaSetDevice(r.rank));
-  CHILD_CUDA(cudaMemcpy(where, host.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
-  return 0;
-}
-
-enum class Op { kAllReduce, kAllGather, kBroadcast };
-const char* opName(Op op) {
-  return op == Op::kAllReduce ? "AllReduce" : op == Op::kAllGather ? "AllGather" : "Broadcast";
-}
-
-// Runs `op` on every rank (in place when asked) and checks every rank's output exactly.
-int runAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
-  const int n = ranks[0].nranks;
-  const int root = it % n;
-  for (Rank& r : ranks) {
-    int32_t* in = r.send;
-    if (inPlace) in = op == Op::kAllGather ? r.recv + r.rank * kCount : r.recv;
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaMemset(r.recv, kPoisonByte, bufBytes(r)));
-    if (fillInput(r, in, kCount, it) != 0) return 1;
-  }
-  CHILD_NCCL(ncclGroupStart());
-  for (Rank& r : ranks) {
-    int32_t* in = r.send;
-    if (inPlace) in = op == Op::kAllGather ? r.recv + r.rank * kCount : r.recv;
-    if (op == Op::kAllReduce) CHILD_NCCL(ncclAllReduce(in, r.recv, kCount, ncclInt32, ncclSum, r.comm, r.stream));
-    if (op == Op::kAllGather) CHILD_NCCL(ncclAllGather(in, r.recv, kCount, ncclInt32, r.comm, r.stream));
-    if (op == Op::kBroadcast) CHILD_NCCL(ncclBroadcast(in, r.recv, kCount, ncclInt32, root, r.comm, r.stream));
-  }
-  CHILD_NCCL(ncclGroupEnd());
-  for (Rank& r : ranks) {
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaStreamSynchronize(r.stream));
-    const size_t outCount = op == Op::kAllGather ? n * kCount : kCount;
-    std::vector<int32_t> got(outCount);
-    CHILD_CUDA(cudaMemcpy(got.data(), r.recv, outCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < outCount; i++) {
-      int32_t want = 0;
-      if (op == Op::kAllReduce) {
-        for (int q = 0; q < n; q++) want += value(it, q, i);
-      } else if (op == Op::kAllGather) {
-        want = value(it, static_cast<int>(i / kCount), i % kCount);
-      } else {
-        want = value(it, root, i);
-      }
-      if (got[i] != want) {
-        std::fprintf(stderr, "%s%s it %d rank %d: element %zu is %d, expected %d\n", opName(op),
-                     inPlace ? " in place" : "", it, r.rank, i, got[i], want);
-        return 1;
-      }
-    }
-  }
-  return 0;
-}
-
-// The log lines this process wrote (NCCL_DEBUG_FILE below) contain `text`; when not, they are
-// printed (the last 20) to say what happened instead.
-bool logSays(const std::string& text) {
-  std::ifstream in("/tmp/braid-register-test-" + std::to_string(getpid()) + ".log");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(text) != std::string::npos) return true;
-    lines.push_back(line);
-  }
-  std::fprintf(stderr, "log of pid %d does not say \"%s\"; its last lines:\n", static_cast<int>(getpid()),
-               text.c_str());
-  for (size_t i = lines.size() > 20 ? lines.size() - 20 : 0; i < lines.size(); i++) {
-    std::fprintf(stderr, "  %s\n", lines[i].c_str());
-  }
-  return false;
+  return regtest::freeChunk(r);
 }
 
 class Register : public ::testing::TestWithParam<std::tuple<int, Mode>> {
@@ -173,10 +61,10 @@ class Register : public ::testing::TestWithParam<std::tuple<int, Mode>> {
 TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
   colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
   colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", "/tmp/braid-register-test-%p.log");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
   const int n = this->n();
   for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
-    SCOPED_TRACE(alloc == Alloc::kMemAlloc ? "ncclMemAlloc" : "cudaMalloc");
+    SCOPED_TRACE(regtest::allocName(alloc));
     EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n, alloc](std::vector<Rank>& ranks) {
                 for (Rank& r : ranks) {
                   if (setUp(r, n, alloc) != 0) return 1;
@@ -189,7 +77,7 @@ TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
                     }
                   }
                 }
-                if (!colltest::againstReference()) CHILD_EXPECT(logSays("zero-copy (peers write into them)"));
+                if (!colltest::againstReference()) CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
                 for (Rank& r : ranks) {
                   if (tearDown(r) != 0) return 1;
                 }
@@ -203,7 +91,7 @@ TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
 TEST_P(Register, RanksThatDisagreeGetAWarnAndTheCopyPath) {
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's mismatch handling";
   colltest::ScopedSetenv debug("NCCL_DEBUG", "WARN");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", "/tmp/braid-register-test-%p.log");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
   const int n = this->n();
   EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
               for (Rank& r : ranks) {
@@ -214,7 +102,7 @@ TEST_P(Register, RanksThatDisagreeGetAWarnAndTheCopyPath) {
                 }
               }
               if (runAndCheck(ranks, Op::kAllReduce, false, 7) != 0) return 1;
-              CHILD_EXPECT(logSays("all ranks must pass registered buffers or none"));
+              CHILD_EXPECT(logHas("all ranks must pass registered buffers or none"));
               for (Rank& r : ranks) {
                 if (tearDown(r) != 0) return 1;
               }
