@@ -75,6 +75,7 @@ class CommDataPath final : public DataPathBase {
   // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
   // with the peers that decides it (collective, in the connect phase).
   bool needsRegExchange() const;
+  bool graphRegisters(const CollTask& task) const;  // NCCL_GRAPH_REGISTER applies: captured and large enough
   [[nodiscard]] ncclResult_t exchangeRegistrations();
   [[nodiscard]] ncclResult_t noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream);
   bool needsRingConnect() const;

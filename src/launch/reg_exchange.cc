@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -73,6 +74,8 @@ struct PeerRegistrations::Announce {
   uint64_t offset;  // receive buffer - allocation base
   uint64_t socketSerial;
   transport::ExportInfo info;
+  uint64_t nRetired;
+  uint64_t retired[kRetiredPerAnnounce];  // serials this rank released since its last announcement
 };
 
 ncclResult_t PeerRegistrations::bindSocket(const transport::Context& ctx) {
@@ -143,8 +146,24 @@ ncclResult_t PeerRegistrations::mapPeer(const transport::Context& ctx, int peer,
   return ncclSuccess;
 }
 
+// A peer released these registrations (its buffers may be freed): its mappings here are set aside.
+void PeerRegistrations::retirePeer(int me, int peer, const Announce& a) {
+  for (uint64_t i = 0; i < std::min<uint64_t>(a.nRetired, kRetiredPerAnnounce); i++) {
+    Key key{peer, a.retired[i]};
+    unusable_.erase(key);
+    earlyFds_.erase(key);
+    auto it = mapped_.find(key);
+    if (it == mapped_.end()) continue;
+    INFO(kLogReg, "rank %d released registration %llu: rank %d unmaps it once its earlier kernels are done", peer,
+         static_cast<unsigned long long>(key.second), me);
+    retiredMappings_.push_back(std::move(it->second));
+    mapped_.erase(it);
+  }
+}
+
 ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Registration* mine, void* recvbuff,
-                                         const char* opName, DevRegPeers* peers, bool* direct) {
+                                         const std::vector<uint64_t>& retired, const char* opName, DevRegPeers* peers,
+                                         bool* direct) {
   *direct = false;
   NCCLCHECK(bindSocket(ctx));  // before the allGather: once it is over, peers may send to it
   std::vector<Announce> all(ctx.nranks);
@@ -152,6 +171,9 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   std::memset(&me, 0, sizeof(me));
   me.pid = static_cast<int32_t>(::getpid());
   me.socketSerial = socketSerial_;
+  me.nRetired = std::min(retired.size(), kRetiredPerAnnounce);
+  for (uint64_t serial : retired) announced_.erase(serial);
+  std::copy(retired.begin(), retired.begin() + static_cast<std::ptrdiff_t>(me.nRetired), me.retired);
   if (mine != nullptr) {
     me.registered = 1;
     me.serial = mine->serial;
@@ -161,6 +183,9 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
     me.isNew = announced_.count(mine->serial) == 0 ? 1 : 0;
   }
   NCCLCHECK(ctx.bootstrap->allGather(all.data(), sizeof(Announce)));
+  for (int r = 0; r < ctx.nranks; r++) {
+    if (r != ctx.rank) retirePeer(ctx.rank, r, all[r]);
+  }
   if (me.isNew != 0) {
     announced_.insert(me.serial);
     NCCLCHECK(sendFds(ctx, *mine, all.data()));

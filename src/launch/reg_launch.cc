@@ -1,9 +1,10 @@
 // User buffer registration in the data path: ncclCommRegister's bookkeeping and REG line, which
 // queued collectives may go zero-copy, and the exchange that decides it (reg_exchange.h).
 //
-// A collective goes zero-copy when every rank's receive buffer is registered, the communicator
-// connects every pair of ranks by NVLink P2P (the direct channels exist), and the plan is a Simple
-// ring AllReduce, AllGather or Broadcast. It then runs on half the CTAs of the copy path: with the
+// A collective goes zero-copy when every rank's receive buffer is registered (by ncclCommRegister,
+// or, while the operation is being captured, by graph registration), the communicator connects
+// every pair of ranks by NVLink P2P (the direct channels exist), and the plan is a Simple ring
+// AllReduce, AllGather or Broadcast. It then runs on half the CTAs of the copy path: with the
 // next rank's buffer as the destination, a CTA moves each byte with fewer memory operations.
 #include <algorithm>
 
@@ -48,28 +49,39 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   return ncclSuccess;
 }
 
+// Graph registration looks at operations of at least this many bytes only: smaller ones take LL
+// (no zero-copy), and eager ones that small then pay for no capture query.
+constexpr size_t kGraphRegisterMinBytes = 64 << 10;
+
+bool CommDataPath::graphRegisters(const CollTask& task) const {
+  if (paramInt(ParamId::kGraphRegister) == 0 || collBytes(task, comm_->nranks_) < kGraphRegisterMinBytes) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(task.stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
 bool CommDataPath::needsRegExchange() const {
-  // Every eager operation asks: without registrations that is one check.
-  if (registry_.empty() || comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks ||
-      paramInt(ParamId::kLocalRegister) == 0) {
-    return false;
-  }
+  if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks) return false;
   if (connected_ && model_.maxDirectChannels == 0) return false;
+  // Every eager operation asks: without local registrations that is one check per operation.
+  const bool local = paramInt(ParamId::kLocalRegister) != 0 && !registry_.empty();
   for (const CollTask& task : queue_) {
     if (!zeroCopyColl(task.coll)) continue;
-    if (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||
-        registry_.find(task.sendbuff, sendBytes(task)) != nullptr) {
+    if (local && (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||
+                  registry_.find(task.sendbuff, sendBytes(task)) != nullptr)) {
       return true;
     }
+    if (graphRegisters(task)) return true;
   }
   return false;
 }
 
 // Called after the rings are connected (model_ is known). Every rank that registered an operation's
-// buffers computes the same eligibility, so the ranks that meet in the exchange agree on it.
+// buffers (or captures it, with graph registration) computes the same eligibility, so the ranks
+// that meet in the exchange agree on it.
 ncclResult_t CommDataPath::exchangeRegistrations() {
   registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
   if (model_.maxDirectChannels == 0) return ncclSuccess;
+  registry_.collectGraphReleases();
   // Half the channels: the next rank's buffer as the destination saves a CTA enough memory
   // operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
   // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still.
@@ -77,16 +89,31 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   halved.maxChannels = std::max(1, model_.maxChannels / 2);
   transport::Context ctx = transportContext();
   const int nranks = comm_->nranks_;
+  const bool local = paramInt(ParamId::kLocalRegister) != 0;
+  bool retiredSent = false;
   for (size_t i = 0; i < queue_.size(); i++) {
     const CollTask& task = queue_[i];
     if (!zeroCopyColl(task.coll)) continue;
     RegisteredLaunch& r = registeredQueue_[i];
-    r.recv = registry_.find(task.recvbuff, recvBytes(task, nranks));
-    r.send = registry_.find(task.sendbuff, sendBytes(task));
-    if (r.recv == nullptr && r.send == nullptr) continue;
+    r.recv = local ? registry_.find(task.recvbuff, recvBytes(task, nranks)) : nullptr;
+    r.send = local ? registry_.find(task.sendbuff, sendBytes(task)) : nullptr;
+    const bool graph = graphRegisters(task);
+    if (r.recv == nullptr && r.send == nullptr && !graph) continue;
     NCCLCHECK(plan::decide(halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
-    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, plan::collName(task.coll), &r.peers, &r.direct));
+    if (graph && r.recv == nullptr) {
+      NCCLCHECK(registry_.acquireForGraph(task.recvbuff, recvBytes(task, nranks), task.stream, &r.recv));
+    }
+    std::vector<uint64_t> retired;
+    if (!retiredSent) retired = registry_.takeRetired(PeerRegistrations::kRetiredPerAnnounce);
+    retiredSent = true;
+    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, retired, plan::collName(task.coll), &r.peers, &r.direct));
+  }
+  if (peerRegs_.hasRetiredMappings()) {
+    // Every rank is here, so every kernel launched before (eager, or a replay enqueued so far)
+    // has its partners and finishes; after that nothing here uses the retired mappings.
+    NCCLCHECK(order_.waitIdle());
+    peerRegs_.dropRetiredMappings();
   }
   return ncclSuccess;
 }

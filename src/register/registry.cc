@@ -20,8 +20,9 @@ std::atomic<uint64_t> gSerial{1};
 using transport::Mechanism;
 
 // The allocation [*base, *base + *bytes) that holds buff: ncclMemAlloc's own record, else the
-// driver's (cudaMalloc memory, or another allocator's cuMem mapping).
-ncclResult_t findAllocation(const CudaDriver* drv, void* buff, size_t size, char** base, size_t* bytes) {
+// driver's (cudaMalloc memory, or another allocator's cuMem mapping). `caller` leads the WARNs.
+ncclResult_t findAllocation(const CudaDriver* drv, void* buff, size_t size, const char* caller, char** base,
+                            size_t* bytes) {
   AllocInfo info;
   if (findAlloc(buff, &info)) {
     *base = static_cast<char*>(info.base);
@@ -30,14 +31,14 @@ ncclResult_t findAllocation(const CudaDriver* drv, void* buff, size_t size, char
     CUdeviceptr start = 0;
     size_t length = 0;
     if (drv->cuMemGetAddressRange(&start, &length, reinterpret_cast<CUdeviceptr>(buff)) != CUDA_SUCCESS) {
-      WARN("ncclCommRegister: buff %p is not GPU memory this process can address", buff);
+      WARN("%s: buff %p is not GPU memory this process can address", caller, buff);
       return ncclInvalidArgument;
     }
     *base = reinterpret_cast<char*>(start);
     *bytes = length;
   }
   if (static_cast<char*>(buff) + size > *base + *bytes) {
-    WARN("ncclCommRegister: buff %p + size %zu runs past the end of its allocation (%p, %zu bytes)", buff, size,
+    WARN("%s: buff %p + size %zu runs past the end of its allocation (%p, %zu bytes)", caller, buff, size,
          static_cast<void*>(*base), *bytes);
     return ncclInvalidArgument;
   }
@@ -85,30 +86,112 @@ const char* sharingName(const Registration& reg) {
 }
 
 Registry::~Registry() {
+  releases_->close();  // graphs that outlive the communicator release nothing here
   for (auto& reg : regs_) {
     if (reg->lastUse != nullptr) (void)cudaEventDestroy(reg->lastUse);
   }
 }
 
-ncclResult_t Registry::add(void* buff, size_t size, Registration** out) {
+ncclResult_t Registry::make(void* buff, size_t size, std::unique_ptr<Registration>* out) {
   const CudaDriver* drv = nullptr;
   NCCLCHECK(cudaDriver(&drv));
   auto reg = std::make_unique<Registration>();
   reg->buff = static_cast<char*>(buff);
   reg->size = size;
   reg->serial = gSerial.fetch_add(1, std::memory_order_relaxed);
-  NCCLCHECK(findAllocation(drv, buff, size, &reg->allocBase, &reg->allocBytes));
+  NCCLCHECK(findAllocation(drv, buff, size, "ncclCommRegister", &reg->allocBase, &reg->allocBytes));
   prepareSharing(drv, reg.get());
   CUDACHECK(cudaEventCreateWithFlags(&reg->lastUse, cudaEventDisableTiming));
+  *out = std::move(reg);
+  return ncclSuccess;
+}
+
+ncclResult_t Registry::add(void* buff, size_t size, Registration** out) {
+  std::unique_ptr<Registration> reg;
+  NCCLCHECK(make(buff, size, &reg));
   std::lock_guard<std::mutex> lock(mutex_);
   *out = reg.get();
   regs_.push_back(std::move(reg));
   return ncclSuccess;
 }
 
+void Registry::retire(std::vector<std::unique_ptr<Registration>>::iterator it) {
+  if ((*it)->lastUse != nullptr) (void)cudaEventDestroy((*it)->lastUse);
+  retired_.push_back((*it)->serial);
+  regs_.erase(it);
+}
+
+ncclResult_t Registry::acquireForGraph(void* buff, size_t bytes, cudaStream_t stream, Registration** out) {
+  *out = nullptr;
+  const CudaDriver* drv = nullptr;
+  NCCLCHECK(cudaDriver(&drv));
+  char* base = nullptr;
+  size_t length = 0;
+  if (findAllocation(drv, buff, bytes, "graph registration", &base, &length) != ncclSuccess) {
+    INFO(kLogReg, "graph registration: buff %p (%zu bytes) is not in one GPU allocation; copy path", buff, bytes);
+    return ncclSuccess;
+  }
+  Registration* reg = findGraph(base, length);
+  if (reg == nullptr) {
+    std::unique_ptr<Registration> made;
+    NCCLCHECK(make(base, length, &made));
+    made->graph = true;
+    reg = made.get();
+    INFO(kLogReg, "graph registration %llu: allocation %p (%zu bytes) of buff %p, %s",
+         static_cast<unsigned long long>(reg->serial), static_cast<void*>(base), length, buff,
+         reg->whyNotShared.empty() ? (std::string("peer processes map it by ") + sharingName(*reg)).c_str()
+                                   : ("peer processes cannot map it: " + reg->whyNotShared).c_str());
+    std::lock_guard<std::mutex> lock(mutex_);
+    regs_.push_back(std::move(made));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  reg->graphRefs++;
+  ncclResult_t held = holdForCapturedGraph(stream, releases_, reg->serial);
+  if (held != ncclSuccess) {
+    auto it = std::find_if(regs_.begin(), regs_.end(), [reg](const auto& r) { return r.get() == reg; });
+    if (--reg->graphRefs == 0) retire(it);
+    return held;
+  }
+  *out = reg;
+  return ncclSuccess;
+}
+
+// The graph registration of the allocation [base, base + length). A graph still alive may hold a
+// registration of memory since freed and allocated again at another size: base and length must
+// both match.
+Registration* Registry::findGraph(const char* base, size_t length) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& r : regs_) {
+    if (r->graph && r->allocBase == base && r->allocBytes == length) return r.get();
+  }
+  return nullptr;
+}
+
+void Registry::collectGraphReleases() {
+  std::vector<uint64_t> released = releases_->take();
+  if (released.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (uint64_t serial : released) {
+    auto it = std::find_if(regs_.begin(), regs_.end(), [serial](const auto& r) { return r->serial == serial; });
+    if (it == regs_.end() || --(*it)->graphRefs > 0) continue;
+    INFO(kLogReg, "graph registration %llu of allocation %p released: its last graph was destroyed",
+         static_cast<unsigned long long>(serial), static_cast<void*>((*it)->allocBase));
+    retire(it);
+  }
+}
+
+std::vector<uint64_t> Registry::takeRetired(size_t max) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = std::min(max, retired_.size());
+  std::vector<uint64_t> out(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
+  retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
+  return out;
+}
+
 ncclResult_t Registry::remove(const void* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find_if(regs_.begin(), regs_.end(), [handle](const auto& r) { return r.get() == handle; });
+  auto it =
+      std::find_if(regs_.begin(), regs_.end(), [handle](const auto& r) { return r.get() == handle && !r->graph; });
   if (it == regs_.end()) {
     WARN("ncclCommDeregister: handle %p is not a registration of this communicator (already deregistered?)", handle);
     return ncclInvalidArgument;
@@ -123,8 +206,7 @@ ncclResult_t Registry::remove(const void* handle) {
     return ncclInvalidUsage;
   }
   if (pending != cudaSuccess) (void)cudaGetLastError();  // a sticky error shows up on the next call anyway
-  (void)cudaEventDestroy(reg.lastUse);
-  regs_.erase(it);
+  retire(it);
   return ncclSuccess;
 }
 
@@ -137,7 +219,7 @@ Registration* Registry::find(const void* p, size_t bytes) const {
   const char* c = static_cast<const char*>(p);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& reg : regs_) {
-    if (c >= reg->buff && c + bytes <= reg->buff + reg->size) return reg.get();
+    if (!reg->graph && c >= reg->buff && c + bytes <= reg->buff + reg->size) return reg.get();
   }
   return nullptr;
 }

@@ -1,0 +1,196 @@
+// Graph registration on real GPUs (NCCL_GRAPH_REGISTER, guide pages 001 and 002): AllReduce,
+// AllGather and Broadcast captured on buffers nobody registered (ncclMemAlloc and cudaMalloc
+// memory) go zero-copy and stay exact over replays with new inputs, in place too; with
+// NCCL_GRAPH_REGISTER=0 they take the copy path; and registrations released by destroying their
+// graph or by ncclCommDeregister leave no memory behind on any GPU (the peers unmap them).
+// 2 and 4 GPUs; processes, one thread, threads. Data and checks: register_test_util.h.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "gpu_test_util.h"
+#include "rank_modes.h"
+#include "register_test_util.h"
+
+namespace {
+
+using gputest::Mode;
+using regtest::Alloc;
+using regtest::logHas;
+using regtest::Op;
+using regtest::Rank;
+
+constexpr unsigned kWatchdogSeconds = 300;
+
+// Captures `op` on every rank's stream (thread-local capture: every mode allows it) and
+// instantiates it; the graph itself goes at once, its executable keeps what it holds.
+int capture(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
+  for (Rank& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  if (regtest::issue(ranks, op, inPlace, it) != 0) return 1;
+  // Every capture ends before any instantiation: a thread with a capture in progress may not instantiate.
+  std::vector<cudaGraph_t> graphs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
+    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
+  }
+  return 0;
+}
+
+// Replays the captured `op` `replays` times with new inputs each time, checking every output. The
+// iterations keep the Broadcast root of the capture (iteration `it`).
+int replayAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int replays) {
+  for (int rep = 0; rep < replays; rep++) {
+    const int itRep = it + rep * ranks[0].nranks;
+    for (Rank& r : ranks) {
+      if (regtest::prepare(r, op, inPlace, itRep) != 0) return 1;
+      CHILD_CUDA(cudaGraphLaunch(r.exec, r.stream));
+    }
+    for (Rank& r : ranks) {
+      if (regtest::check(r, op, inPlace, itRep) != 0) return 1;
+    }
+  }
+  return 0;
+}
+
+int destroyExecs(std::vector<Rank>& ranks) {
+  for (Rank& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamSynchronize(r.stream));
+    CHILD_CUDA(cudaGraphExecDestroy(r.exec));
+    r.exec = nullptr;
+  }
+  return 0;
+}
+
+int captureReplayDestroy(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int replays) {
+  if (capture(ranks, op, inPlace, it) != 0) return 1;
+  if (replayAndCheck(ranks, op, inPlace, it, replays) != 0) return 1;
+  return destroyExecs(ranks);
+}
+
+class GraphRegister : public ::testing::TestWithParam<std::tuple<int, Mode>> {
+ protected:
+  int n() const { return std::get<0>(GetParam()); }
+  Mode mode() const { return std::get<1>(GetParam()); }
+  void SetUp() override {
+    if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
+  }
+};
+
+TEST_P(GraphRegister, CapturedCollectivesGoZeroCopyAndStayExact) {
+  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
+  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  const int n = this->n();
+  for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
+    SCOPED_TRACE(regtest::allocName(alloc));
+    EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n, alloc](std::vector<Rank>& ranks) {
+                for (Rank& r : ranks) {
+                  if (regtest::allocate(r, n, alloc) != 0) return 1;
+                }
+                int it = 0;
+                for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kBroadcast}) {
+                  for (bool inPlace : {false, true}) {
+                    if (captureReplayDestroy(ranks, op, inPlace, it++, 3) != 0) return 1;
+                  }
+                }
+                if (!colltest::againstReference()) {
+                  CHILD_EXPECT(logHas("graph registration"));
+                  CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
+                }
+                for (Rank& r : ranks) {
+                  if (regtest::freeChunk(r) != 0) return 1;
+                }
+                return 0;
+              }));
+  }
+}
+
+TEST_P(GraphRegister, OffKeepsTheCopyPath) {
+  if (mode() != Mode::kProcesses) GTEST_SKIP() << "the parameter: once is enough";
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's REG lines";
+  colltest::ScopedSetenv off("NCCL_GRAPH_REGISTER", "0");
+  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
+  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
+              if (regtest::allocate(ranks[0], n, Alloc::kMemAlloc) != 0) return 1;
+              if (captureReplayDestroy(ranks, Op::kAllReduce, false, 5, 2) != 0) return 1;
+              CHILD_EXPECT(!logHas("graph registration", false));
+              return regtest::freeChunk(ranks[0]);
+            }));
+}
+
+// Fresh buffers every cycle, used through a graph registration (graph destroyed) or a local one
+// (deregistered), then freed: without the peers unmapping released registrations, every cycle
+// would keep a chunk of each GPU alive (the peers' mappings hold the memory).
+TEST_P(GraphRegister, ReleasedRegistrationsLeaveNoMemoryBehind) {
+  if (mode() == Mode::kThreads) GTEST_SKIP() << "one process per GPU and one thread cover it";
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's release of peer mappings";
+  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
+  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
+              constexpr int kCycles = 40;
+              constexpr int kSettled = 6;  // cycles before the first measurement
+              std::vector<size_t> freeAtSettled(ranks.size());
+              for (int cycle = 0; cycle < kCycles; cycle++) {
+                const Alloc alloc = cycle % 2 == 0 ? Alloc::kMemAlloc : Alloc::kCudaMalloc;
+                for (Rank& r : ranks) {
+                  if (regtest::allocate(r, n, alloc) != 0) return 1;
+                }
+                if (cycle % 3 == 0) {
+                  for (Rank& r : ranks) CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, r.chunkBytes, &r.handle));
+                  if (regtest::runAndCheck(ranks, Op::kAllGather, false, cycle) != 0) return 1;
+                  for (Rank& r : ranks) CHILD_NCCL(ncclCommDeregister(r.comm, r.handle));
+                } else if (captureReplayDestroy(ranks, Op::kAllReduce, cycle % 2 == 0, cycle, 1) != 0) {
+                  return 1;
+                }
+                for (size_t i = 0; i < ranks.size(); i++) {
+                  if (regtest::freeChunk(ranks[i]) != 0) return 1;
+                  if (cycle != kSettled && cycle != kCycles - 1) continue;
+                  size_t freeBytes = 0, total = 0;
+                  CHILD_CUDA(cudaMemGetInfo(&freeBytes, &total));
+                  if (cycle == kSettled) {
+                    freeAtSettled[i] = freeBytes;
+                  } else if (freeBytes + ranks[i].chunkBytes < freeAtSettled[i]) {
+                    std::fprintf(stderr, "rank %d: %zu MiB of GPU memory lost over %d cycles (a chunk is %zu MiB)\n",
+                                 ranks[i].rank, (freeAtSettled[i] - freeBytes) >> 20, kCycles - 1 - kSettled,
+                                 ranks[i].chunkBytes >> 20);
+                    return 1;
+                  }
+                }
+              }
+              CHILD_EXPECT(logHas("released: its last graph was destroyed"));
+              CHILD_EXPECT(logHas("unmaps it once its earlier kernels are done"));
+              return 0;
+            }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, GraphRegister,
+                         ::testing::Combine(::testing::Values(2, 4),
+                                            ::testing::Values(Mode::kProcesses, Mode::kOneThread, Mode::kThreads)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, Mode>>& p) {
+                           const Mode m = std::get<1>(p.param);
+                           return std::to_string(std::get<0>(p.param)) + "Gpus" +
+                                  (m == Mode::kProcesses   ? "Processes"
+                                   : m == Mode::kOneThread ? "OneThread"
+                                                           : "Threads");
+                         });
+
+}  // namespace
