@@ -9,7 +9,6 @@
 #include <nccl.h>
 
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "coll_test_util.h"
@@ -81,19 +80,10 @@ int captureReplayDestroy(std::vector<Rank>& ranks, Op op, bool inPlace, int it, 
   return destroyExecs(ranks);
 }
 
-class GraphRegister : public ::testing::TestWithParam<std::tuple<int, Mode>> {
- protected:
-  int n() const { return std::get<0>(GetParam()); }
-  Mode mode() const { return std::get<1>(GetParam()); }
-  void SetUp() override {
-    if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
-  }
-};
+class GraphRegister : public regtest::GpusAndMode {};
 
 TEST_P(GraphRegister, CapturedCollectivesGoZeroCopyAndStayExact) {
-  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
-  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  regtest::ScopedRegLog log;
   const int n = this->n();
   for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
     SCOPED_TRACE(regtest::allocName(alloc));
@@ -123,9 +113,7 @@ TEST_P(GraphRegister, OffKeepsTheCopyPath) {
   if (mode() != Mode::kProcesses) GTEST_SKIP() << "the parameter: once is enough";
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's REG lines";
   colltest::ScopedSetenv off("NCCL_GRAPH_REGISTER", "0");
-  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
-  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  regtest::ScopedRegLog log;
   const int n = this->n();
   EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
               if (regtest::allocate(ranks[0], n, Alloc::kMemAlloc) != 0) return 1;
@@ -141,9 +129,7 @@ TEST_P(GraphRegister, OffKeepsTheCopyPath) {
 TEST_P(GraphRegister, ReleasedRegistrationsLeaveNoMemoryBehind) {
   if (mode() == Mode::kThreads) GTEST_SKIP() << "one process per GPU and one thread cover it";
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's release of peer mappings";
-  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
-  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  regtest::ScopedRegLog log;
   const int n = this->n();
   EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
               constexpr int kCycles = 40;
@@ -182,15 +168,6 @@ TEST_P(GraphRegister, ReleasedRegistrationsLeaveNoMemoryBehind) {
             }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, GraphRegister,
-                         ::testing::Combine(::testing::Values(2, 4),
-                                            ::testing::Values(Mode::kProcesses, Mode::kOneThread, Mode::kThreads)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, Mode>>& p) {
-                           const Mode m = std::get<1>(p.param);
-                           return std::to_string(std::get<0>(p.param)) + "Gpus" +
-                                  (m == Mode::kProcesses   ? "Processes"
-                                   : m == Mode::kOneThread ? "OneThread"
-                                                           : "Threads");
-                         });
+INSTANTIATE_TEST_SUITE_P(Gpus, GraphRegister, regtest::gpusAndModes(), regtest::gpusAndModeName);
 
 }  // namespace

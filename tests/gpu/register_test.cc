@@ -49,19 +49,10 @@ int tearDown(Rank& r) {
   return regtest::freeChunk(r);
 }
 
-class Register : public ::testing::TestWithParam<std::tuple<int, Mode>> {
- protected:
-  int n() const { return std::get<0>(GetParam()); }
-  Mode mode() const { return std::get<1>(GetParam()); }
-  void SetUp() override {
-    if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
-  }
-};
+class Register : public regtest::GpusAndMode {};
 
 TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
-  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
-  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "REG");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  regtest::ScopedRegLog log;
   const int n = this->n();
   for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
     SCOPED_TRACE(regtest::allocName(alloc));
@@ -167,15 +158,6 @@ TEST_P(Register, BadArgumentsAreRejected) {
             }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, Register,
-                         ::testing::Combine(::testing::Values(2, 4),
-                                            ::testing::Values(Mode::kProcesses, Mode::kOneThread, Mode::kThreads)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, Mode>>& p) {
-                           const Mode m = std::get<1>(p.param);
-                           return std::to_string(std::get<0>(p.param)) + "Gpus" +
-                                  (m == Mode::kProcesses   ? "Processes"
-                                   : m == Mode::kOneThread ? "OneThread"
-                                                           : "Threads");
-                         });
+INSTANTIATE_TEST_SUITE_P(Gpus, Register, regtest::gpusAndModes(), regtest::gpusAndModeName);
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 #include <nccl.h>
 #include <unistd.h>
 
@@ -14,10 +15,12 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
+#include "rank_modes.h"
 
 namespace regtest {
 
@@ -172,6 +175,37 @@ inline bool logHas(const std::string& text, bool expected = true) {
     }
   }
   return found;
+}
+
+// Sends this process's INFO lines of the REG subsystem to kLogPattern (for logHas) while it lives.
+struct ScopedRegLog {
+  colltest::ScopedSetenv debug{"NCCL_DEBUG", "INFO"};
+  colltest::ScopedSetenv subsys{"NCCL_DEBUG_SUBSYS", "REG"};
+  colltest::ScopedSetenv file{"NCCL_DEBUG_FILE", kLogPattern};
+};
+
+// The registration tests' parameters: GPUs, and how the ranks run (rank_modes.h).
+class GpusAndMode : public ::testing::TestWithParam<std::tuple<int, gputest::Mode>> {
+ protected:
+  int n() const { return std::get<0>(GetParam()); }
+  gputest::Mode mode() const { return std::get<1>(GetParam()); }
+  void SetUp() override {
+    if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
+  }
+};
+
+inline auto gpusAndModes() {
+  return ::testing::Combine(
+      ::testing::Values(2, 4),
+      ::testing::Values(gputest::Mode::kProcesses, gputest::Mode::kOneThread, gputest::Mode::kThreads));
+}
+
+inline std::string gpusAndModeName(const ::testing::TestParamInfo<std::tuple<int, gputest::Mode>>& p) {
+  const gputest::Mode m = std::get<1>(p.param);
+  return std::to_string(std::get<0>(p.param)) + "Gpus" +
+         (m == gputest::Mode::kProcesses   ? "Processes"
+          : m == gputest::Mode::kOneThread ? "OneThread"
+                                           : "Threads");
 }
 
 }  // namespace regtest
