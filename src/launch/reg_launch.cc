@@ -17,6 +17,10 @@
 namespace braid {
 namespace {
 
+// Graph registration looks at operations of at least this many bytes only: smaller ones take LL
+// (no zero-copy), and eager ones that small then pay for no capture query.
+constexpr size_t kGraphRegisterMinBytes = 64 << 10;
+
 bool zeroCopyColl(CollId coll) {
   return coll == CollId::kAllReduce || coll == CollId::kAllGather || coll == CollId::kBroadcast;
 }
@@ -32,8 +36,6 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   ScopedDevice device(comm_->cudaDev_);
   reg::Registration* reg = nullptr;
   NCCLCHECK(registry_.add(buff, size, &reg));
-  std::string sharing = reg->whyNotShared.empty() ? std::string("peer processes map it by ") + reg::sharingName(*reg)
-                                                  : "peer processes cannot map it: " + reg->whyNotShared;
   const char* use = "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
@@ -44,14 +46,10 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   }
   INFO(kLogReg, "ncclCommRegister: comm %p rank %d buff %p size %zu: allocation %p (%zu bytes), %s; %s",
        static_cast<void*>(comm_), comm_->rank_, buff, size, static_cast<void*>(reg->allocBase), reg->allocBytes,
-       sharing.c_str(), use);
+       reg::sharingSummary(*reg).c_str(), use);
   *handle = reg;
   return ncclSuccess;
 }
-
-// Graph registration looks at operations of at least this many bytes only: smaller ones take LL
-// (no zero-copy), and eager ones that small then pay for no capture query.
-constexpr size_t kGraphRegisterMinBytes = 64 << 10;
 
 bool CommDataPath::graphRegisters(const CollTask& task) const {
   if (paramInt(ParamId::kGraphRegister) == 0 || collBytes(task, comm_->nranks_) < kGraphRegisterMinBytes) return false;
@@ -63,7 +61,7 @@ bool CommDataPath::needsRegExchange() const {
   if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks) return false;
   if (connected_ && model_.maxDirectChannels == 0) return false;
   // Every eager operation asks: without local registrations that is one check per operation.
-  const bool local = paramInt(ParamId::kLocalRegister) != 0 && !registry_.empty();
+  const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue_) {
     if (!zeroCopyColl(task.coll)) continue;
     if (local && (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||

@@ -81,8 +81,10 @@ void prepareSharing(const CudaDriver* drv, Registration* reg) {
 
 }  // namespace
 
-const char* sharingName(const Registration& reg) {
-  return transport::mechanismName(static_cast<Mechanism>(reg.crossProcess.mechanism));
+std::string sharingSummary(const Registration& reg) {
+  if (!reg.whyNotShared.empty()) return "peer processes cannot map it: " + reg.whyNotShared;
+  return std::string("peer processes map it by ") +
+         transport::mechanismName(static_cast<Mechanism>(reg.crossProcess.mechanism));
 }
 
 Registry::~Registry() {
@@ -92,14 +94,14 @@ Registry::~Registry() {
   }
 }
 
-ncclResult_t Registry::make(void* buff, size_t size, std::unique_ptr<Registration>* out) {
+ncclResult_t Registry::make(void* buff, size_t size, const char* caller, std::unique_ptr<Registration>* out) {
   const CudaDriver* drv = nullptr;
   NCCLCHECK(cudaDriver(&drv));
   auto reg = std::make_unique<Registration>();
   reg->buff = static_cast<char*>(buff);
   reg->size = size;
   reg->serial = gSerial.fetch_add(1, std::memory_order_relaxed);
-  NCCLCHECK(findAllocation(drv, buff, size, "ncclCommRegister", &reg->allocBase, &reg->allocBytes));
+  NCCLCHECK(findAllocation(drv, buff, size, caller, &reg->allocBase, &reg->allocBytes));
   prepareSharing(drv, reg.get());
   CUDACHECK(cudaEventCreateWithFlags(&reg->lastUse, cudaEventDisableTiming));
   *out = std::move(reg);
@@ -108,7 +110,7 @@ ncclResult_t Registry::make(void* buff, size_t size, std::unique_ptr<Registratio
 
 ncclResult_t Registry::add(void* buff, size_t size, Registration** out) {
   std::unique_ptr<Registration> reg;
-  NCCLCHECK(make(buff, size, &reg));
+  NCCLCHECK(make(buff, size, "ncclCommRegister", &reg));
   std::lock_guard<std::mutex> lock(mutex_);
   *out = reg.get();
   regs_.push_back(std::move(reg));
@@ -134,13 +136,12 @@ ncclResult_t Registry::acquireForGraph(void* buff, size_t bytes, cudaStream_t st
   Registration* reg = findGraph(base, length);
   if (reg == nullptr) {
     std::unique_ptr<Registration> made;
-    NCCLCHECK(make(base, length, &made));
+    NCCLCHECK(make(base, length, "graph registration", &made));
     made->graph = true;
     reg = made.get();
     INFO(kLogReg, "graph registration %llu: allocation %p (%zu bytes) of buff %p, %s",
          static_cast<unsigned long long>(reg->serial), static_cast<void*>(base), length, buff,
-         reg->whyNotShared.empty() ? (std::string("peer processes map it by ") + sharingName(*reg)).c_str()
-                                   : ("peer processes cannot map it: " + reg->whyNotShared).c_str());
+         sharingSummary(*reg).c_str());
     std::lock_guard<std::mutex> lock(mutex_);
     regs_.push_back(std::move(made));
   }
@@ -210,9 +211,9 @@ ncclResult_t Registry::remove(const void* handle) {
   return ncclSuccess;
 }
 
-bool Registry::empty() const {
+bool Registry::hasLocal() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return regs_.empty();
+  return std::any_of(regs_.begin(), regs_.end(), [](const auto& r) { return !r->graph; });
 }
 
 Registration* Registry::find(const void* p, size_t bytes) const {

@@ -61,7 +61,7 @@ class Registry {
   [[nodiscard]] ncclResult_t remove(const void* handle);
   // The local registration that holds all of [p, p + bytes), or null.
   Registration* find(const void* p, size_t bytes) const;
-  bool empty() const;
+  bool hasLocal() const;  // any local registration (find can only succeed then)
 
   // Graph registration of [buff, buff + bytes) for an operation captured on `stream`: an existing
   // graph registration of its allocation, or a new one. The graph being captured holds it until it
@@ -76,8 +76,8 @@ class Registry {
   [[nodiscard]] ncclResult_t noteUse(Registration* reg, cudaStream_t stream);
 
  private:
-  // Creates a registration of [buff, buff + size) (not yet in regs_).
-  [[nodiscard]] ncclResult_t make(void* buff, size_t size, std::unique_ptr<Registration>* out);
+  // Creates a registration of [buff, buff + size) (not yet in regs_); `caller` leads the WARNs.
+  [[nodiscard]] ncclResult_t make(void* buff, size_t size, const char* caller, std::unique_ptr<Registration>* out);
   void retire(std::vector<std::unique_ptr<Registration>>::iterator it);  // mutex_ held
   Registration* findGraph(const char* base, size_t length) const;
 
@@ -87,7 +87,7 @@ class Registry {
   std::shared_ptr<ReleaseBox> releases_;
 };
 
-// "cuMem POSIX file descriptor", ...: for REG lines.
-const char* sharingName(const Registration& reg);
+// For REG lines: "peer processes map it by cuMem POSIX file descriptor", or why they cannot.
+std::string sharingSummary(const Registration& reg);
 
 }  // namespace braid::reg
