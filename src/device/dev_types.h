@@ -136,14 +136,17 @@ struct DevP2pCta {
   int32_t firstSeg;
   int32_t nSegs;
 };
+// direct (registered buffers): a send's destination in the peer's receive buffer, or, on the
+// receiving side, buff itself (the peer writes it); null for the FIFO path.
 struct DevP2pSeg {
   char* buff;
+  char* direct;
   uint64_t bytes;
 };
 
 // The kernel's whole work list travels in its parameters (no device memory to manage per launch):
 // a small variant for the usual few operations, whose parameters cost little to launch, and a
-// large one (about 19 KiB, within CUDA's 32 KiB parameter limit) for big groups.
+// large one (about 27 KiB, within CUDA's 32 KiB parameter limit) for big groups.
 template <int kCtas, int kSegs>
 struct DevP2pArgs {
   static constexpr int kMaxCtas = kCtas;
@@ -157,6 +160,7 @@ struct DevP2pArgs {
 };
 using DevP2pArgsSmall = DevP2pArgs<16, 32>;
 using DevP2pArgsLarge = DevP2pArgs<128, 1024>;
+static_assert(sizeof(DevP2pArgsLarge) <= 32764, "a kernel's parameters are limited to 32764 bytes");
 
 struct DevKernelArgs {
   DevComm* comm;  // device pointer

@@ -4,7 +4,9 @@
 // whatever their order, and a full FIFO towards one peer never stalls the traffic of another.
 //
 // Both ends split a segment into the same steps: full slots (DevP2pArgs::slotBytes, equal on both
-// sides because the connection's FIFO sizes were checked at connect) and the remainder last.
+// sides because the connection's FIFO sizes were checked at connect) and the remainder last. A
+// zero-copy segment (registered receive buffer, DevP2pSeg::direct) is two steps on both ends: the
+// kStepEnter handshake, then the whole part written straight into the receiver's buffer.
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/prims/prims_simple.h"
@@ -28,6 +30,15 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   const int flags = cta.send != nullptr ? kStepSend : kStepRecv;
   for (int i = 0; i < cta.nSegs; i++) {
     const DevP2pSeg seg = args.segs[cta.firstSeg + i];
+    if (seg.direct != nullptr) {
+      // Zero-copy: once the receiver is in (its buffer is the operation's), the sender writes the
+      // whole part into it as one step, which the receiver only waits for.
+      simpleStep<uint8_t, FuncSum<uint8_t>>(state, nullptr, nullptr, 1, kStepEnter);
+      const int direct = flags == kStepSend ? kStepDirectSend : kStepDirectRecv;
+      simpleStep<uint8_t, FuncSum<uint8_t>>(state, flags == kStepSend ? seg.buff : nullptr, seg.direct,
+                                            static_cast<int64_t>(seg.bytes), flags | direct);
+      continue;
+    }
     for (int64_t o = 0; o < static_cast<int64_t>(seg.bytes); o += chunk) {
       const int64_t n = static_cast<int64_t>(seg.bytes) - o < chunk ? static_cast<int64_t>(seg.bytes) - o : chunk;
       char* p = seg.buff + o;

@@ -176,7 +176,8 @@ ncclResult_t CommDataPath::connectRingsAndDirect() {
 // The rings (collective: only when the group has a collective) and, in scope kAll, the
 // point-to-point peers the group's sends and receives name for the first time (pairwise, see
 // p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc),
-// then the exchange of registered buffers (reg_launch.cc): everything that waits for peers, which
+// then the exchanges of registered buffers (reg_launch.cc for collectives, p2p_reg.cc for sends and
+// receives): everything that waits for peers, which
 // ncclGroupEnd runs for all communicators at once.
 ncclResult_t CommDataPath::connect(ConnectScope scope) {
   ScopedDevice device(comm_->cudaDev_);
@@ -190,6 +191,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
   if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());
   if (scope == ConnectScope::kAll && needsP2pCountCheck()) NCCLCHECK(checkP2pCounts());
   if (scope == ConnectScope::kAll && needsRegExchange()) NCCLCHECK(exchangeRegistrations());
+  if (scope == ConnectScope::kAll && needsP2pRegExchange()) NCCLCHECK(exchangeP2pRegistrations());
   return ncclSuccess;
 }
 

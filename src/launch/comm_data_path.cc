@@ -72,7 +72,8 @@ bool CommDataPath::needsRingConnect() const {
 
 bool CommDataPath::needsConnect(ConnectScope scope) const {
   if (needsRingConnect()) return true;
-  return scope == ConnectScope::kAll && (needsP2pConnect() || needsP2pCountCheck() || needsRegExchange());
+  return scope == ConnectScope::kAll &&
+         (needsP2pConnect() || needsP2pCountCheck() || needsRegExchange() || needsP2pRegExchange());
 }
 
 // Collectives first, in issue order, then the group's sends and receives in one kernel: every

@@ -34,6 +34,12 @@ inline transport::Kind transportKind(topo::TransportKind kind) {
 // The communicator's ranks as topo describes them.
 std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
 
+// Registered buffers are used zero-copy by operations of at least this many bytes: smaller
+// collectives take LL (no zero-copy), and small sends and receives would pay more for the exchange
+// than they save. Graph registration also looks at no smaller operation, so eager ones that small
+// pay for no capture query.
+constexpr size_t kZeroCopyMinBytes = 64 << 10;
+
 class CommDataPath final : public DataPathBase {
  public:
   // Created at the communicator's first operation. Fails on a malformed NCCL_ALGO/NCCL_PROTO.
@@ -75,9 +81,19 @@ class CommDataPath final : public DataPathBase {
   // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
   // with the peers that decides it (collective, in the connect phase).
   bool needsRegExchange() const;
-  bool graphRegisters(const CollTask& task) const;  // NCCL_GRAPH_REGISTER applies: captured and large enough
+  // NCCL_GRAPH_REGISTER applies: the operation is captured and of the zero-copy size.
+  bool graphRegisters(size_t bytes, cudaStream_t stream) const;
+  bool graphRegisters(const CollTask& task) const;
   [[nodiscard]] ncclResult_t exchangeRegistrations();
   [[nodiscard]] ncclResult_t noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream);
+  // Released registrations (ours retired, the peers' unmapped), around every exchange.
+  void collectReleasedRegistrations();
+  [[nodiscard]] ncclResult_t dropReleasedPeerMappings();
+  // Zero-copy sends and receives (p2p_reg.cc): which queued ones may go zero-copy, and the
+  // pairwise exchange that decides it (in the connect phase, after the point-to-point connect).
+  bool p2pRegisters(const P2pTask& task) const;
+  bool needsP2pRegExchange() const;
+  [[nodiscard]] ncclResult_t exchangeP2pRegistrations();
   bool needsRingConnect() const;
   [[nodiscard]] ncclResult_t connectRingsAndDirect();
   // Point-to-point (p2p_connect.cc, p2p_launch.cc).
@@ -112,6 +128,7 @@ class CommDataPath final : public DataPathBase {
   // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
   // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).
   std::vector<char> p2pConnected_;
+  std::vector<char> p2pDirectPair_;  // per peer: a P2P pair (peers can map each other's buffers)
   std::vector<topo::Link> p2pLinks_;
   uint64_t p2pSlotBytes_ = 0;
   int p2pChannels_ = 0;

@@ -58,6 +58,7 @@ ncclResult_t CommDataPath::connectP2p() {
     NCCLCHECK(initP2pPlan());
     NCCLCHECK(device_.allocP2pPeers(nranks));
     p2pConnected_.assign(nranks, 0);
+    p2pDirectPair_.assign(nranks, 0);
   }
   std::vector<int> peers;
   for (const P2pTask& task : p2pQueue_) {
@@ -100,6 +101,7 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   }
   NCCLCHECK(device_.uploadP2pPeer(peer, entry));
   p2pConnected_[peer] = 1;
+  p2pDirectPair_[peer] = kind == topo::TransportKind::kP2p ? 1 : 0;
   INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, p2pChannels_,
        topo::transportName(kind), static_cast<unsigned long long>(p2pSlotBytes_));
   return ncclSuccess;

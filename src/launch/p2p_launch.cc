@@ -3,7 +3,8 @@
 //
 // Work list: one queue per (peer, direction), operations in issue order. An operation of B bytes
 // is split over plan::p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
-// one CTA that moves part c of every operation of the queue, skipping empty parts. The two ends of a
+// one CTA that moves part c of every operation of the queue, skipping empty parts (a zero-copy
+// operation's part carries its place in the receiver's buffer, see p2p_reg.cc). The two ends of a
 // connection see the same operations in the same order with the same sizes, so they compute the
 // same parts and count the same steps.
 #include <algorithm>
@@ -49,7 +50,8 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
         plan::P2pPart part = plan::p2pPart(op->bytes, c, plan::p2pChannelsFor(op->bytes, maxChannels));
         if (part.bytes == 0) continue;
         if (nSegs == Args::kMaxSegs) return false;
-        args->segs[nSegs++] = DevP2pSeg{op->buff + part.offset, part.bytes};
+        char* direct = op->direct != nullptr ? op->direct + part.offset : nullptr;
+        args->segs[nSegs++] = DevP2pSeg{op->buff + part.offset, direct, part.bytes};
         cta.nSegs++;
         *largestPart = std::max(*largestPart, part.bytes);
       }
@@ -152,6 +154,9 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
       large->slotBytes = p2pSlotBytes_;
       CUDACHECK(launchP2pKernel(*large, p2pThreads(largest), pdl_, stream));
     }
+  }
+  for (const P2pTask& t : tasks) {
+    if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
   }
   NCCLCHECK(order_.after(stream));
   return joinStreams(tasks, stream, false);

@@ -8,6 +8,9 @@
 #include <cstddef>
 
 namespace braid {
+namespace reg {
+struct Registration;
+}
 
 struct P2pTask {
   bool send;     // ncclSend (buff is read) or ncclRecv (buff is written)
@@ -17,6 +20,10 @@ struct P2pTask {
   size_t count;  // as the caller gave it, for messages
   ncclDataType_t dtype;
   cudaStream_t stream;
+  // Zero-copy (registered buffers, p2p_reg.cc): a send's destination in the peer's receive buffer,
+  // mapped here; a receive's own buffer, which the peer writes. Null: the copy path.
+  char* direct = nullptr;
+  reg::Registration* reg = nullptr;  // the registration of buff, when direct
 };
 
 }  // namespace braid

@@ -66,17 +66,28 @@ std::string rankList(const std::vector<int>& ranks) {
 }  // namespace
 
 struct PeerRegistrations::Announce {
-  int32_t registered;  // the receive buffer lies in a registration
-  int32_t isNew;       // first announcement of that registration here: descriptors follow
+  Offer recv;
+  uint32_t newFor;   // bit r: rank r has not been told of the registration (descriptor and verdict follow)
+  int32_t knownBad;  // a rank could not map the registration before: the copy path
   int32_t pid;
-  int32_t vmm;  // a cuMem mapping (see accessibleHere)
-  uint64_t serial;
-  uint64_t offset;  // receive buffer - allocation base
+  int32_t pad;
   uint64_t socketSerial;
-  transport::ExportInfo info;
-  uint64_t nRetired;
-  uint64_t retired[kRetiredPerAnnounce];  // serials this rank released since its last announcement
+  RetiredList retired;
 };
+static_assert(kMaxRegRanks <= 32, "Announce::newFor has a bit per rank");
+
+PeerRegistrations::Offer PeerRegistrations::describe(const reg::Registration* reg, const char* buff) {
+  Offer offer{};
+  if (reg == nullptr) return offer;
+  offer.registered = 1;
+  offer.serial = reg->serial;
+  offer.offset = static_cast<uint64_t>(buff - reg->allocBase);
+  offer.info = reg->crossProcess;
+  offer.vmm = reg->vmm ? 1 : 0;
+  return offer;
+}
+
+bool PeerRegistrations::firstTell(int peer, uint64_t serial) { return told_.emplace(Key{peer, serial}, false).second; }
 
 ncclResult_t PeerRegistrations::bindSocket(const transport::Context& ctx) {
   if (socket_.valid()) return ncclSuccess;
@@ -85,18 +96,15 @@ ncclResult_t PeerRegistrations::bindSocket(const transport::Context& ctx) {
   return transport::UdsSocket::bind(name, "rank " + std::to_string(ctx.rank), &socket_);
 }
 
-ncclResult_t PeerRegistrations::sendFds(const transport::Context& ctx, const reg::Registration& mine,
-                                        const Announce* all) {
-  if (static_cast<Mechanism>(mine.crossProcess.mechanism) != Mechanism::kCuMemFd) return ncclSuccess;
-  FdNote note{ctx.rank, 0, mine.serial};
-  Deadline deadline = exchangeDeadline(ctx);
-  for (int peer = 0; peer < ctx.nranks; peer++) {
-    if (peer == ctx.rank || sameProcess(ctx, peer)) continue;
-    std::string dest = regSocketName(ctx, peer, all[peer].pid, all[peer].socketSerial);
-    std::string what = "registered buffer of rank " + std::to_string(ctx.rank) + " for rank " + std::to_string(peer);
-    NCCLCHECK(socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), deadline, what));
+ncclResult_t PeerRegistrations::sendFd(const transport::Context& ctx, const reg::Registration& mine, int peer, int pid,
+                                       uint64_t socketSerial) {
+  if (static_cast<Mechanism>(mine.crossProcess.mechanism) != Mechanism::kCuMemFd || sameProcess(ctx, peer)) {
+    return ncclSuccess;
   }
-  return ncclSuccess;
+  FdNote note{ctx.rank, 0, mine.serial};
+  std::string dest = regSocketName(ctx, peer, pid, socketSerial);
+  std::string what = "registered buffer of rank " + std::to_string(ctx.rank) + " for rank " + std::to_string(peer);
+  return socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), exchangeDeadline(ctx), what);
 }
 
 ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int peer, uint64_t serial,
@@ -116,23 +124,23 @@ ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int pee
   return ncclSuccess;
 }
 
-// Maps the allocation of peer's announced registration; logs (REG) what it used or why not.
-ncclResult_t PeerRegistrations::mapPeer(const transport::Context& ctx, int peer, const Announce& a, char** base) {
+// Maps the allocation of peer's offered registration; logs (REG) what it used or why not.
+ncclResult_t PeerRegistrations::mapPeer(const transport::Context& ctx, int peer, const Offer& offer, char** base) {
   const CudaDriver* drv = nullptr;
   NCCLCHECK(cudaDriver(&drv));
   transport::ImportArgs args{
       drv, ctx.cudaDev, ctx.peers[peer].cudaDev,
       "registered buffer of rank " + std::to_string(peer) + " mapped at rank " + std::to_string(ctx.rank)};
-  transport::ExportInfo info = a.info;
+  transport::ExportInfo info = offer.info;
   transport::UniqueFd fd;
   if (sameProcess(ctx, peer)) {
-    if (a.vmm != 0 && !accessibleHere(drv, ctx.cudaDev, info.ptr)) {
+    if (offer.vmm != 0 && !accessibleHere(drv, ctx.cudaDev, info.ptr)) {
       INFO(kLogReg, "%s: its cuMem mapping gives GPU %d no access; not used zero-copy", args.what.c_str(), ctx.cudaDev);
       return ncclInvalidUsage;
     }
     info.mechanism = static_cast<int32_t>(Mechanism::kRawDevice);
   } else if (static_cast<Mechanism>(info.mechanism) == Mechanism::kCuMemFd) {
-    NCCLCHECK(receiveFd(ctx, peer, a.serial, &fd));
+    NCCLCHECK(receiveFd(ctx, peer, offer.serial, &fd));
   } else if (static_cast<Mechanism>(info.mechanism) == Mechanism::kNone) {
     INFO(kLogReg, "%s: its allocation cannot be shared across processes; not used zero-copy", args.what.c_str());
     return ncclInvalidUsage;
@@ -142,14 +150,54 @@ ncclResult_t PeerRegistrations::mapPeer(const transport::Context& ctx, int peer,
   INFO(kLogReg, "%s: allocation of %zu bytes mapped at %p (%s)", args.what.c_str(), block->bytes(),
        static_cast<void*>(block->devPtr()), transport::mechanismName(static_cast<Mechanism>(info.mechanism)));
   *base = block->devPtr();
-  mapped_[Key{peer, a.serial}] = std::move(block);
+  mapped_[Key{peer, offer.serial}] = std::move(block);
   return ncclSuccess;
 }
 
+char* PeerRegistrations::peerBuffer(const transport::Context& ctx, int peer, const Offer& offer) {
+  Key key{peer, offer.serial};
+  if (unusable_.count(key) != 0) return nullptr;
+  auto it = mapped_.find(key);
+  if (it != mapped_.end()) return it->second->devPtr() + offer.offset;
+  char* base = nullptr;
+  // Only an offer made as new comes with a descriptor; any other one was mapped or refused before.
+  if (offer.isNew == 0 || mapPeer(ctx, peer, offer, &base) != ncclSuccess) {
+    unusable_.insert(key);
+    return nullptr;
+  }
+  return base + offer.offset;
+}
+
+void PeerRegistrations::noteRetired(const std::vector<uint64_t>& serials) {
+  for (uint64_t serial : serials) {
+    retiredQueue_.push_back(serial);
+    for (auto it = told_.begin(); it != told_.end();) it = it->first.second == serial ? told_.erase(it) : std::next(it);
+  }
+}
+
+PeerRegistrations::RetiredList PeerRegistrations::takeRetiredFor(const transport::Context& ctx, int peer) {
+  if (retiredSent_.empty()) {
+    retiredSent_.assign(ctx.nranks, retiredBase_);
+    retiredSent_[ctx.rank] = UINT64_MAX;  // never told, never holds the queue back
+  }
+  const uint64_t start = peer >= 0 ? retiredSent_[peer] : *std::min_element(retiredSent_.begin(), retiredSent_.end());
+  RetiredList list{};
+  list.n = std::min<uint64_t>(retiredBase_ + retiredQueue_.size() - start, kRetiredPerAnnounce);
+  for (uint64_t i = 0; i < list.n; i++) list.serials[i] = retiredQueue_[start - retiredBase_ + i];
+  for (int r = 0; r < ctx.nranks; r++) {
+    if (peer < 0 || r == peer) retiredSent_[r] = std::max(retiredSent_[r], start + list.n);
+  }
+  // What every peer has heard leaves the queue.
+  const uint64_t heard = *std::min_element(retiredSent_.begin(), retiredSent_.end());
+  retiredQueue_.erase(retiredQueue_.begin(), retiredQueue_.begin() + static_cast<std::ptrdiff_t>(heard - retiredBase_));
+  retiredBase_ = heard;
+  return list;
+}
+
 // A peer released these registrations (its buffers may be freed): its mappings here are set aside.
-void PeerRegistrations::retirePeer(int me, int peer, const Announce& a) {
-  for (uint64_t i = 0; i < std::min<uint64_t>(a.nRetired, kRetiredPerAnnounce); i++) {
-    Key key{peer, a.retired[i]};
+void PeerRegistrations::retirePeer(int me, int peer, const RetiredList& list) {
+  for (uint64_t i = 0; i < std::min<uint64_t>(list.n, kRetiredPerAnnounce); i++) {
+    Key key{peer, list.serials[i]};
     unusable_.erase(key);
     earlyFds_.erase(key);
     auto it = mapped_.find(key);
@@ -162,8 +210,7 @@ void PeerRegistrations::retirePeer(int me, int peer, const Announce& a) {
 }
 
 ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Registration* mine, void* recvbuff,
-                                         const std::vector<uint64_t>& retired, const char* opName, DevRegPeers* peers,
-                                         bool* direct) {
+                                         const char* opName, DevRegPeers* peers, bool* direct) {
   *direct = false;
   NCCLCHECK(bindSocket(ctx));  // before the allGather: once it is over, peers may send to it
   std::vector<Announce> all(ctx.nranks);
@@ -171,63 +218,57 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   std::memset(&me, 0, sizeof(me));
   me.pid = static_cast<int32_t>(::getpid());
   me.socketSerial = socketSerial_;
-  me.nRetired = std::min(retired.size(), kRetiredPerAnnounce);
-  for (uint64_t serial : retired) announced_.erase(serial);
-  std::copy(retired.begin(), retired.begin() + static_cast<std::ptrdiff_t>(me.nRetired), me.retired);
+  me.retired = takeRetiredFor(ctx, -1);
+  me.recv = describe(mine, static_cast<char*>(recvbuff));
   if (mine != nullptr) {
-    me.registered = 1;
-    me.serial = mine->serial;
-    me.offset = static_cast<uint64_t>(static_cast<char*>(recvbuff) - mine->allocBase);
-    me.info = mine->crossProcess;
-    me.vmm = mine->vmm ? 1 : 0;
-    me.isNew = announced_.count(mine->serial) == 0 ? 1 : 0;
+    for (int r = 0; r < ctx.nranks; r++) {
+      if (r == ctx.rank) continue;
+      if (firstTell(r, mine->serial)) {
+        me.newFor |= 1u << r;  // verdict below
+      } else if (!told_[Key{r, mine->serial}]) {
+        me.knownBad = 1;
+      }
+    }
   }
   NCCLCHECK(ctx.bootstrap->allGather(all.data(), sizeof(Announce)));
   for (int r = 0; r < ctx.nranks; r++) {
-    if (r != ctx.rank) retirePeer(ctx.rank, r, all[r]);
+    if (r != ctx.rank) retirePeer(ctx.rank, r, all[r].retired);
   }
-  if (me.isNew != 0) {
-    announced_.insert(me.serial);
-    NCCLCHECK(sendFds(ctx, *mine, all.data()));
+  for (int r = 0; r < ctx.nranks; r++) {
+    if ((me.newFor >> r & 1u) != 0) NCCLCHECK(sendFd(ctx, *mine, r, all[r].pid, all[r].socketSerial));
   }
 
-  // Every registered receive buffer is mapped, whatever the verdict: its descriptor was sent once.
+  // Every offered buffer is mapped, whatever the verdict: its descriptor was sent once.
   bool anyNew = false;
   bool mapped = true;
+  uint32_t okMask = ~0u;  // bit r: this rank can write into rank r's buffer
   std::vector<int> registered, unregistered;
   for (int r = 0; r < ctx.nranks; r++) {
     const Announce& a = all[r];
-    anyNew = anyNew || a.isNew != 0;
-    (a.registered != 0 ? registered : unregistered).push_back(r);
-    if (a.registered == 0) continue;
+    anyNew = anyNew || a.newFor != 0;
+    mapped = mapped && a.knownBad == 0;
+    (a.recv.registered != 0 ? registered : unregistered).push_back(r);
+    if (a.recv.registered == 0) continue;
     if (r == ctx.rank) {
       peers->recvbuff[r] = static_cast<char*>(recvbuff);
       continue;
     }
-    Key key{r, a.serial};
-    if (unusable_.count(key) != 0) {
-      mapped = false;
-      continue;
-    }
-    auto it = mapped_.find(key);
-    char* base = it != mapped_.end() ? it->second->devPtr() : nullptr;
-    if (base == nullptr && mapPeer(ctx, r, a, &base) != ncclSuccess) {
-      mapped = false;
-      continue;
-    }
-    peers->recvbuff[r] = base + a.offset;
+    Offer offer = a.recv;
+    offer.isNew = (a.newFor >> ctx.rank & 1u) != 0 ? 1 : 0;
+    peers->recvbuff[r] = peerBuffer(ctx, r, offer);
+    if (peers->recvbuff[r] == nullptr) okMask &= ~(1u << r);
   }
   if (anyNew) {
-    // Only a new registration can fail to map; the verdict on it is then the same everywhere.
-    std::vector<int32_t> oks(ctx.nranks, 0);
-    oks[ctx.rank] = mapped ? 1 : 0;
-    NCCLCHECK(ctx.bootstrap->allGather(oks.data(), sizeof(int32_t)));
-    for (int r = 0; r < ctx.nranks; r++) mapped = mapped && oks[r] != 0;
-    if (!mapped) {
-      for (int r = 0; r < ctx.nranks; r++) {
-        if (all[r].isNew != 0) unusable_.insert(Key{r, all[r].serial});
-      }
+    // A new registration's verdict: every rank says which buffers it could map.
+    std::vector<uint32_t> oks(ctx.nranks, 0);
+    oks[ctx.rank] = okMask;
+    NCCLCHECK(ctx.bootstrap->allGather(oks.data(), sizeof(uint32_t)));
+    for (int r = 0; r < ctx.nranks; r++) {
+      if ((me.newFor >> r & 1u) != 0) told_[Key{r, mine->serial}] = (oks[r] >> ctx.rank & 1u) != 0;
+      for (int o : registered) mapped = mapped && (r == o || (oks[r] >> o & 1u) != 0);
     }
+  } else {
+    mapped = mapped && okMask == ~0u;  // nothing new: every failure was known before
   }
   if (registered.empty()) {
     INFO(kLogReg, "%s: no rank's receive buffer is registered (only send buffers): copy path", opName);

@@ -17,10 +17,6 @@
 namespace braid {
 namespace {
 
-// Graph registration looks at operations of at least this many bytes only: smaller ones take LL
-// (no zero-copy), and eager ones that small then pay for no capture query.
-constexpr size_t kGraphRegisterMinBytes = 64 << 10;
-
 bool zeroCopyColl(CollId coll) {
   return coll == CollId::kAllReduce || coll == CollId::kAllGather || coll == CollId::kBroadcast;
 }
@@ -36,13 +32,17 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   ScopedDevice device(comm_->cudaDev_);
   reg::Registration* reg = nullptr;
   NCCLCHECK(registry_.add(buff, size, &reg));
-  const char* use = "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P";
+  const char* use =
+      "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P, and by sends "
+      "of 64 KiB or more into it from P2P peers";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
   } else if (comm_->nranks_ == 1) {
     use = "not used (one rank: nothing to share)";
   } else if (connected_ && model_.maxDirectChannels == 0) {
-    use = "not used (some pair of ranks of this communicator is not NVLink P2P)";
+    use =
+        "not used by collectives (some pair of ranks of this communicator is not NVLink P2P), only by sends into "
+        "it from P2P peers";
   }
   INFO(kLogReg, "ncclCommRegister: comm %p rank %d buff %p size %zu: allocation %p (%zu bytes), %s; %s",
        static_cast<void*>(comm_), comm_->rank_, buff, size, static_cast<void*>(reg->allocBase), reg->allocBytes,
@@ -51,10 +51,29 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   return ncclSuccess;
 }
 
-bool CommDataPath::graphRegisters(const CollTask& task) const {
-  if (paramInt(ParamId::kGraphRegister) == 0 || collBytes(task, comm_->nranks_) < kGraphRegisterMinBytes) return false;
+bool CommDataPath::graphRegisters(size_t bytes, cudaStream_t stream) const {
+  if (paramInt(ParamId::kGraphRegister) == 0 || bytes < kZeroCopyMinBytes) return false;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(task.stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
+bool CommDataPath::graphRegisters(const CollTask& task) const {
+  return graphRegisters(collBytes(task, comm_->nranks_), task.stream);
+}
+
+void CommDataPath::collectReleasedRegistrations() {
+  registry_.collectGraphReleases();
+  peerRegs_.noteRetired(registry_.takeRetired());
+}
+
+// Every rank (collective) or both ranks of every pair (point-to-point) is in an exchange, so every
+// kernel launched before, eager or a replay enqueued so far, has its partners and finishes; after
+// that nothing here uses the peers' released registrations.
+ncclResult_t CommDataPath::dropReleasedPeerMappings() {
+  if (!peerRegs_.hasRetiredMappings()) return ncclSuccess;
+  NCCLCHECK(order_.waitIdle());
+  peerRegs_.dropRetiredMappings();
+  return ncclSuccess;
 }
 
 bool CommDataPath::needsRegExchange() const {
@@ -79,7 +98,7 @@ bool CommDataPath::needsRegExchange() const {
 ncclResult_t CommDataPath::exchangeRegistrations() {
   registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
   if (model_.maxDirectChannels == 0) return ncclSuccess;
-  registry_.collectGraphReleases();
+  collectReleasedRegistrations();
   // Half the channels: the next rank's buffer as the destination saves a CTA enough memory
   // operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
   // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still.
@@ -88,7 +107,6 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   transport::Context ctx = transportContext();
   const int nranks = comm_->nranks_;
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
-  bool retiredSent = false;
   for (size_t i = 0; i < queue_.size(); i++) {
     const CollTask& task = queue_[i];
     if (!zeroCopyColl(task.coll)) continue;
@@ -102,18 +120,9 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
     if (graph && r.recv == nullptr) {
       NCCLCHECK(registry_.acquireForGraph(task.recvbuff, recvBytes(task, nranks), task.stream, &r.recv));
     }
-    std::vector<uint64_t> retired;
-    if (!retiredSent) retired = registry_.takeRetired(PeerRegistrations::kRetiredPerAnnounce);
-    retiredSent = true;
-    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, retired, plan::collName(task.coll), &r.peers, &r.direct));
+    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, plan::collName(task.coll), &r.peers, &r.direct));
   }
-  if (peerRegs_.hasRetiredMappings()) {
-    // Every rank is here, so every kernel launched before (eager, or a replay enqueued so far)
-    // has its partners and finishes; after that nothing here uses the retired mappings.
-    NCCLCHECK(order_.waitIdle());
-    peerRegs_.dropRetiredMappings();
-  }
-  return ncclSuccess;
+  return dropReleasedPeerMappings();
 }
 
 ncclResult_t CommDataPath::noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream) {

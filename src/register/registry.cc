@@ -181,11 +181,10 @@ void Registry::collectGraphReleases() {
   }
 }
 
-std::vector<uint64_t> Registry::takeRetired(size_t max) {
+std::vector<uint64_t> Registry::takeRetired() {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t n = std::min(max, retired_.size());
-  std::vector<uint64_t> out(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
-  retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<uint64_t> out;
+  out.swap(retired_);
   return out;
 }
 

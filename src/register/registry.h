@@ -69,8 +69,8 @@ class Registry {
   [[nodiscard]] ncclResult_t acquireForGraph(void* buff, size_t bytes, cudaStream_t stream, Registration** out);
   // Releases the graph registrations whose last graph was destroyed (call before using the registry).
   void collectGraphReleases();
-  // Serials released since the last call (at most `max`; the rest wait for the next call).
-  std::vector<uint64_t> takeRetired(size_t max);
+  // Serials released since the last call.
+  std::vector<uint64_t> takeRetired();
   // Notes that the operation just launched on `stream` uses `reg` (not while capturing: a
   // captured operation runs when its graph does, and its buffers must stay registered as long).
   [[nodiscard]] ncclResult_t noteUse(Registration* reg, cudaStream_t stream);

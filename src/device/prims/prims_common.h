@@ -29,7 +29,9 @@ namespace braid {
 // dst (written there by the previous rank) and is read from there. kEnter is the handshake a
 // direct operation starts with: the rank announces it has entered the operation (its receive
 // buffer is the operation's from now on) and waits until the next rank has done the same, so that
-// no direct write lands in a buffer its owner may still be using for earlier work.
+// no direct write lands in a buffer its owner may still be using for earlier work. A
+// point-to-point send has no buffer of its own to write: it passes the peer's buffer as dst with
+// directDelta 0, and dst is written once.
 enum StepFlags : int {
   kStepRecv = 1,
   kStepSend = 2,

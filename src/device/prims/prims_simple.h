@@ -139,16 +139,18 @@ __device__ __forceinline__ int64_t simpleChunkBytes(const DevComm& comm, uint32_
 
 // kStepEnter (see StepFlags), counted as one step on both connections: the receive side is
 // consumed at once (its head post tells the previous rank we are in), the send side waits until
-// the next rank's head says it is in too. No payload moves.
+// the next rank's head says it is in too. No payload moves. A point-to-point CTA has one of the two.
 __device__ __forceinline__ void simpleEnter(ProtoState& s) {
-  s.recvStep++;
-  s.sendStep++;
+  const bool recv = s.recvConn != nullptr;
+  const bool send = s.sendConn != nullptr;
+  if (recv) s.recvStep++;
+  if (send) s.sendStep++;
   if (s.tid == 0 && !s.abort.aborted()) {
-    stReleaseCta(&s.shared->recvDone, s.recvStep);
-    while (ldAcquireSys(s.sendHead) < s.sendStep) {
+    if (recv) stReleaseCta(&s.shared->recvDone, s.recvStep);
+    while (send && ldAcquireSys(s.sendHead) < s.sendStep) {
       if (s.abort.poll()) break;
     }
-    stReleaseCta(&s.shared->sendDone, s.sendStep);
+    if (send) stReleaseCta(&s.shared->sendDone, s.sendStep);
   }
   namedBarrierSync(kSimpleBarrier, s.nthreads);
 }
@@ -178,7 +180,8 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
       fifoOut = directOut ? reinterpret_cast<T*>(dst + s.directDelta)
                           : reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSlotsSimple) * s.slotBytes);
     }
-    T* userOut = directIn ? nullptr : reinterpret_cast<T*>(dst);  // direct: already in place
+    // directIn: already in place; point-to-point directOut: dst is the peer's buffer, fifoOut.
+    T* userOut = directIn || (directOut && s.directDelta == 0) ? nullptr : reinterpret_cast<T*>(dst);
     if (userOut != nullptr || fifoOut != nullptr) {
       const Fn fn(s.scalar);
       simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), userOut, fifoOut, nelem,

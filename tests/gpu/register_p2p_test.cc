@@ -1,0 +1,278 @@
+// Zero-copy ncclSend/ncclRecv on real GPUs (guide page 002: registration serves collectives and
+// sendrecv): sends and receives on registered ncclMemAlloc and cudaMalloc buffers go straight into
+// the receiver's buffer; ring shifts and all-to-alls with per-pair sizes (some below the zero-copy
+// size, and self sends) are exact and write nothing past a receive's count; a receive into an
+// unregistered buffer takes the copy path beside zero-copy ones; captured sends and receives go
+// zero-copy by graph registration and stay exact over replays; and released registrations leave no
+// memory behind on any GPU. 2 and 4 GPUs; processes, one thread, threads.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "gpu_test_util.h"
+#include "rank_modes.h"
+#include "register_test_util.h"
+
+namespace {
+
+using gputest::Mode;
+using regtest::Alloc;
+using regtest::kCount;
+using regtest::logHas;
+using regtest::Rank;
+
+constexpr unsigned kWatchdogSeconds = 300;
+
+enum class Pattern { kRing, kAllToAll };
+
+bool sendsTo(Pattern pattern, int from, int to, int n) { return pattern == Pattern::kAllToAll || to == (from + 1) % n; }
+
+// Elements `from` sends `to` in shape `shape`: mostly a few MiB of different sizes, some pairs below
+// the zero-copy size (64 KiB). A captured graph keeps its shape; the data changes with `it`.
+size_t pairCount(int shape, int from, int to) {
+  if ((shape + from + 2 * to) % 4 == 0) return 1000 + static_cast<size_t>(from);
+  return kCount - static_cast<size_t>((from * 5 + to * 3 + shape) % 7) * 1001;
+}
+
+int32_t pairValue(int it, int from, int to, size_t i) { return regtest::value(it, from * 16 + to, i); }
+
+// One exchange: its pattern and shape, and (optionally) a receive redirected to `extra`, an
+// unregistered buffer, for the data from the previous rank.
+struct Exchange {
+  Pattern pattern;
+  int shape;
+  bool useExtra = false;
+};
+
+struct P2pRank : Rank {
+  int32_t* extra = nullptr;  // kCount elements, never registered
+};
+
+int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
+  if (x.useExtra && from == (r.rank + r.nranks - 1) % r.nranks) return r.extra;
+  return r.recv + static_cast<size_t>(from) * kCount;
+}
+
+int prepare(P2pRank& r, const Exchange& x, int it) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, regtest::bufBytes(r)));
+  CHILD_CUDA(cudaMemset(r.extra, regtest::kPoisonByte, kCount * sizeof(int32_t)));
+  std::vector<int32_t> host(kCount);
+  for (int to = 0; to < r.nranks; to++) {
+    if (!sendsTo(x.pattern, r.rank, to, r.nranks)) continue;
+    const size_t count = pairCount(x.shape, r.rank, to);
+    for (size_t i = 0; i < count; i++) host[i] = pairValue(it, r.rank, to, i);
+    CHILD_CUDA(cudaMemcpy(r.send + static_cast<size_t>(to) * kCount, host.data(), count * sizeof(int32_t),
+                          cudaMemcpyHostToDevice));
+  }
+  return 0;
+}
+
+int issue(std::vector<P2pRank>& ranks, const Exchange& x) {
+  CHILD_NCCL(ncclGroupStart());
+  for (P2pRank& r : ranks) {
+    const int n = r.nranks;
+    for (int p = 0; p < n; p++) {
+      if (sendsTo(x.pattern, r.rank, p, n)) {
+        CHILD_NCCL(ncclSend(r.send + static_cast<size_t>(p) * kCount, pairCount(x.shape, r.rank, p), ncclInt32, p,
+                            r.comm, r.stream));
+      }
+      if (sendsTo(x.pattern, p, r.rank, n)) {
+        CHILD_NCCL(ncclRecv(recvBlock(r, x, p), pairCount(x.shape, p, r.rank), ncclInt32, p, r.comm, r.stream));
+      }
+    }
+  }
+  CHILD_NCCL(ncclGroupEnd());
+  return 0;
+}
+
+// Every received block holds exactly what its sender sent, and poison past its count.
+int check(const P2pRank& r, const Exchange& x, int it) {
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+  int32_t poison = 0;
+  std::memset(&poison, regtest::kPoisonByte, sizeof(poison));
+  std::vector<int32_t> got(kCount);
+  for (int from = 0; from < r.nranks; from++) {
+    if (!sendsTo(x.pattern, from, r.rank, r.nranks)) continue;
+    CHILD_CUDA(cudaMemcpy(got.data(), recvBlock(r, x, from), kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    const size_t count = pairCount(x.shape, from, r.rank);
+    for (size_t i = 0; i < kCount; i++) {
+      const int32_t want = i < count ? pairValue(it, from, r.rank, i) : poison;
+      if (got[i] != want) {
+        std::fprintf(stderr, "it %d: rank %d, element %zu of the %zu from rank %d is %d, expected %d\n", it, r.rank, i,
+                     count, from, got[i], want);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int runAndCheck(std::vector<P2pRank>& ranks, const Exchange& x, int it) {
+  for (P2pRank& r : ranks) {
+    if (prepare(r, x, it) != 0) return 1;
+  }
+  if (issue(ranks, x) != 0) return 1;
+  for (P2pRank& r : ranks) {
+    if (check(r, x, it) != 0) return 1;
+  }
+  return 0;
+}
+
+int allocate(P2pRank& r, int nranks, Alloc alloc) {
+  if (regtest::allocate(r, nranks, alloc) != 0) return 1;
+  CHILD_CUDA(cudaMalloc(&r.extra, kCount * sizeof(int32_t)));
+  return 0;
+}
+
+int release(P2pRank& r) {
+  if (regtest::freeChunk(r) != 0) return 1;
+  CHILD_CUDA(cudaFree(r.extra));
+  r.extra = nullptr;
+  return 0;
+}
+
+// Captures exchange x on every rank (thread-local capture), replays it `replays` times with new
+// inputs, checking each, and destroys it.
+int captureAndReplay(std::vector<P2pRank>& ranks, const Exchange& x, int it, int replays) {
+  for (P2pRank& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  if (issue(ranks, x) != 0) return 1;
+  std::vector<cudaGraph_t> graphs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
+    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
+  }
+  for (int rep = 0; rep < replays; rep++) {
+    for (P2pRank& r : ranks) {
+      if (prepare(r, x, it + rep) != 0) return 1;
+      CHILD_CUDA(cudaGraphLaunch(r.exec, r.stream));
+    }
+    for (P2pRank& r : ranks) {
+      if (check(r, x, it + rep) != 0) return 1;
+    }
+  }
+  for (P2pRank& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamSynchronize(r.stream));
+    CHILD_CUDA(cudaGraphExecDestroy(r.exec));
+    r.exec = nullptr;
+  }
+  return 0;
+}
+
+class RegisterP2p : public regtest::GpusAndMode {};
+
+TEST_P(RegisterP2p, RegisteredSendsAndReceivesAreZeroCopyAndExact) {
+  regtest::ScopedRegLog log;
+  const int n = this->n();
+  for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
+    SCOPED_TRACE(regtest::allocName(alloc));
+    EXPECT_EQ(0, gputest::withRanks<P2pRank>(n, mode(), kWatchdogSeconds, [n, alloc](std::vector<P2pRank>& ranks) {
+                for (P2pRank& r : ranks) {
+                  if (allocate(r, n, alloc) != 0) return 1;
+                  CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, r.chunkBytes, &r.handle));
+                }
+                int it = 0;
+                for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
+                  for (int shape = 0; shape < 3; shape++) {  // the first use maps, the others reuse
+                    if (runAndCheck(ranks, Exchange{pattern, shape}, it++) != 0) return 1;
+                  }
+                  if (runAndCheck(ranks, Exchange{pattern, 1, true}, it++) != 0) return 1;
+                }
+                if (!colltest::againstReference()) {
+                  CHILD_EXPECT(logHas("zero-copy (written into the receiver's registered buffer)"));
+                  CHILD_EXPECT(logHas("zero-copy (the sender writes into the registered buffer)"));
+                  CHILD_EXPECT(logHas("copy path (the buffer is not registered)"));
+                }
+                for (P2pRank& r : ranks) {
+                  CHILD_CUDA(cudaSetDevice(r.rank));
+                  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                  CHILD_NCCL(ncclCommDeregister(r.comm, r.handle));
+                  if (release(r) != 0) return 1;
+                }
+                return 0;
+              }));
+  }
+}
+
+TEST_P(RegisterP2p, CapturedSendsAndReceivesGoZeroCopyByGraphRegistration) {
+  regtest::ScopedRegLog log;
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<P2pRank>(n, mode(), kWatchdogSeconds, [n](std::vector<P2pRank>& ranks) {
+              for (P2pRank& r : ranks) {
+                if (allocate(r, n, Alloc::kCudaMalloc) != 0) return 1;
+              }
+              if (captureAndReplay(ranks, Exchange{Pattern::kAllToAll, 2}, 0, 3) != 0) return 1;
+              if (captureAndReplay(ranks, Exchange{Pattern::kRing, 0}, 10, 3) != 0) return 1;
+              if (!colltest::againstReference()) {
+                CHILD_EXPECT(logHas("graph registration"));
+                CHILD_EXPECT(logHas("zero-copy (written into the receiver's registered buffer)"));
+              }
+              for (P2pRank& r : ranks) {
+                if (release(r) != 0) return 1;
+              }
+              return 0;
+            }));
+}
+
+// Fresh buffers every cycle, used by an all-to-all through a local registration (then
+// deregistered) or a graph registration (graph destroyed), then freed: without the peers
+// unmapping released registrations, every cycle would keep a chunk of each GPU alive.
+TEST_P(RegisterP2p, ReleasedRegistrationsLeaveNoMemoryBehind) {
+  if (mode() == Mode::kThreads) GTEST_SKIP() << "one process per GPU and one thread cover it";
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's release of peer mappings";
+  regtest::ScopedRegLog log;
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<P2pRank>(n, mode(), kWatchdogSeconds, [n](std::vector<P2pRank>& ranks) {
+              constexpr int kCycles = 30;
+              constexpr int kSettled = 5;  // cycles before the first measurement
+              std::vector<size_t> freeAtSettled(ranks.size());
+              for (int cycle = 0; cycle < kCycles; cycle++) {
+                const Alloc alloc = cycle % 2 == 0 ? Alloc::kMemAlloc : Alloc::kCudaMalloc;
+                for (P2pRank& r : ranks) {
+                  if (allocate(r, n, alloc) != 0) return 1;
+                }
+                const Exchange x{Pattern::kAllToAll, cycle % 3};
+                if (cycle % 3 != 2) {
+                  for (P2pRank& r : ranks) CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, r.chunkBytes, &r.handle));
+                  if (runAndCheck(ranks, x, cycle) != 0) return 1;
+                  for (P2pRank& r : ranks) CHILD_NCCL(ncclCommDeregister(r.comm, r.handle));
+                } else if (captureAndReplay(ranks, x, cycle, 1) != 0) {
+                  return 1;
+                }
+                for (size_t i = 0; i < ranks.size(); i++) {
+                  if (release(ranks[i]) != 0) return 1;
+                  if (cycle != kSettled && cycle != kCycles - 1) continue;
+                  size_t freeBytes = 0, total = 0;
+                  CHILD_CUDA(cudaMemGetInfo(&freeBytes, &total));
+                  if (cycle == kSettled) {
+                    freeAtSettled[i] = freeBytes;
+                  } else if (freeBytes + ranks[i].chunkBytes < freeAtSettled[i]) {
+                    std::fprintf(stderr, "rank %d: %zu MiB of GPU memory lost over %d cycles (a chunk is %zu MiB)\n",
+                                 ranks[i].rank, (freeAtSettled[i] - freeBytes) >> 20, kCycles - 1 - kSettled,
+                                 ranks[i].chunkBytes >> 20);
+                    return 1;
+                  }
+                }
+              }
+              CHILD_EXPECT(logHas("unmaps it once its earlier kernels are done"));
+              return 0;
+            }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, RegisterP2p, regtest::gpusAndModes(), regtest::gpusAndModeName);
+
+}  // namespace
