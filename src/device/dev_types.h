@@ -129,7 +129,8 @@ struct DevP2pPeer {
 };
 
 // One CTA of a point-to-point kernel: one connection (send xor recv) and its segments, in the order
-// the operations were issued. A segment is one operation's part on that channel.
+// the operations were issued. A segment is one operation's part on that channel. A CTA with neither
+// connection copies self sends into their receives: each segment's direct into its buff.
 struct DevP2pCta {
   DevSendConn* send;
   DevRecvConn* recv;

@@ -21,6 +21,17 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
+  if (cta.send == nullptr && cta.recv == nullptr) {
+    // A self copy (see DevP2pCta): every thread copies, nobody is waited for.
+    for (int i = 0; i < cta.nSegs; i++) {
+      const DevP2pSeg seg = args.segs[cta.firstSeg + i];
+      simpleReduceCopy<uint8_t, FuncSum<uint8_t>>(
+          FuncSum<uint8_t>(0), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), nullptr,
+          reinterpret_cast<const uint8_t*>(seg.direct), reinterpret_cast<uint8_t*>(seg.buff), nullptr,
+          static_cast<int64_t>(seg.bytes), false, false);
+    }
+    return;
+  }
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   if (!simpleCtaStart(args.abortFlag, cta.send, cta.recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);

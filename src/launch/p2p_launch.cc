@@ -1,5 +1,6 @@
-// Launch of a group's sends and receives on one communicator: self pairs become device copies, the
-// others one point-to-point kernel (device/kernel_p2p.cu) whose work list is built here.
+// Launch of a group's sends and receives on one communicator: one point-to-point kernel
+// (device/kernel_p2p.cu) whose work list is built here, which also makes the self pairs' copies;
+// plain device copies when the group has only self pairs.
 //
 // Work list: one queue per (peer, direction), operations in issue order. An operation of B bytes
 // is split over plan::p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
@@ -28,36 +29,76 @@ constexpr uint64_t kP2pSmallPartBytes = 64 << 10;
 constexpr int kP2pSmallThreads = 128;
 constexpr int kP2pLargeThreads = 512;
 
-// Fills args from the queues; false if they do not fit its capacity.
+using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
+
+// Self copies beside peer traffic run in the kernel, on CTAs without a connection placed last in
+// the grid, each copying its part of every self pair while the other CTAs move the peers' data.
+// An all-to-all's own block would otherwise hold the transfers back: as a copy before the kernel it
+// cost 2 H200 7% at 1 GiB, on a side stream (the copy engine, beside the kernel) 13%. These CTAs
+// wait for nobody, so they need not be resident with the others.
+constexpr int kSelfCopyCtas = 8;
+
+// Appends the CTA of channel `channel` (of `channels`), moving part `channel` of each of `ops`.
+// segmentAt(op, offset) gives an operation's segment from that offset, with the whole operation's
+// bytes (0: nothing to move). False if the CTA or its segments do not fit.
+template <typename Args, typename Ops, typename SegmentAt>
+bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, int channel, int channels, Args* args, int* nSegs,
+            uint64_t* largestPart, const SegmentAt& segmentAt) {
+  if (args->nCtas == Args::kMaxCtas) return false;
+  DevP2pCta& cta = args->ctas[args->nCtas++];
+  cta.send = send;
+  cta.recv = recv;
+  cta.firstSeg = *nSegs;
+  cta.nSegs = 0;
+  for (const auto& op : ops) {
+    const uint64_t bytes = segmentAt(op, 0).bytes;
+    if (bytes == 0) continue;
+    plan::P2pPart part = plan::p2pPart(bytes, channel, plan::p2pChannelsFor(bytes, channels));
+    if (part.bytes == 0) continue;
+    if (*nSegs == Args::kMaxSegs) return false;
+    DevP2pSeg seg = segmentAt(op, part.offset);
+    seg.bytes = part.bytes;
+    args->segs[(*nSegs)++] = seg;
+    cta.nSegs++;
+    *largestPart = std::max(*largestPart, part.bytes);
+  }
+  return true;
+}
+
+// Fills args from the queues, then the self copies; false if they do not fit its capacity.
+// *peerCtas: the CTAs of the queues (those that must be resident together).
 template <typename Args>
-bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, DevP2pPeer* devPeers,
-                  int maxChannels, Args* args, uint64_t* largestPart) {
-  int nCtas = 0;
+bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
+                  DevP2pPeer* devPeers, int maxChannels, Args* args, uint64_t* largestPart, int* peerCtas) {
   int nSegs = 0;
+  args->nCtas = 0;
   *largestPart = 0;
   for (const auto& [key, ops] : queues) {
     const auto [peer, isSend] = key;
     int queueChannels = 0;
     for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, plan::p2pChannelsFor(op->bytes, maxChannels));
+    auto segmentAt = [](const P2pTask* op, uint64_t offset) {
+      return DevP2pSeg{op->buff + offset, op->direct != nullptr ? op->direct + offset : nullptr, op->bytes};
+    };
     for (int c = 0; c < queueChannels; c++) {
-      if (nCtas == Args::kMaxCtas) return false;
-      DevP2pCta& cta = args->ctas[nCtas++];
-      cta.send = isSend ? &devPeers[peer].send[c] : nullptr;
-      cta.recv = isSend ? nullptr : &devPeers[peer].recv[c];
-      cta.firstSeg = nSegs;
-      cta.nSegs = 0;
-      for (const P2pTask* op : ops) {
-        plan::P2pPart part = plan::p2pPart(op->bytes, c, plan::p2pChannelsFor(op->bytes, maxChannels));
-        if (part.bytes == 0) continue;
-        if (nSegs == Args::kMaxSegs) return false;
-        char* direct = op->direct != nullptr ? op->direct + part.offset : nullptr;
-        args->segs[nSegs++] = DevP2pSeg{op->buff + part.offset, direct, part.bytes};
-        cta.nSegs++;
-        *largestPart = std::max(*largestPart, part.bytes);
-      }
+      DevSendConn* send = isSend ? &devPeers[peer].send[c] : nullptr;
+      DevRecvConn* recv = isSend ? nullptr : &devPeers[peer].recv[c];
+      if (!addCta(ops, send, recv, c, maxChannels, args, &nSegs, largestPart, segmentAt)) return false;
     }
   }
-  args->nCtas = nCtas;
+  *peerCtas = args->nCtas;
+  uint64_t largestSelf = 0;
+  for (const auto& [send, recv] : selfPairs)
+    largestSelf = std::max(largestSelf, send->buff != recv->buff ? send->bytes : 0);
+  if (largestSelf == 0) return true;
+  // A self CTA's segment: buff is the receive buffer, direct the send buffer it copies from.
+  auto segmentAt = [](const std::pair<const P2pTask*, const P2pTask*>& pair, uint64_t offset) {
+    const auto [send, recv] = pair;
+    return DevP2pSeg{recv->buff + offset, send->buff + offset, send->buff != recv->buff ? send->bytes : 0};
+  };
+  for (int c = 0; c < plan::p2pChannelsFor(largestSelf, kSelfCopyCtas); c++) {
+    if (!addCta(selfPairs, nullptr, nullptr, c, kSelfCopyCtas, args, &nSegs, largestPart, segmentAt)) return false;
+  }
   return true;
 }
 
@@ -119,16 +160,21 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     if (t.peer != comm_->rank_ && t.bytes > 0) queues[{t.peer, t.send}].push_back(&t);
   }
 
-  // Matched and built before anything is enqueued, so that a refused group launches nothing.
-  std::vector<std::pair<const P2pTask*, const P2pTask*>> selfPairs;
+  // Matched and built before anything is enqueued, so that a refused group launches nothing. Self
+  // copies go into the kernel when there is one, else they are plain device copies.
+  SelfPairs selfPairs;
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
+  const SelfPairs noPairs;
+  const SelfPairs& kernelSelf = queues.empty() ? noPairs : selfPairs;
   DevP2pArgsSmall small{};
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largest = 0;
-  bool useSmall = buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, &small, &largest);
+  int peerCtas = 0;
+  bool useSmall = buildP2pArgs(queues, kernelSelf, device_.p2pPeers(), p2pChannels_, &small, &largest, &peerCtas);
   if (!useSmall) large = std::make_unique<DevP2pArgsLarge>();
-  bool fits = useSmall || buildP2pArgs(queues, device_.p2pPeers(), p2pChannels_, large.get(), &largest);
-  if (!fits || (useSmall ? small.nCtas : large->nCtas) > p2pResidentCtas_) {
+  bool fits =
+      useSmall || buildP2pArgs(queues, kernelSelf, device_.p2pPeers(), p2pChannels_, large.get(), &largest, &peerCtas);
+  if (!fits || peerCtas > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN(
         "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
@@ -138,7 +184,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   }
   NCCLCHECK(order_.before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
-  for (const auto& [send, recv] : selfPairs) {
+  for (const auto& [send, recv] : queues.empty() ? selfPairs : noPairs) {
     if (send->buff != recv->buff && send->bytes > 0) {
       CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
     }

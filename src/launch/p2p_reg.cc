@@ -1,5 +1,5 @@
-// Zero-copy sends and receives. A send of kZeroCopyMinBytes or more to a peer linked by P2P goes
-// straight into the peer's receive buffer when that buffer is registered (ncclCommRegister, or graph
+// Zero-copy sends and receives. A send of the zero-copy size (p2pZeroCopySize) to a peer linked by
+// P2P goes straight into the peer's receive buffer when that buffer is registered (ncclCommRegister, or graph
 // registration while the receive is captured) and the sender could map it; the receiver then copies
 // nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase when either has a
 // registered (or captured) operation of that size with the other (PeerRegistrations::exchangePairs);
@@ -13,10 +13,30 @@
 #include "util/params.h"
 
 namespace braid {
+namespace {
 
-bool CommDataPath::p2pRegisters(const P2pTask& task) const {
+// An eager send or receive goes zero-copy from this size: the exchange, a bootstrap round trip per
+// group, costs smaller ones more than they save (2 H200, registered sendrecv of 1 MiB: 34 us with
+// the exchange, 16 us without). A captured one exchanges once, at capture, so kZeroCopyMinBytes.
+constexpr size_t kEagerP2pZeroCopyMinBytes = 16 << 20;
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
+}  // namespace
+
+// Both ranks of a pair see the same sizes (and, as with collectives, both capture or neither), so
+// they count the same operations.
+bool CommDataPath::p2pZeroCopySize(const P2pTask& task) const {
   if (task.peer == comm_->rank_ || task.bytes < kZeroCopyMinBytes) return false;
   if (p2pDirectPair_.empty() || p2pDirectPair_[task.peer] == 0) return false;
+  return task.bytes >= kEagerP2pZeroCopyMinBytes || capturing(task.stream);
+}
+
+bool CommDataPath::p2pRegisters(const P2pTask& task) const {
+  if (!p2pZeroCopySize(task)) return false;
   if (paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal() &&
       registry_.find(task.buff, task.bytes) != nullptr) {
     return true;
@@ -43,7 +63,7 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
   for (P2pTask& task : p2pQueue_) {
     auto it = pairs.find(task.peer);
-    if (it == pairs.end() || task.bytes < kZeroCopyMinBytes) continue;
+    if (it == pairs.end() || !p2pZeroCopySize(task)) continue;
     if (task.send) {
       it->second.nSends++;
       continue;
@@ -64,7 +84,7 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
   const int rank = comm_->rank_;
   for (P2pTask& task : p2pQueue_) {
     auto it = byPeer.find(task.peer);
-    if (it == byPeer.end() || task.bytes < kZeroCopyMinBytes) continue;
+    if (it == byPeer.end() || !p2pZeroCopySize(task)) continue;
     const PeerRegistrations::Pair& pair = *it->second;
     if (task.send) {
       task.direct = pair.sendDest[sendIndex[task.peer]++];

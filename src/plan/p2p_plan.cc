@@ -62,7 +62,8 @@ double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
   }
   double busiest = std::max(sendUs, recvUs);
   for (const auto& [key, us] : queueUs) busiest = std::max(busiest, us);
-  return kP2pLaunchUs + busiest + selfUs;
+  // Self copies run beside the transfers to peers (on their own CTAs of the same kernel).
+  return kP2pLaunchUs + std::max(busiest, selfUs);
 }
 
 }  // namespace braid::plan

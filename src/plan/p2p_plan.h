@@ -42,7 +42,8 @@ struct P2pOpModel {
 
 // Estimated time in microseconds of one rank's sends and receives of one group, launched as one
 // kernel: a fixed launch cost, then the busiest of (each peer and direction's bytes at its
-// channels' rate, all sends at the GPU's egress rate, all receives at its ingress rate). Fitted on
+// channels' rate, all sends at the GPU's egress rate, all receives at its ingress rate, the self
+// copies at the device copy rate). Fitted on
 // 4 H200 (docs/performance.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair,
 // ~290 GB/s per GPU for all-to-all. 0 for an empty list.
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer);

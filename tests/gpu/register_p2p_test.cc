@@ -21,18 +21,20 @@ namespace {
 
 using gputest::Mode;
 using regtest::Alloc;
-using regtest::kCount;
 using regtest::logHas;
 using regtest::Rank;
 
 constexpr unsigned kWatchdogSeconds = 300;
+// Elements per block (one block per peer in each buffer): 20 MiB, above the size from which eager
+// sends go zero-copy (16 MiB), and odd.
+constexpr size_t kCount = (5 << 20) + 3;
 
 enum class Pattern { kRing, kAllToAll };
 
 bool sendsTo(Pattern pattern, int from, int to, int n) { return pattern == Pattern::kAllToAll || to == (from + 1) % n; }
 
-// Elements `from` sends `to` in shape `shape`: mostly a few MiB of different sizes, some pairs below
-// the zero-copy size (64 KiB). A captured graph keeps its shape; the data changes with `it`.
+// Elements `from` sends `to` in shape `shape`: mostly about 20 MiB of different sizes, some pairs
+// below the zero-copy size (4 KiB). A captured graph keeps its shape; the data changes with `it`.
 size_t pairCount(int shape, int from, int to) {
   if ((shape + from + 2 * to) % 4 == 0) return 1000 + static_cast<size_t>(from);
   return kCount - static_cast<size_t>((from * 5 + to * 3 + shape) % 7) * 1001;
@@ -52,6 +54,8 @@ struct P2pRank : Rank {
   int32_t* extra = nullptr;  // kCount elements, never registered
 };
 
+size_t bufBytes(const P2pRank& r) { return static_cast<size_t>(r.nranks) * kCount * sizeof(int32_t); }
+
 int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
   if (x.useExtra && from == (r.rank + r.nranks - 1) % r.nranks) return r.extra;
   return r.recv + static_cast<size_t>(from) * kCount;
@@ -59,7 +63,7 @@ int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
 
 int prepare(P2pRank& r, const Exchange& x, int it) {
   CHILD_CUDA(cudaSetDevice(r.rank));
-  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, regtest::bufBytes(r)));
+  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, bufBytes(r)));
   CHILD_CUDA(cudaMemset(r.extra, regtest::kPoisonByte, kCount * sizeof(int32_t)));
   std::vector<int32_t> host(kCount);
   for (int to = 0; to < r.nranks; to++) {
@@ -124,8 +128,20 @@ int runAndCheck(std::vector<P2pRank>& ranks, const Exchange& x, int it) {
   return 0;
 }
 
+// One chunk holding the send and receive buffers at rank-dependent offsets (as regtest::allocate,
+// with this test's larger blocks), and the unregistered extra buffer.
 int allocate(P2pRank& r, int nranks, Alloc alloc) {
-  if (regtest::allocate(r, nranks, alloc) != 0) return 1;
+  r.nranks = nranks;
+  r.alloc = alloc;
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  r.chunkBytes = 2 * bufBytes(r) + (8 << 20);
+  if (alloc == Alloc::kMemAlloc) {
+    CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&r.chunk), r.chunkBytes));
+  } else {
+    CHILD_CUDA(cudaMalloc(&r.chunk, r.chunkBytes));
+  }
+  r.send = reinterpret_cast<int32_t*>(r.chunk + 4096 * r.rank);
+  r.recv = reinterpret_cast<int32_t*>(r.chunk + bufBytes(r) + (1 << 20) + 256 * r.rank);
   CHILD_CUDA(cudaMalloc(&r.extra, kCount * sizeof(int32_t)));
   return 0;
 }
