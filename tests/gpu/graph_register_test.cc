@@ -149,15 +149,7 @@ TEST_P(GraphRegister, ReleasedRegistrationsLeaveNoMemoryBehind) {
                 }
                 for (size_t i = 0; i < ranks.size(); i++) {
                   if (regtest::freeChunk(ranks[i]) != 0) return 1;
-                  if (cycle != kSettled && cycle != kCycles - 1) continue;
-                  size_t freeBytes = 0, total = 0;
-                  CHILD_CUDA(cudaMemGetInfo(&freeBytes, &total));
-                  if (cycle == kSettled) {
-                    freeAtSettled[i] = freeBytes;
-                  } else if (freeBytes + ranks[i].chunkBytes < freeAtSettled[i]) {
-                    std::fprintf(stderr, "rank %d: %zu MiB of GPU memory lost over %d cycles (a chunk is %zu MiB)\n",
-                                 ranks[i].rank, (freeAtSettled[i] - freeBytes) >> 20, kCycles - 1 - kSettled,
-                                 ranks[i].chunkBytes >> 20);
+                  if (regtest::checkMemoryFlat(ranks[i], cycle, kSettled, kCycles - 1, &freeAtSettled[i]) != 0) {
                     return 1;
                   }
                 }

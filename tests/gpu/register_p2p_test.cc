@@ -54,8 +54,6 @@ struct P2pRank : Rank {
   int32_t* extra = nullptr;  // kCount elements, never registered
 };
 
-size_t bufBytes(const P2pRank& r) { return static_cast<size_t>(r.nranks) * kCount * sizeof(int32_t); }
-
 int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
   if (x.useExtra && from == (r.rank + r.nranks - 1) % r.nranks) return r.extra;
   return r.recv + static_cast<size_t>(from) * kCount;
@@ -63,7 +61,7 @@ int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
 
 int prepare(P2pRank& r, const Exchange& x, int it) {
   CHILD_CUDA(cudaSetDevice(r.rank));
-  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, bufBytes(r)));
+  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, regtest::bufBytes(r)));
   CHILD_CUDA(cudaMemset(r.extra, regtest::kPoisonByte, kCount * sizeof(int32_t)));
   std::vector<int32_t> host(kCount);
   for (int to = 0; to < r.nranks; to++) {
@@ -128,20 +126,8 @@ int runAndCheck(std::vector<P2pRank>& ranks, const Exchange& x, int it) {
   return 0;
 }
 
-// One chunk holding the send and receive buffers at rank-dependent offsets (as regtest::allocate,
-// with this test's larger blocks), and the unregistered extra buffer.
 int allocate(P2pRank& r, int nranks, Alloc alloc) {
-  r.nranks = nranks;
-  r.alloc = alloc;
-  CHILD_CUDA(cudaSetDevice(r.rank));
-  r.chunkBytes = 2 * bufBytes(r) + (8 << 20);
-  if (alloc == Alloc::kMemAlloc) {
-    CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&r.chunk), r.chunkBytes));
-  } else {
-    CHILD_CUDA(cudaMalloc(&r.chunk, r.chunkBytes));
-  }
-  r.send = reinterpret_cast<int32_t*>(r.chunk + 4096 * r.rank);
-  r.recv = reinterpret_cast<int32_t*>(r.chunk + bufBytes(r) + (1 << 20) + 256 * r.rank);
+  if (regtest::allocate(r, nranks, alloc, kCount) != 0) return 1;
   CHILD_CUDA(cudaMalloc(&r.extra, kCount * sizeof(int32_t)));
   return 0;
 }
@@ -271,15 +257,7 @@ TEST_P(RegisterP2p, ReleasedRegistrationsLeaveNoMemoryBehind) {
                 }
                 for (size_t i = 0; i < ranks.size(); i++) {
                   if (release(ranks[i]) != 0) return 1;
-                  if (cycle != kSettled && cycle != kCycles - 1) continue;
-                  size_t freeBytes = 0, total = 0;
-                  CHILD_CUDA(cudaMemGetInfo(&freeBytes, &total));
-                  if (cycle == kSettled) {
-                    freeAtSettled[i] = freeBytes;
-                  } else if (freeBytes + ranks[i].chunkBytes < freeAtSettled[i]) {
-                    std::fprintf(stderr, "rank %d: %zu MiB of GPU memory lost over %d cycles (a chunk is %zu MiB)\n",
-                                 ranks[i].rank, (freeAtSettled[i] - freeBytes) >> 20, kCycles - 1 - kSettled,
-                                 ranks[i].chunkBytes >> 20);
+                  if (regtest::checkMemoryFlat(ranks[i], cycle, kSettled, kCycles - 1, &freeAtSettled[i]) != 0) {
                     return 1;
                   }
                 }

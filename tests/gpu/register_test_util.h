@@ -50,19 +50,21 @@ struct Rank {
   Alloc alloc = Alloc::kMemAlloc;
   char* chunk = nullptr;  // one allocation holding every buffer below
   size_t chunkBytes = 0;
-  void* handle = nullptr;   // its registration (register_test only)
-  int32_t* send = nullptr;  // nranks * kCount elements
-  int32_t* recv = nullptr;  // nranks * kCount elements
+  void* handle = nullptr;      // its registration (register_test only)
+  size_t blockCount = kCount;  // elements per rank's block in send and recv
+  int32_t* send = nullptr;     // nranks blocks
+  int32_t* recv = nullptr;     // nranks blocks
   cudaGraphExec_t exec = nullptr;
 };
 
-inline size_t bufBytes(const Rank& r) { return static_cast<size_t>(r.nranks) * kCount * sizeof(int32_t); }
+inline size_t bufBytes(const Rank& r) { return static_cast<size_t>(r.nranks) * r.blockCount * sizeof(int32_t); }
 
 // Buffers at rank-dependent offsets inside one chunk (the page's example, and offsets that differ
 // between ranks, which the exchange must carry per rank).
-inline int allocate(Rank& r, int nranks, Alloc alloc) {
+inline int allocate(Rank& r, int nranks, Alloc alloc, size_t blockCount = kCount) {
   r.nranks = nranks;
   r.alloc = alloc;
+  r.blockCount = blockCount;
   CHILD_CUDA(cudaSetDevice(r.rank));
   r.chunkBytes = 2 * bufBytes(r) + (8 << 20);
   if (alloc == Alloc::kMemAlloc) {
@@ -153,6 +155,23 @@ inline int runAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
   if (issue(ranks, op, inPlace, it) != 0) return 1;
   for (Rank& r : ranks) {
     if (check(r, op, inPlace, it) != 0) return 1;
+  }
+  return 0;
+}
+
+// The memory check of the release tests: after freeing rank r's chunk in `cycle`, notes its free
+// GPU memory at cycle `settled` and, at `last`, fails (1) when more than a chunk of it is gone.
+inline int checkMemoryFlat(const Rank& r, int cycle, int settled, int last, size_t* freeAtSettled) {
+  if (cycle != settled && cycle != last) return 0;
+  size_t freeBytes = 0, total = 0;
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaMemGetInfo(&freeBytes, &total));
+  if (cycle == settled) {
+    *freeAtSettled = freeBytes;
+  } else if (freeBytes + r.chunkBytes < *freeAtSettled) {
+    std::fprintf(stderr, "rank %d: %zu MiB of GPU memory lost over %d cycles (a chunk is %zu MiB)\n", r.rank,
+                 (*freeAtSettled - freeBytes) >> 20, last - settled, r.chunkBytes >> 20);
+    return 1;
   }
   return 0;
 }
