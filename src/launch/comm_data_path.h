@@ -34,10 +34,9 @@ inline transport::Kind transportKind(topo::TransportKind kind) {
 // The communicator's ranks as topo describes them.
 std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
 
-// Registered buffers are used zero-copy by operations of at least this many bytes: smaller
-// collectives take LL (no zero-copy), and small sends and receives would pay more for the exchange
-// than they save. Graph registration also looks at no smaller operation, so eager ones that small
-// pay for no capture query.
+// Graph registration and zero-copy sends look at no operation smaller than this: smaller
+// collectives take LL (no zero-copy), and eager operations that small pay for no capture query.
+// (Eager sends go zero-copy from a larger size, see p2p_reg.cc.)
 constexpr size_t kZeroCopyMinBytes = 64 << 10;
 
 class CommDataPath final : public DataPathBase {

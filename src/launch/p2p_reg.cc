@@ -1,9 +1,10 @@
 // Zero-copy sends and receives. A send of the zero-copy size (p2pZeroCopySize) to a peer linked by
-// P2P goes straight into the peer's receive buffer when that buffer is registered (ncclCommRegister, or graph
-// registration while the receive is captured) and the sender could map it; the receiver then copies
-// nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase when either has a
-// registered (or captured) operation of that size with the other (PeerRegistrations::exchangePairs);
-// both must, so the send buffer and its receive buffer are registered both or neither.
+// P2P goes straight into the peer's receive buffer when that buffer is registered (ncclCommRegister,
+// or graph registration while the receive is captured) and the sender could map it; the receiver
+// then copies nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase when either
+// has a registered (or captured) operation of that size with the other
+// (PeerRegistrations::exchangePairs); both must, so the send buffer and its receive buffer are
+// registered both or neither.
 #include <map>
 #include <vector>
 

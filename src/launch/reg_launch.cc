@@ -34,7 +34,7 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   NCCLCHECK(registry_.add(buff, size, &reg));
   const char* use =
       "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P, and by sends "
-      "of 64 KiB or more into it from P2P peers";
+      "into it from P2P peers (16 MiB or more, 64 KiB in a CUDA graph)";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
   } else if (comm_->nranks_ == 1) {
