@@ -76,6 +76,7 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
     it->second.recvs.push_back(PeerRegistrations::RecvOffer{task.reg, task.buff});
   }
   std::vector<PeerRegistrations::Pair> list;
+  list.reserve(pairs.size());
   for (auto& [peer, pair] : pairs) list.push_back(std::move(pair));
   NCCLCHECK(peerRegs_.exchangePairs(transportContext(), &list));
 
