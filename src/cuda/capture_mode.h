@@ -24,4 +24,10 @@ class RelaxedCaptureMode {
   bool ok_ = false;
 };
 
+// Whether `stream` is being captured into a graph now (false if CUDA cannot tell).
+inline bool streamCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
 }  // namespace braid

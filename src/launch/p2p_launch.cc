@@ -184,12 +184,13 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   }
   NCCLCHECK(order_.before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
-  for (const auto& [send, recv] : queues.empty() ? selfPairs : noPairs) {
-    if (send->buff != recv->buff && send->bytes > 0) {
-      CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
+  if (queues.empty()) {
+    for (const auto& [send, recv] : selfPairs) {
+      if (send->buff != recv->buff && send->bytes > 0) {
+        CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
+      }
     }
-  }
-  if (!queues.empty()) {
+  } else {
     const volatile int* abortFlag = device_.deviceAbortFlag();
     if (useSmall) {
       small.abortFlag = abortFlag;

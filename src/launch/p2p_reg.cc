@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "cuda/capture_mode.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -21,11 +22,6 @@ namespace {
 // the exchange, 16 us without). A captured one exchanges once, at capture, so kZeroCopyMinBytes.
 constexpr size_t kEagerP2pZeroCopyMinBytes = 16 << 20;
 
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
-}
-
 }  // namespace
 
 // Both ranks of a pair see the same sizes (and, as with collectives, both capture or neither), so
@@ -33,7 +29,7 @@ bool capturing(cudaStream_t stream) {
 bool CommDataPath::p2pZeroCopySize(const P2pTask& task) const {
   if (task.peer == comm_->rank_ || task.bytes < kZeroCopyMinBytes) return false;
   if (p2pDirectPair_.empty() || p2pDirectPair_[task.peer] == 0) return false;
-  return task.bytes >= kEagerP2pZeroCopyMinBytes || capturing(task.stream);
+  return task.bytes >= kEagerP2pZeroCopyMinBytes || streamCapturing(task.stream);
 }
 
 bool CommDataPath::p2pRegisters(const P2pTask& task) const {
@@ -55,52 +51,54 @@ bool CommDataPath::needsP2pRegExchange() const {
 }
 
 ncclResult_t CommDataPath::exchangeP2pRegistrations() {
-  std::map<int, PeerRegistrations::Pair> pairs;  // the peers this rank meets, by rank
+  std::map<int, size_t> pairOf;  // the peers this rank meets -> their place in `pairs`
   for (const P2pTask& task : p2pQueue_) {
-    if (p2pRegisters(task)) pairs[task.peer].peer = task.peer;
+    if (p2pRegisters(task)) pairOf.emplace(task.peer, 0);
   }
-  if (pairs.empty()) return ncclSuccess;
+  if (pairOf.empty()) return ncclSuccess;
+  std::vector<PeerRegistrations::Pair> pairs;
+  for (auto& [peer, index] : pairOf) {
+    index = pairs.size();
+    pairs.push_back(PeerRegistrations::Pair{peer, {}, 0, {}, {}});
+  }
   collectReleasedRegistrations();
-  const bool local = paramInt(ParamId::kLocalRegister) != 0;
+  // The operations both ranks of a met pair count, in issue order (asked once: it may query capture).
+  std::vector<P2pTask*> counted;
   for (P2pTask& task : p2pQueue_) {
-    auto it = pairs.find(task.peer);
-    if (it == pairs.end() || !p2pZeroCopySize(task)) continue;
-    if (task.send) {
-      it->second.nSends++;
+    if (pairOf.count(task.peer) != 0 && p2pZeroCopySize(task)) counted.push_back(&task);
+  }
+  const bool local = paramInt(ParamId::kLocalRegister) != 0;
+  for (P2pTask* task : counted) {
+    PeerRegistrations::Pair& pair = pairs[pairOf[task->peer]];
+    if (task->send) {
+      pair.nSends++;
       continue;
     }
-    task.reg = local ? registry_.find(task.buff, task.bytes) : nullptr;
-    if (task.reg == nullptr && graphRegisters(task.bytes, task.stream)) {
-      NCCLCHECK(registry_.acquireForGraph(task.buff, task.bytes, task.stream, &task.reg));
+    task->reg = local ? registry_.find(task->buff, task->bytes) : nullptr;
+    if (task->reg == nullptr && graphRegisters(task->bytes, task->stream)) {
+      NCCLCHECK(registry_.acquireForGraph(task->buff, task->bytes, task->stream, &task->reg));
     }
-    it->second.recvs.push_back(PeerRegistrations::RecvOffer{task.reg, task.buff});
+    pair.recvs.push_back(PeerRegistrations::RecvOffer{task->reg, task->buff});
   }
-  std::vector<PeerRegistrations::Pair> list;
-  list.reserve(pairs.size());
-  for (auto& [peer, pair] : pairs) list.push_back(std::move(pair));
-  NCCLCHECK(peerRegs_.exchangePairs(transportContext(), &list));
+  NCCLCHECK(peerRegs_.exchangePairs(transportContext(), &pairs));
 
   std::map<int, size_t> sendIndex, recvIndex;
-  std::map<int, const PeerRegistrations::Pair*> byPeer;
-  for (const PeerRegistrations::Pair& pair : list) byPeer[pair.peer] = &pair;
   const int rank = comm_->rank_;
-  for (P2pTask& task : p2pQueue_) {
-    auto it = byPeer.find(task.peer);
-    if (it == byPeer.end() || !p2pZeroCopySize(task)) continue;
-    const PeerRegistrations::Pair& pair = *it->second;
-    if (task.send) {
-      task.direct = pair.sendDest[sendIndex[task.peer]++];
-      INFO(kLogReg, "ncclSend rank %d -> %d, %zu bytes: %s", rank, task.peer, task.bytes,
-           task.direct != nullptr ? "zero-copy (written into the receiver's registered buffer)"
-                                  : "copy path (the receiver's buffer is not registered or could not be mapped)");
+  for (P2pTask* task : counted) {
+    const PeerRegistrations::Pair& pair = pairs[pairOf[task->peer]];
+    if (task->send) {
+      task->direct = pair.sendDest[sendIndex[task->peer]++];
+      INFO(kLogReg, "ncclSend rank %d -> %d, %zu bytes: %s", rank, task->peer, task->bytes,
+           task->direct != nullptr ? "zero-copy (written into the receiver's registered buffer)"
+                                   : "copy path (the receiver's buffer is not registered or could not be mapped)");
     } else {
-      const bool direct = pair.recvDirect[recvIndex[task.peer]++] != 0;
-      INFO(kLogReg, "ncclRecv rank %d <- %d, %zu bytes: %s", rank, task.peer, task.bytes,
+      const bool direct = pair.recvDirect[recvIndex[task->peer]++] != 0;
+      INFO(kLogReg, "ncclRecv rank %d <- %d, %zu bytes: %s", rank, task->peer, task->bytes,
            direct ? "zero-copy (the sender writes into the registered buffer)"
-                  : (task.reg == nullptr ? "copy path (the buffer is not registered)"
-                                         : "copy path (the sender could not map the buffer)"));
-      task.direct = direct ? task.buff : nullptr;
-      if (!direct) task.reg = nullptr;
+                  : (task->reg == nullptr ? "copy path (the buffer is not registered)"
+                                          : "copy path (the sender could not map the buffer)"));
+      task->direct = direct ? task->buff : nullptr;
+      if (!direct) task->reg = nullptr;
     }
   }
   return dropReleasedPeerMappings();

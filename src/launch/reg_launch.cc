@@ -8,6 +8,7 @@
 // next rank's buffer as the destination, a CTA moves each byte with fewer memory operations.
 #include <algorithm>
 
+#include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
@@ -52,9 +53,7 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
 }
 
 bool CommDataPath::graphRegisters(size_t bytes, cudaStream_t stream) const {
-  if (paramInt(ParamId::kGraphRegister) == 0 || bytes < kZeroCopyMinBytes) return false;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+  return paramInt(ParamId::kGraphRegister) != 0 && bytes >= kZeroCopyMinBytes && streamCapturing(stream);
 }
 
 bool CommDataPath::graphRegisters(const CollTask& task) const {
