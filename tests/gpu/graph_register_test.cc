@@ -26,28 +26,6 @@ using regtest::Rank;
 
 constexpr unsigned kWatchdogSeconds = 300;
 
-// Captures `op` on every rank's stream (thread-local capture: every mode allows it) and
-// instantiates it; the graph itself goes at once, its executable keeps what it holds.
-int capture(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
-  for (Rank& r : ranks) {
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
-  }
-  if (regtest::issue(ranks, op, inPlace, it) != 0) return 1;
-  // Every capture ends before any instantiation: a thread with a capture in progress may not instantiate.
-  std::vector<cudaGraph_t> graphs(ranks.size());
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
-    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
-  }
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
-    CHILD_CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
-    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
-  }
-  return 0;
-}
-
 // Replays the captured `op` `replays` times with new inputs each time, checking every output. The
 // iterations keep the Broadcast root of the capture (iteration `it`).
 int replayAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int replays) {
@@ -64,20 +42,10 @@ int replayAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int re
   return 0;
 }
 
-int destroyExecs(std::vector<Rank>& ranks) {
-  for (Rank& r : ranks) {
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaStreamSynchronize(r.stream));
-    CHILD_CUDA(cudaGraphExecDestroy(r.exec));
-    r.exec = nullptr;
-  }
-  return 0;
-}
-
 int captureReplayDestroy(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int replays) {
-  if (capture(ranks, op, inPlace, it) != 0) return 1;
+  if (regtest::captureGraphs(ranks, [&] { return regtest::issue(ranks, op, inPlace, it); }) != 0) return 1;
   if (replayAndCheck(ranks, op, inPlace, it, replays) != 0) return 1;
-  return destroyExecs(ranks);
+  return regtest::destroyExecs(ranks);
 }
 
 class GraphRegister : public regtest::GpusAndMode {};

@@ -142,21 +142,7 @@ int release(P2pRank& r) {
 // Captures exchange x on every rank (thread-local capture), replays it `replays` times with new
 // inputs, checking each, and destroys it.
 int captureAndReplay(std::vector<P2pRank>& ranks, const Exchange& x, int it, int replays) {
-  for (P2pRank& r : ranks) {
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
-  }
-  if (issue(ranks, x) != 0) return 1;
-  std::vector<cudaGraph_t> graphs(ranks.size());
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
-    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
-  }
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
-    CHILD_CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
-    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
-  }
+  if (regtest::captureGraphs(ranks, [&] { return issue(ranks, x); }) != 0) return 1;
   for (int rep = 0; rep < replays; rep++) {
     for (P2pRank& r : ranks) {
       if (prepare(r, x, it + rep) != 0) return 1;
@@ -166,13 +152,7 @@ int captureAndReplay(std::vector<P2pRank>& ranks, const Exchange& x, int it, int
       if (check(r, x, it + rep) != 0) return 1;
     }
   }
-  for (P2pRank& r : ranks) {
-    CHILD_CUDA(cudaSetDevice(r.rank));
-    CHILD_CUDA(cudaStreamSynchronize(r.stream));
-    CHILD_CUDA(cudaGraphExecDestroy(r.exec));
-    r.exec = nullptr;
-  }
-  return 0;
+  return regtest::destroyExecs(ranks);
 }
 
 class RegisterP2p : public regtest::GpusAndMode {};

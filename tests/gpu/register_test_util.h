@@ -159,6 +159,42 @@ inline int runAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
   return 0;
 }
 
+// Captures what issue() enqueues on every rank's stream (thread-local capture: every mode allows
+// it) and instantiates it into each rank's exec; the graphs themselves go at once, the executables
+// keep what they hold. R: Rank or a type derived from it.
+template <typename R, typename Issue>
+int captureGraphs(std::vector<R>& ranks, const Issue& issue) {
+  for (R& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  if (issue() != 0) return 1;
+  // Every capture ends before any instantiation: a thread with a capture in progress may not instantiate.
+  std::vector<cudaGraph_t> graphs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+    CHILD_CUDA(cudaGraphInstantiate(&ranks[i].exec, graphs[i], 0));
+    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
+  }
+  return 0;
+}
+
+// Destroys every rank's exec once its stream is idle (which releases what its graph held).
+template <typename R>
+int destroyExecs(std::vector<R>& ranks) {
+  for (R& r : ranks) {
+    CHILD_CUDA(cudaSetDevice(r.rank));
+    CHILD_CUDA(cudaStreamSynchronize(r.stream));
+    CHILD_CUDA(cudaGraphExecDestroy(r.exec));
+    r.exec = nullptr;
+  }
+  return 0;
+}
+
 // The memory check of the release tests: after freeing rank r's chunk in `cycle`, notes its free
 // GPU memory at cycle `settled` and, at `last`, fails (1) when more than a chunk of it is gone.
 inline int checkMemoryFlat(const Rank& r, int cycle, int settled, int last, size_t* freeAtSettled) {
