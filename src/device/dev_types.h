@@ -168,13 +168,27 @@ struct DevKernelArgs {
   DevWork work;
 };
 
-// Registered buffers (zero-copy rings, Simple only): every rank's receive buffer of the operation,
-// mapped into this process, indexed by rank. A ring's send then writes straight into the next
-// rank's receive buffer at the offset the data has there, where a FIFO slot would otherwise hold it
-// (AllGather, Broadcast, and AllReduce's all-gather half); the receiver finds it in place.
+// Registered buffers (zero-copy rings, Simple only): every rank's shared buffer of the operation,
+// mapped into this process, indexed by rank.
+//   - Write-direct (AllReduce, AllGather, Broadcast): the receive buffers. A ring's send writes
+//     straight into the next rank's receive buffer at the offset the data has there, where a FIFO
+//     slot would otherwise hold it (AllReduce: its all-gather half); the receiver finds it in place.
+//   - Read-direct (ReduceScatter, Reduce): the send buffers. The first hop of each chunk is read by
+//     the next rank straight from the previous rank's send buffer instead of being copied into the
+//     FIFO (on two ranks that is the whole operation: nothing is staged).
 constexpr int kMaxRegRanks = kMaxDirectPeers + 1;
+#if defined(__CUDACC__)
+#define BRAID_DEV_TYPES_HD __host__ __device__
+#else
+#define BRAID_DEV_TYPES_HD
+#endif
+// Whether a zero-copy collective reads the peers' send buffers (else it writes into their receive
+// buffers). For the host and the kernels alike.
+BRAID_DEV_TYPES_HD constexpr bool readsPeerSendBuffers(CollId coll) {
+  return coll == CollId::kReduceScatter || coll == CollId::kReduce;
+}
 struct DevRegPeers {
-  char* recvbuff[kMaxRegRanks];
+  char* buff[kMaxRegRanks];
 };
 
 // The Simple kernel's parameters: the work, and the peers' registered buffers when `direct` is set.

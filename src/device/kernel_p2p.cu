@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
       simpleReduceCopy<uint8_t, FuncSum<uint8_t>>(
           FuncSum<uint8_t>(0), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), nullptr,
           reinterpret_cast<const uint8_t*>(seg.direct), reinterpret_cast<uint8_t*>(seg.buff), nullptr,
-          static_cast<int64_t>(seg.bytes), false, false);
+          static_cast<int64_t>(seg.bytes), false, false, false);
     }
     return;
   }

@@ -14,10 +14,8 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool
       (args.work.proto != kProtoLL || args.work.nChannels > kMaxDirectChannels)) {
     return cudaErrorInvalidValue;  // direct algorithms exist for LL only, on the direct channels
   }
-  const auto coll = static_cast<CollId>(args.work.coll);
-  if (peers != nullptr && (args.work.proto != kProtoSimple || args.work.algo != static_cast<uint8_t>(DevAlgo::kRing) ||
-                           (coll != CollId::kAllReduce && coll != CollId::kAllGather && coll != CollId::kBroadcast))) {
-    return cudaErrorInvalidValue;  // direct rings: Simple AllReduce, AllGather and Broadcast only
+  if (peers != nullptr && (args.work.proto != kProtoSimple || args.work.algo != static_cast<uint8_t>(DevAlgo::kRing))) {
+    return cudaErrorInvalidValue;  // direct rings (write- or read-direct) exist for Simple only
   }
   switch (args.work.proto) {
     case kProtoSimple:

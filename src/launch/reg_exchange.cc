@@ -66,7 +66,7 @@ std::string rankList(const std::vector<int>& ranks) {
 }  // namespace
 
 struct PeerRegistrations::Announce {
-  Offer recv;
+  Offer buff;        // the operation's shared buffer: receive (peers write) or send (peers read)
   uint32_t newFor;   // bit r: rank r has not been told of the registration (descriptor and verdict follow)
   int32_t knownBad;  // a rank could not map the registration before: the copy path
   int32_t pid;
@@ -209,8 +209,8 @@ void PeerRegistrations::retirePeer(int me, int peer, const RetiredList& list) {
   }
 }
 
-ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Registration* mine, void* recvbuff,
-                                         const char* opName, DevRegPeers* peers, bool* direct) {
+ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Registration* mine, void* buff,
+                                         bool peersRead, const char* opName, DevRegPeers* peers, bool* direct) {
   *direct = false;
   NCCLCHECK(bindSocket(ctx));  // before the allGather: once it is over, peers may send to it
   std::vector<Announce> all(ctx.nranks);
@@ -219,7 +219,7 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   me.pid = static_cast<int32_t>(::getpid());
   me.socketSerial = socketSerial_;
   me.retired = takeRetiredFor(ctx, -1);
-  me.recv = describe(mine, static_cast<char*>(recvbuff));
+  me.buff = describe(mine, static_cast<char*>(buff));
   if (mine != nullptr) {
     for (int r = 0; r < ctx.nranks; r++) {
       if (r == ctx.rank) continue;
@@ -241,22 +241,22 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   // Every offered buffer is mapped, whatever the verdict: its descriptor was sent once.
   bool anyNew = false;
   bool mapped = true;
-  uint32_t okMask = ~0u;  // bit r: this rank can write into rank r's buffer
+  uint32_t okMask = ~0u;  // bit r: this rank can reach rank r's buffer
   std::vector<int> registered, unregistered;
   for (int r = 0; r < ctx.nranks; r++) {
     const Announce& a = all[r];
     anyNew = anyNew || a.newFor != 0;
     mapped = mapped && a.knownBad == 0;
-    (a.recv.registered != 0 ? registered : unregistered).push_back(r);
-    if (a.recv.registered == 0) continue;
+    (a.buff.registered != 0 ? registered : unregistered).push_back(r);
+    if (a.buff.registered == 0) continue;
     if (r == ctx.rank) {
-      peers->recvbuff[r] = static_cast<char*>(recvbuff);
+      peers->buff[r] = static_cast<char*>(buff);
       continue;
     }
-    Offer offer = a.recv;
+    Offer offer = a.buff;
     offer.isNew = (a.newFor >> ctx.rank & 1u) != 0 ? 1 : 0;
-    peers->recvbuff[r] = peerBuffer(ctx, r, offer);
-    if (peers->recvbuff[r] == nullptr) okMask &= ~(1u << r);
+    peers->buff[r] = peerBuffer(ctx, r, offer);
+    if (peers->buff[r] == nullptr) okMask &= ~(1u << r);
   }
   if (anyNew) {
     // A new registration's verdict: every rank says which buffers it could map.
@@ -270,20 +270,22 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   } else {
     mapped = mapped && okMask == ~0u;  // nothing new: every failure was known before
   }
+  const char* which = peersRead ? "send" : "receive";
   if (registered.empty()) {
-    INFO(kLogReg, "%s: no rank's receive buffer is registered (only send buffers): copy path", opName);
+    INFO(kLogReg, "%s: no rank's %s buffer is registered: copy path", opName, which);
     return ncclSuccess;
   }
   if (!unregistered.empty()) {
     WARN(
-        "%s: the receive buffers of ranks %s are registered but not those of ranks %s; all ranks must pass "
+        "%s: the %s buffers of ranks %s are registered but not those of ranks %s; all ranks must pass "
         "registered buffers or none (this operation uses the copy path)",
-        opName, rankList(registered).c_str(), rankList(unregistered).c_str());
+        opName, which, rankList(registered).c_str(), rankList(unregistered).c_str());
     return ncclSuccess;
   }
   *direct = mapped;
-  INFO(kLogReg, "%s: receive buffers registered on all %d ranks: %s", opName, ctx.nranks,
-       mapped ? "zero-copy (peers write into them)" : "copy path (a rank could not map a peer's buffer, see above)");
+  const char* how = peersRead ? "zero-copy (peers read from them)" : "zero-copy (peers write into them)";
+  INFO(kLogReg, "%s: %s buffers registered on all %d ranks: %s", opName, which, ctx.nranks,
+       mapped ? how : "copy path (a rank could not map a peer's buffer, see above)");
   return ncclSuccess;
 }
 

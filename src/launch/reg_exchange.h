@@ -1,9 +1,10 @@
-// The peers' registered receive buffers, mapped into this process for a zero-copy operation.
+// The peers' registered buffers, mapped into this process for a zero-copy operation: receive
+// buffers that peers write into, or (ReduceScatter, Reduce) send buffers that peers read from.
 //
 // Registration is local (ncclCommRegister talks to nobody), so the ranks meet at the first
 // operation that uses a registered buffer, in ncclGroupEnd's connect phase (every communicator of
 // the group at once). Every rank of the operation takes part when its send or receive buffer is
-// registered; one bootstrap allGather tells each rank every receive buffer's registration and
+// registered; one bootstrap allGather tells each rank every shared buffer's registration and
 // offset. A registration a peer has not seen before is mapped (the allocation once per rank and
 // registration, cached for the communicator's life): by pointer within one process, otherwise by
 // the cuMem file descriptor (sent over the Unix socket of uds.h) or cudaIpc handle prepared at
@@ -20,7 +21,7 @@
 // heard of, and the peers set their mappings of them aside (retiredMappings), to be unmapped once
 // the kernels launched before have finished.
 //
-// The rule that all ranks pass registered buffers or none (seed 002): a rank whose receive buffer
+// The rule that all ranks pass registered buffers or none (seed 002): a rank whose shared buffer
 // is not registered while another's is gets the copy path everywhere, with a WARN. A rank that
 // registered nothing at all does not take part, so the others wait for it until
 // NCCL_BOOTSTRAP_TIMEOUT and then fail with a WARN that names the rule. For a send and its receive
@@ -46,11 +47,12 @@ namespace braid {
 
 class PeerRegistrations {
  public:
-  // Collective (see above). `mine`: the registration holding this rank's receive buffer (null when
-  // it is not registered). On success every rank sets *direct to the same value; when true,
-  // peers->recvbuff[r] is rank r's receive buffer in this process (ours is recvbuff itself).
-  [[nodiscard]] ncclResult_t exchange(const transport::Context& ctx, reg::Registration* mine, void* recvbuff,
-                                      const char* opName, DevRegPeers* peers, bool* direct);
+  // Collective (see above). `buff`: this rank's shared buffer of the operation, its receive buffer
+  // (peers write into it) or, when peersRead, its send buffer (peers read from it); `mine`: the
+  // registration holding it (null when it is not registered). On success every rank sets *direct
+  // to the same value; when true, peers->buff[r] is rank r's buffer in this process (ours is buff).
+  [[nodiscard]] ncclResult_t exchange(const transport::Context& ctx, reg::Registration* mine, void* buff,
+                                      bool peersRead, const char* opName, DevRegPeers* peers, bool* direct);
 
   // One receive buffer offered to its sender: `reg` holds it, or null when it is not registered.
   struct RecvOffer {

@@ -1,11 +1,13 @@
 // User buffer registration in the data path: ncclCommRegister's bookkeeping and REG line, which
 // queued collectives may go zero-copy, and the exchange that decides it (reg_exchange.h).
 //
-// A collective goes zero-copy when every rank's receive buffer is registered (by ncclCommRegister,
+// A collective goes zero-copy when every rank's shared buffer is registered (by ncclCommRegister,
 // or, while the operation is being captured, by graph registration), the communicator connects
-// every pair of ranks by NVLink P2P (the direct channels exist), and the plan is a Simple ring
-// AllReduce, AllGather or Broadcast. It then runs on half the CTAs of the copy path: with the
-// next rank's buffer as the destination, a CTA moves each byte with fewer memory operations.
+// every pair of ranks by NVLink P2P (the direct channels exist), and the plan is a Simple ring.
+// The shared buffer is the receive buffer for AllReduce, AllGather and Broadcast (peers write into
+// it) and the send buffer for ReduceScatter and Reduce (peers read from it; see DevRegPeers).
+// Write-direct runs on half the CTAs of the copy path (a CTA moves each byte with fewer memory
+// operations), read-direct on all of them.
 #include <algorithm>
 
 #include "cuda/capture_mode.h"
@@ -18,13 +20,19 @@
 namespace braid {
 namespace {
 
-bool zeroCopyColl(CollId coll) {
-  return coll == CollId::kAllReduce || coll == CollId::kAllGather || coll == CollId::kBroadcast;
+size_t sendBytes(const CollTask& task, int nranks) {
+  return task.count * dtypeSize(task.dtype) * (task.coll == CollId::kReduceScatter ? static_cast<size_t>(nranks) : 1);
+}
+size_t recvBytes(const CollTask& task, int nranks) {
+  return task.count * dtypeSize(task.dtype) * (task.coll == CollId::kAllGather ? static_cast<size_t>(nranks) : 1);
 }
 
-size_t sendBytes(const CollTask& task) { return task.count * dtypeSize(task.dtype); }
-size_t recvBytes(const CollTask& task, int nranks) {
-  return sendBytes(task) * (task.coll == CollId::kAllGather ? static_cast<size_t>(nranks) : 1);
+// The buffer a zero-copy operation lets the peers reach, and its size.
+void* sharedBuffer(const CollTask& task) {
+  return readsPeerSendBuffers(task.coll) ? const_cast<void*>(task.sendbuff) : task.recvbuff;
+}
+size_t sharedBytes(const CollTask& task, int nranks) {
+  return readsPeerSendBuffers(task.coll) ? sendBytes(task, nranks) : recvBytes(task, nranks);
 }
 
 }  // namespace
@@ -34,8 +42,9 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
   reg::Registration* reg = nullptr;
   NCCLCHECK(registry_.add(buff, size, &reg));
   const char* use =
-      "used zero-copy by AllReduce, AllGather and Broadcast when every pair of ranks is NVLink P2P, and by sends "
-      "into it from P2P peers (16 MiB or more, 64 KiB in a CUDA graph)";
+      "used zero-copy by every collective when every pair of ranks is NVLink P2P (peers write into receive "
+      "buffers, and read ReduceScatter's and Reduce's send buffers), and by sends into it from P2P peers (16 MiB "
+      "or more, 64 KiB in a CUDA graph)";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
   } else if (comm_->nranks_ == 1) {
@@ -81,9 +90,8 @@ bool CommDataPath::needsRegExchange() const {
   // Every eager operation asks: without local registrations that is one check per operation.
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue_) {
-    if (!zeroCopyColl(task.coll)) continue;
     if (local && (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||
-                  registry_.find(task.sendbuff, sendBytes(task)) != nullptr)) {
+                  registry_.find(task.sendbuff, sendBytes(task, comm_->nranks_)) != nullptr)) {
       return true;
     }
     if (graphRegisters(task)) return true;
@@ -98,9 +106,11 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
   if (model_.maxDirectChannels == 0) return ncclSuccess;
   collectReleasedRegistrations();
-  // Half the channels: the next rank's buffer as the destination saves a CTA enough memory
-  // operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
-  // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still.
+  // Write-direct on half the channels: the next rank's buffer as the destination saves a CTA enough
+  // memory operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
+  // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still. Read-direct
+  // keeps them all: its loads cross NVLink, and on half the channels ReduceScatter and Reduce lost
+  // 3-9% against the copy path where on all of them they gain up to 14% (2 H200, 64 MiB-1 GiB).
   plan::CommModel halved = model_;
   halved.maxChannels = std::max(1, model_.maxChannels / 2);
   transport::Context ctx = transportContext();
@@ -108,18 +118,20 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
   for (size_t i = 0; i < queue_.size(); i++) {
     const CollTask& task = queue_[i];
-    if (!zeroCopyColl(task.coll)) continue;
     RegisteredLaunch& r = registeredQueue_[i];
     r.recv = local ? registry_.find(task.recvbuff, recvBytes(task, nranks)) : nullptr;
-    r.send = local ? registry_.find(task.sendbuff, sendBytes(task)) : nullptr;
+    r.send = local ? registry_.find(task.sendbuff, sendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
     if (r.recv == nullptr && r.send == nullptr && !graph) continue;
-    NCCLCHECK(plan::decide(halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
+    const bool peersRead = readsPeerSendBuffers(task.coll);
+    NCCLCHECK(plan::decide(peersRead ? model_ : halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
-    if (graph && r.recv == nullptr) {
-      NCCLCHECK(registry_.acquireForGraph(task.recvbuff, recvBytes(task, nranks), task.stream, &r.recv));
+    reg::Registration*& shared = peersRead ? r.send : r.recv;
+    if (graph && shared == nullptr) {
+      NCCLCHECK(registry_.acquireForGraph(sharedBuffer(task), sharedBytes(task, nranks), task.stream, &shared));
     }
-    NCCLCHECK(peerRegs_.exchange(ctx, r.recv, task.recvbuff, plan::collName(task.coll), &r.peers, &r.direct));
+    NCCLCHECK(
+        peerRegs_.exchange(ctx, shared, sharedBuffer(task), peersRead, plan::collName(task.coll), &r.peers, &r.direct));
   }
   return dropReleasedPeerMappings();
 }

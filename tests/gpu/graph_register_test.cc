@@ -1,7 +1,7 @@
-// Graph registration on real GPUs (NCCL_GRAPH_REGISTER, guide pages 001 and 002): AllReduce,
-// AllGather and Broadcast captured on buffers nobody registered (ncclMemAlloc and cudaMalloc
-// memory) go zero-copy and stay exact over replays with new inputs, in place too; with
-// NCCL_GRAPH_REGISTER=0 they take the copy path; and registrations released by destroying their
+// Graph registration on real GPUs (NCCL_GRAPH_REGISTER, guide pages 001 and 002): every
+// collective captured on buffers nobody registered (ncclMemAlloc and cudaMalloc memory) goes
+// zero-copy and stays exact over replays with new inputs, in place too; with
+// NCCL_GRAPH_REGISTER=0 it takes the copy path; and registrations released by destroying their
 // graph or by ncclCommDeregister leave no memory behind on any GPU (the peers unmap them).
 // 2 and 4 GPUs; processes, one thread, threads. Data and checks: register_test_util.h.
 #include <cuda_runtime.h>
@@ -27,10 +27,10 @@ using regtest::Rank;
 constexpr unsigned kWatchdogSeconds = 300;
 
 // Replays the captured `op` `replays` times with new inputs each time, checking every output. The
-// iterations keep the Broadcast root of the capture (iteration `it`).
+// iterations keep the root and the reduction of the capture (iteration `it`).
 int replayAndCheck(std::vector<Rank>& ranks, Op op, bool inPlace, int it, int replays) {
   for (int rep = 0; rep < replays; rep++) {
-    const int itRep = it + rep * ranks[0].nranks;
+    const int itRep = it + rep * 2 * ranks[0].nranks;
     for (Rank& r : ranks) {
       if (regtest::prepare(r, op, inPlace, itRep) != 0) return 1;
       CHILD_CUDA(cudaGraphLaunch(r.exec, r.stream));
@@ -60,7 +60,7 @@ TEST_P(GraphRegister, CapturedCollectivesGoZeroCopyAndStayExact) {
                   if (regtest::allocate(r, n, alloc) != 0) return 1;
                 }
                 int it = 0;
-                for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kBroadcast}) {
+                for (Op op : regtest::kAllOps) {
                   for (bool inPlace : {false, true}) {
                     if (captureReplayDestroy(ranks, op, inPlace, it++, 3) != 0) return 1;
                   }
@@ -68,6 +68,7 @@ TEST_P(GraphRegister, CapturedCollectivesGoZeroCopyAndStayExact) {
                 if (!colltest::againstReference()) {
                   CHILD_EXPECT(logHas("graph registration"));
                   CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
+                  CHILD_EXPECT(logHas("zero-copy (peers read from them)"));
                 }
                 for (Rank& r : ranks) {
                   if (regtest::freeChunk(r) != 0) return 1;

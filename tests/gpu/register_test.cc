@@ -1,10 +1,10 @@
 // User buffer registration on real GPUs (guide page 002): ncclCommRegister / ncclCommDeregister of
 // ncclMemAlloc and cudaMalloc memory, the page's examples (send and receive buffers registered,
 // operations at offsets inside them; one large chunk registered once with both buffers in it),
-// zero-copy AllReduce, AllGather and Broadcast checked exactly against the host (in place too,
-// with inputs changed between iterations), the REG line that says zero-copy was used, the WARN and
-// the copy path when ranks disagree, deregistering a buffer a pending operation uses (refused, then
-// accepted once it is done), and bad arguments. 2 and 4 GPUs; processes, one thread, threads.
+// every collective zero-copy, checked exactly against the host (in place too, with inputs changed
+// between iterations, ReduceScatter and Reduce with a preOp too), the REG line that says zero-copy was used, the WARN
+// and the copy path when ranks disagree, deregistering a buffer a pending operation uses (refused, then accepted once
+// it is done), and bad arguments. 2 and 4 GPUs; processes, one thread, threads.
 //
 // Data and checks: register_test_util.h.
 #include <cuda_runtime.h>
@@ -61,14 +61,17 @@ TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
                   if (setUp(r, n, alloc) != 0) return 1;
                 }
                 int it = 0;
-                for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kBroadcast}) {
+                for (Op op : regtest::kAllOps) {
                   for (bool inPlace : {false, true}) {
                     for (int rep = 0; rep < 2; rep++) {
                       if (runAndCheck(ranks, op, inPlace, it++) != 0) return 1;
                     }
                   }
                 }
-                if (!colltest::againstReference()) CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
+                if (!colltest::againstReference()) {
+                  CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
+                  CHILD_EXPECT(logHas("zero-copy (peers read from them)"));
+                }
                 for (Rank& r : ranks) {
                   if (tearDown(r) != 0) return 1;
                 }

@@ -1,6 +1,6 @@
 // Shared by the registration tests (register_test.cc: ncclCommRegister; graph_register_test.cc:
-// NCCL_GRAPH_REGISTER): AllReduce, AllGather and Broadcast of int32 on buffers at rank-dependent
-// offsets inside one allocation, with exact checks, and the REG lines the test process logged.
+// NCCL_GRAPH_REGISTER): every collective on int32 buffers at rank-dependent offsets inside one
+// allocation, with exact checks, and the REG lines the test process logged.
 //
 // Data: element i of rank r's input at iteration `it` is value(it, r, i), so every expected output
 // is exact. Outputs are poisoned before every operation.
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -37,9 +38,38 @@ inline int32_t value(int it, int rank, size_t i) {
 enum class Alloc { kMemAlloc, kCudaMalloc };
 inline const char* allocName(Alloc a) { return a == Alloc::kMemAlloc ? "ncclMemAlloc" : "cudaMalloc"; }
 
-enum class Op { kAllReduce, kAllGather, kBroadcast };
+enum class Op { kAllReduce, kAllGather, kBroadcast, kReduceScatter, kReduce };
+// Every collective: the write-direct ones (peers write into receive buffers), then the read-direct
+// ones (peers read send buffers).
+constexpr Op kAllOps[] = {Op::kAllReduce, Op::kAllGather, Op::kBroadcast, Op::kReduceScatter, Op::kReduce};
 inline const char* opName(Op op) {
-  return op == Op::kAllReduce ? "AllReduce" : op == Op::kAllGather ? "AllGather" : "Broadcast";
+  switch (op) {
+    case Op::kAllReduce:
+      return "AllReduce";
+    case Op::kAllGather:
+      return "AllGather";
+    case Op::kBroadcast:
+      return "Broadcast";
+    case Op::kReduceScatter:
+      return "ReduceScatter";
+    case Op::kReduce:
+      return "Reduce";
+  }
+  return "?";
+}
+
+// ReduceScatter and Reduce alternate an int32 sum (even iterations) with a float average (odd):
+// ncclAvg of floats multiplies every input by 1/nranks before the sum (a preOp), which a read-direct
+// step must apply to the peer input it reads itself. The inputs are integers and nranks a power of
+// two, so the float average is exact too.
+inline bool average(Op op, int it) { return (op == Op::kReduceScatter || op == Op::kReduce) && it % 2 == 1; }
+// The buffer's 32 bits of input value v: v itself, or the float v for an average.
+inline int32_t element(bool avg, int32_t v) {
+  if (!avg) return v;
+  const float f = static_cast<float>(v);
+  int32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
 }
 
 struct Rank {
@@ -94,50 +124,97 @@ inline int32_t* input(const Rank& r, Op op, bool inPlace) {
   return op == Op::kAllGather ? r.recv + r.rank * kCount : r.recv;
 }
 
+inline int32_t* output(const Rank& r, Op op, bool inPlace) {
+  return op == Op::kReduceScatter && inPlace ? r.recv + r.rank * kCount : r.recv;
+}
+
+inline size_t inputCount(Op op, int nranks) { return op == Op::kReduceScatter ? nranks * kCount : kCount; }
+inline size_t outputCount(Op op, int nranks) { return op == Op::kAllGather ? nranks * kCount : kCount; }
+
 inline int root(int it, int nranks) { return it % nranks; }
 
 // Poisons the output, then writes iteration `it`'s input (synchronously).
 inline int prepare(Rank& r, Op op, bool inPlace, int it) {
-  std::vector<int32_t> host(kCount);
-  for (size_t i = 0; i < kCount; i++) host[i] = value(it, r.rank, i);
+  std::vector<int32_t> host(inputCount(op, r.nranks));
+  for (size_t i = 0; i < host.size(); i++) host[i] = element(average(op, it), value(it, r.rank, i));
   CHILD_CUDA(cudaSetDevice(r.rank));
   CHILD_CUDA(cudaMemset(r.recv, kPoisonByte, bufBytes(r)));
-  CHILD_CUDA(cudaMemcpy(input(r, op, inPlace), host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(cudaMemcpy(input(r, op, inPlace), host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
   return 0;
 }
 
-// Enqueues `op` on every rank this thread drives, in one group. `it` picks the Broadcast root.
+// Enqueues `op` on every rank this thread drives, in one group. `it` picks the root and the
+// reduction (see average).
 inline int issue(std::vector<Rank>& ranks, Op op, bool inPlace, int it) {
+  const ncclDataType_t type = average(op, it) ? ncclFloat : ncclInt32;
+  const ncclRedOp_t red = average(op, it) ? ncclAvg : ncclSum;
   CHILD_NCCL(ncclGroupStart());
   for (Rank& r : ranks) {
-    int32_t* in = input(r, op, inPlace);
-    if (op == Op::kAllReduce) CHILD_NCCL(ncclAllReduce(in, r.recv, kCount, ncclInt32, ncclSum, r.comm, r.stream));
-    if (op == Op::kAllGather) CHILD_NCCL(ncclAllGather(in, r.recv, kCount, ncclInt32, r.comm, r.stream));
-    if (op == Op::kBroadcast) {
-      CHILD_NCCL(ncclBroadcast(in, r.recv, kCount, ncclInt32, root(it, r.nranks), r.comm, r.stream));
+    const int32_t* in = input(r, op, inPlace);
+    int32_t* out = output(r, op, inPlace);
+    const int rt = root(it, r.nranks);
+    switch (op) {
+      case Op::kAllReduce:
+        CHILD_NCCL(ncclAllReduce(in, out, kCount, ncclInt32, ncclSum, r.comm, r.stream));
+        break;
+      case Op::kAllGather:
+        CHILD_NCCL(ncclAllGather(in, out, kCount, ncclInt32, r.comm, r.stream));
+        break;
+      case Op::kBroadcast:
+        CHILD_NCCL(ncclBroadcast(in, out, kCount, ncclInt32, rt, r.comm, r.stream));
+        break;
+      case Op::kReduceScatter:
+        CHILD_NCCL(ncclReduceScatter(in, out, kCount, type, red, r.comm, r.stream));
+        break;
+      case Op::kReduce:
+        CHILD_NCCL(ncclReduce(in, out, kCount, type, red, rt, r.comm, r.stream));
+        break;
     }
   }
   CHILD_NCCL(ncclGroupEnd());
   return 0;
 }
 
+// What element i of rank r's output must be after iteration `it` of `op`. A Reduce rank other than
+// the root keeps its receive buffer as it was: poison, or its own input when in place.
+inline int32_t expected(Op op, bool inPlace, int it, int r, int nranks, size_t i) {
+  const bool avg = average(op, it);
+  switch (op) {
+    case Op::kAllGather:
+      return value(it, static_cast<int>(i / kCount), i % kCount);
+    case Op::kBroadcast:
+      return value(it, root(it, nranks), i);
+    case Op::kReduce:
+      if (r != root(it, nranks)) {
+        if (inPlace) return element(avg, value(it, r, i));
+        int32_t poison = 0;
+        std::memset(&poison, kPoisonByte, sizeof(poison));
+        return poison;
+      }
+      break;
+    case Op::kReduceScatter:
+      i += static_cast<size_t>(r) * kCount;
+      break;
+    case Op::kAllReduce:
+      break;
+  }
+  int32_t sum = 0;
+  for (int q = 0; q < nranks; q++) sum += value(it, q, i);
+  if (!avg) return sum;
+  const float mean = static_cast<float>(sum) / static_cast<float>(nranks);
+  int32_t bits = 0;
+  std::memcpy(&bits, &mean, sizeof(bits));
+  return bits;
+}
+
 // Waits for the rank's stream and compares its whole output with what iteration `it` must give.
 inline int check(const Rank& r, Op op, bool inPlace, int it) {
-  const int n = r.nranks;
   CHILD_CUDA(cudaSetDevice(r.rank));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
-  const size_t outCount = op == Op::kAllGather ? n * kCount : kCount;
-  std::vector<int32_t> got(outCount);
-  CHILD_CUDA(cudaMemcpy(got.data(), r.recv, outCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < outCount; i++) {
-    int32_t want = 0;
-    if (op == Op::kAllReduce) {
-      for (int q = 0; q < n; q++) want += value(it, q, i);
-    } else if (op == Op::kAllGather) {
-      want = value(it, static_cast<int>(i / kCount), i % kCount);
-    } else {
-      want = value(it, root(it, n), i);
-    }
+  std::vector<int32_t> got(outputCount(op, r.nranks));
+  CHILD_CUDA(cudaMemcpy(got.data(), output(r, op, inPlace), got.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < got.size(); i++) {
+    const int32_t want = expected(op, inPlace, it, r.rank, r.nranks, i);
     if (got[i] != want) {
       std::fprintf(stderr, "%s%s it %d rank %d: element %zu is %d, expected %d\n", opName(op),
                    inPlace ? " in place" : "", it, r.rank, i, got[i], want);

@@ -63,18 +63,23 @@ struct Prims {
   }
   __device__ const char* at(const char* p, int64_t elems) const { return p + elems * elemSize; }
   __device__ char* at(char* p, int64_t elems) const { return p + elems * elemSize; }
-  // The kStepEnter handshake of a direct (registered) operation.
+  // The kStepEnter handshake of a write-direct (registered) operation.
   __device__ void enter() const { fn(*state, nullptr, nullptr, 1, kStepEnter); }
+  // The kStepDrain wait that ends a read-direct operation.
+  __device__ void drain() const { fn(*state, nullptr, nullptr, 1, kStepDrain); }
 };
 
-// The extra step flags of a ring whose receive buffers are registered (DevRegPeers): sends that
-// write into the next rank's receive buffer, receives that find the data in ours. Zero otherwise.
+// The extra step flags of a ring whose buffers are registered (DevRegPeers), zero otherwise.
+// Write-direct: sends that write into the next rank's receive buffer, receives that find the data
+// in ours. Read-direct: a first hop that stays in the sender's send buffer, and its receive that
+// reads it from there.
 struct DirectFlags {
   int send;
   int recv;
 };
-__device__ __forceinline__ DirectFlags directFlags(bool direct) {
-  return direct ? DirectFlags{kStepDirectSend, kStepDirectRecv} : DirectFlags{0, 0};
+__device__ __forceinline__ DirectFlags directFlags(bool direct, bool read) {
+  if (!direct) return DirectFlags{0, 0};
+  return read ? DirectFlags{kStepReadSend, kStepReadRecv} : DirectFlags{kStepDirectSend, kStepDirectRecv};
 }
 
 // AllReduce: per loop of n chunks, n-1 reduce-scatter steps then n-1 all-gather steps (§3.10).
@@ -111,19 +116,23 @@ __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, c
 }
 
 // ReduceScatter: block r of every rank's input reduces onto rank r; count is the per-rank count.
+// Read-direct: the first hop (a rank's input block, not yet reduced) is read by the next rank from
+// the sender's send buffer.
 __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                         int64_t count, ChannelPart part, int64_t chunkElems) {
+                                         int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     int r = ring.rankAt(i - 1);
-    prims.step(prims.at(src, r * count + o), nullptr, len, kStepSend | kStepPreOp);
+    prims.step(prims.at(src, r * count + o), nullptr, len, kStepSend | kStepPreOp | d.send);
     for (int j = 1; j < n - 1; j++) {
       r = ring.rankAt(i - 1 - j);
-      prims.step(prims.at(src, r * count + o), nullptr, len, kStepRecv | kStepSend | kStepPreOp);
+      prims.step(prims.at(src, r * count + o), nullptr, len,
+                 kStepRecv | kStepSend | kStepPreOp | (j == 1 ? d.recv : 0));
     }
-    prims.step(prims.at(src, ring.rank * count + o), prims.at(dst, o), len, kStepRecv | kStepPreOp | kStepPostOp);
+    prims.step(prims.at(src, ring.rank * count + o), prims.at(dst, o), len,
+               kStepRecv | kStepPreOp | kStepPostOp | (n == 2 ? d.recv : 0));
   }
 }
 
@@ -164,19 +173,21 @@ __device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, c
   }
 }
 
-// Reduce: pipelined along the ring, starting after the root and ending at it.
+// Reduce: pipelined along the ring, starting after the root and ending at it. Read-direct: the
+// first rank's input is read by the second from its send buffer.
 __device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
-                                  ChannelPart part, int64_t chunkElems) {
+                                  ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int q = ((ring.index - ring.positionOf(root) - 1) % n + n) % n;  // n-1 at the root
+  const int firstRecv = q == 1 ? d.recv : 0;
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     if (q == 0) {
-      prims.step(prims.at(src, o), nullptr, len, kStepSend | kStepPreOp);
+      prims.step(prims.at(src, o), nullptr, len, kStepSend | kStepPreOp | d.send);
     } else if (q < n - 1) {
-      prims.step(prims.at(src, o), nullptr, len, kStepRecv | kStepSend | kStepPreOp);
+      prims.step(prims.at(src, o), nullptr, len, kStepRecv | kStepSend | kStepPreOp | firstRecv);
     } else {
-      prims.step(prims.at(src, o), prims.at(dst, o), len, kStepRecv | kStepPreOp | kStepPostOp);
+      prims.step(prims.at(src, o), prims.at(dst, o), len, kStepRecv | kStepPreOp | kStepPostOp | firstRecv);
     }
   }
 }

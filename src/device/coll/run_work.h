@@ -41,16 +41,16 @@ __device__ __forceinline__ void runRing(const Prims& prims, const RingInfo& ring
     localCopy(prims, src, dst, part, chunkElems, hasOps);
     return;
   }
-  if (d.send != 0) prims.enter();
+  if (d.send == kStepDirectSend) prims.enter();  // before the first write into the next rank's buffer
   switch (static_cast<CollId>(work.coll)) {
     case CollId::kAllReduce:
       ringAllReduce(prims, ring, src, dst, part, chunkElems, 16 / prims.elemSize, d);
       break;
     case CollId::kReduceScatter:
-      ringReduceScatter(prims, ring, src, dst, count, part, chunkElems);
+      ringReduceScatter(prims, ring, src, dst, count, part, chunkElems, d);
       break;
     case CollId::kReduce:
-      ringReduce(prims, ring, src, dst, work.root, part, chunkElems);
+      ringReduce(prims, ring, src, dst, work.root, part, chunkElems, d);
       break;
     case CollId::kAllGather:
       ringAllGather(prims, ring, src, dst, count, part, chunkElems, d);
@@ -59,10 +59,11 @@ __device__ __forceinline__ void runRing(const Prims& prims, const RingInfo& ring
       ringBroadcast(prims, ring, src, dst, work.root, part, chunkElems, d);
       break;
   }
+  if (d.send == kStepReadSend) prims.drain();  // before the user may overwrite what the next rank reads
 }
 
-// `peers` (Simple only; null otherwise): the operation's registered receive buffers, for a direct
-// ring (AllReduce, AllGather, Broadcast; the host registers no other collective).
+// `peers` (Simple only; null otherwise): the operation's registered buffers, for a direct ring
+// (write-direct or read-direct by collective, see DevRegPeers).
 template <typename Picker>
 __device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& state,
                                         const DevRegPeers* peers = nullptr) {
@@ -83,11 +84,13 @@ __device__ __forceinline__ void runWork(const DevKernelArgs& args, ProtoState& s
   const DevChannel* channel = &args.comm->channels[blockIdx.x];
   const RingInfo ring{channel->ringRanks, args.comm->nranks, channel->ringIndex, args.comm->rank};
   const bool direct = peers != nullptr && ring.n > 1;
-  if (direct) {
-    const char* next = peers->recvbuff[ring.rankAt(ring.index + 1)];
-    state.directDelta = next - static_cast<const char*>(work.recvbuff);
+  const bool read = readsPeerSendBuffers(coll);
+  if (direct && read) {
+    state.directDelta = peers->buff[ring.rankAt(ring.index - 1)] - static_cast<const char*>(work.sendbuff);
+  } else if (direct) {
+    state.directDelta = peers->buff[ring.rankAt(ring.index + 1)] - static_cast<const char*>(work.recvbuff);
   }
-  runRing(prims, ring, work, count, part, chunkElems, c.hasOps, directFlags(direct));
+  runRing(prims, ring, work, count, part, chunkElems, c.hasOps, directFlags(direct, read));
   finishProtoState(state);
 }
 

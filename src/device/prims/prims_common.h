@@ -32,6 +32,13 @@ namespace braid {
 // no direct write lands in a buffer its owner may still be using for earlier work. A
 // point-to-point send has no buffer of its own to write: it passes the peer's buffer as dst with
 // directDelta 0, and dst is written once.
+//
+// Read-direct (registered send buffers): with kReadSend the step's data stays where it is (src, in
+// this rank's registered send buffer) and the step is only published; with kReadRecv the received
+// data is read at src + directDelta, the same offset in the previous rank's send buffer, and the
+// step's preOp applies to it as well (the sender did not apply it). kDrain, at the end of a
+// read-direct operation, waits until the next rank has consumed every step sent to it, so that no
+// read of our send buffer is still pending when the kernel ends and the user may overwrite it.
 enum StepFlags : int {
   kStepRecv = 1,
   kStepSend = 2,
@@ -40,6 +47,9 @@ enum StepFlags : int {
   kStepDirectSend = 16,
   kStepDirectRecv = 32,
   kStepEnter = 64,
+  kStepReadSend = 128,
+  kStepReadRecv = 256,
+  kStepDrain = 512,
 };
 
 // Spin iterations between two reads of the host-mapped abort flag (a PCIe round trip).
@@ -93,7 +103,9 @@ struct ProtoState {
   uint64_t headCache;  // last head value seen by this thread (LL, LL128)
   uint64_t scalar;     // DevWork::scalar, for the functor
   AbortWatch abort;
-  intptr_t directDelta;  // kStepDirectSend: next rank's receive buffer minus ours (0 without registration)
+  // The registered peer buffer minus ours (0 without registration): kStepDirectSend, the next rank's
+  // receive buffer minus ours; kStepReadRecv, the previous rank's send buffer minus ours.
+  intptr_t directDelta;
 };
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);

@@ -32,12 +32,13 @@ namespace braid {
 constexpr int kSimpleUnroll = 8;
 constexpr int kSimpleBarrier = 1;  // workers' named barrier
 
-// v = [post]( fifoIn && userIn ? reduce(fifoIn, [pre](userIn)) : whichever is present ), stored to
-// userOut and fifoOut when present. All pointers present are 16-byte aligned; nPacks 16-byte packs.
+// v = [post]( fifoIn && userIn ? reduce([preIn](fifoIn), [pre](userIn)) : whichever is present ),
+// stored to userOut and fifoOut when present. preIn: fifoIn is a peer's raw input (read-direct).
+// All pointers present are 16-byte aligned; nPacks 16-byte packs.
 template <typename T, typename Fn>
 __device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthreads, const uint4* fifoIn,
                                                 const uint4* userIn, uint4* userOut, uint4* fifoOut, int64_t nPacks,
-                                                bool pre, bool post) {
+                                                bool pre, bool preIn, bool post) {
   constexpr int kU = kSimpleUnroll;
   const int lane = tid % 32;
   const int64_t warpPacks = 32 * kU;
@@ -48,6 +49,10 @@ __device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthre
     if (fifoIn != nullptr) {
 #pragma unroll
       for (int u = 0; u < kU; u++) v[u] = ldVolatile16(fifoIn + base + u * 32);
+      if (Fn::kHasPreOp && preIn) {
+#pragma unroll
+        for (int u = 0; u < kU; u++) v[u] = applyPreOp<Fn, T, uint4>(fn, v[u]);
+      }
     }
     if (userIn != nullptr) {
       uint4 s[kU];
@@ -74,6 +79,7 @@ __device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthre
   }
   for (int64_t i = fullEnd + tid; i < nPacks; i += nthreads) {
     uint4 v = fifoIn != nullptr ? ldVolatile16(fifoIn + i) : uint4{};
+    if (Fn::kHasPreOp && preIn && fifoIn != nullptr) v = applyPreOp<Fn, T, uint4>(fn, v);
     if (userIn != nullptr) {
       uint4 s = ldGlobal16(userIn + i);
       if (Fn::kHasPreOp && pre) s = applyPreOp<Fn, T, uint4>(fn, s);
@@ -89,9 +95,10 @@ __device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthre
 template <typename T, typename Fn>
 __device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
                                                 T* userOut, T* fifoOut, int64_t begin, int64_t end, bool pre,
-                                                bool post) {
+                                                bool preIn, bool post) {
   for (int64_t i = begin + tid; i < end; i += nthreads) {
     T v = fifoIn != nullptr ? fifoIn[i] : T();
+    if (Fn::kHasPreOp && preIn && fifoIn != nullptr) v = fn.preOp(v);
     if (userIn != nullptr) {
       T s = userIn[i];
       if (Fn::kHasPreOp && pre) s = fn.preOp(s);
@@ -105,7 +112,8 @@ __device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthre
 
 template <typename T, typename Fn>
 __device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
-                                                 T* userOut, T* fifoOut, int64_t nelem, bool pre, bool post) {
+                                                 T* userOut, T* fifoOut, int64_t nelem, bool pre, bool preIn,
+                                                 bool post) {
   // FIFO slots are aligned, but with registered buffers fifoIn / fifoOut are user buffers too.
   const uintptr_t userBits = reinterpret_cast<uintptr_t>(userIn) | reinterpret_cast<uintptr_t>(userOut) |
                              reinterpret_cast<uintptr_t>(fifoIn) | reinterpret_cast<uintptr_t>(fifoOut);
@@ -114,10 +122,10 @@ __device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthr
     const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
     reduceCopyPacks<T, Fn>(fn, tid, nthreads, reinterpret_cast<const uint4*>(fifoIn),
                            reinterpret_cast<const uint4*>(userIn), reinterpret_cast<uint4*>(userOut),
-                           reinterpret_cast<uint4*>(fifoOut), nPacks, pre, post);
+                           reinterpret_cast<uint4*>(fifoOut), nPacks, pre, preIn, post);
     vecElems = nPacks * 16 / static_cast<int64_t>(sizeof(T));
   }
-  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, post);
+  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, preIn, post);
 }
 
 __device__ __forceinline__ void simpleWait(ProtoState& s, bool recv, bool send) {
@@ -155,6 +163,16 @@ __device__ __forceinline__ void simpleEnter(ProtoState& s) {
   namedBarrierSync(kSimpleBarrier, s.nthreads);
 }
 
+// kStepDrain (see StepFlags): wait until the next rank has consumed every step sent to it.
+__device__ __forceinline__ void simpleDrain(ProtoState& s) {
+  if (s.tid == 0 && s.sendConn != nullptr && !s.abort.aborted()) {
+    while (ldAcquireSys(s.sendHead) < s.sendStep) {
+      if (s.abort.poll()) break;
+    }
+  }
+  namedBarrierSync(kSimpleBarrier, s.nthreads);
+}
+
 // One Simple step on the workers (see the header comment). Not inlined: one copy per (T, Fn).
 template <typename T, typename Fn>
 __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
@@ -162,21 +180,30 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
     simpleEnter(s);
     return;
   }
+  if ((flags & kStepDrain) != 0) {
+    simpleDrain(s);
+    return;
+  }
   if (nelem <= 0) return;
   const bool recv = (flags & kStepRecv) != 0;
   const bool send = (flags & kStepSend) != 0;
   const bool directIn = recv && (flags & kStepDirectRecv) != 0;
   const bool directOut = send && (flags & kStepDirectSend) != 0;
-  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send && !directOut);
+  const bool readIn = recv && (flags & kStepReadRecv) != 0;
+  const bool readOut = send && (flags & kStepReadSend) != 0;  // no slot used: nothing to wait for
+  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send && !directOut && !readOut);
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (!s.abort.aborted()) {
     const T* fifoIn = nullptr;
-    if (recv) {
-      fifoIn = directIn ? reinterpret_cast<const T*>(dst)
-                        : reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes);
+    if (directIn) {
+      fifoIn = reinterpret_cast<const T*>(dst);
+    } else if (readIn) {
+      fifoIn = reinterpret_cast<const T*>(src + s.directDelta);
+    } else if (recv) {
+      fifoIn = reinterpret_cast<const T*>(s.recvBuff + (s.recvStep % kFifoSlotsSimple) * s.slotBytes);
     }
     T* fifoOut = nullptr;
-    if (send) {
+    if (send && !readOut) {
       fifoOut = directOut ? reinterpret_cast<T*>(dst + s.directDelta)
                           : reinterpret_cast<T*>(s.sendBuff + (s.sendStep % kFifoSlotsSimple) * s.slotBytes);
     }
@@ -184,8 +211,9 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
     T* userOut = directIn || (directOut && s.directDelta == 0) ? nullptr : reinterpret_cast<T*>(dst);
     if (userOut != nullptr || fifoOut != nullptr) {
       const Fn fn(s.scalar);
+      const bool pre = (flags & kStepPreOp) != 0;
       simpleReduceCopy<T, Fn>(fn, s.tid, s.nthreads, fifoIn, reinterpret_cast<const T*>(src), userOut, fifoOut, nelem,
-                              (flags & kStepPreOp) != 0, (flags & kStepPostOp) != 0);
+                              pre, pre && readIn, (flags & kStepPostOp) != 0);
     }
   }
   namedBarrierSync(kSimpleBarrier, s.nthreads);
