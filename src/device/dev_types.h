@@ -146,8 +146,11 @@ struct DevP2pSeg {
 };
 
 // The kernel's whole work list travels in its parameters (no device memory to manage per launch):
-// a small variant for the usual few operations, whose parameters cost little to launch, and a
-// large one (about 27 KiB, within CUDA's 32 KiB parameter limit) for big groups.
+// a small variant for the usual few operations, whose parameters cost little to launch, a medium
+// one within 4 KiB (one peer on every channel both ways, or a 2-GPU all-to-all), and a large one
+// (about 27 KiB, within CUDA's 32 KiB parameter limit) for big groups. Parameters over 4 KiB cost
+// the first launches dearly: 2 H200, a 512 KiB all-to-all on the large variant took 15.9 us with
+// 10 warm-up launches and 10.2 us with 100.
 template <int kCtas, int kSegs>
 struct DevP2pArgs {
   static constexpr int kMaxCtas = kCtas;
@@ -160,7 +163,9 @@ struct DevP2pArgs {
   DevP2pSeg segs[kSegs];
 };
 using DevP2pArgsSmall = DevP2pArgs<16, 32>;
+using DevP2pArgsMedium = DevP2pArgs<48, 112>;
 using DevP2pArgsLarge = DevP2pArgs<128, 1024>;
+static_assert(sizeof(DevP2pArgsMedium) <= 4096, "the medium variant stays within 4 KiB of parameters");
 static_assert(sizeof(DevP2pArgsLarge) <= 32764, "a kernel's parameters are limited to 32764 bytes");
 
 struct DevKernelArgs {

@@ -77,6 +77,10 @@ cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool pdl,
   return launchP2p(args, nThreads, pdl, stream);
 }
 
+cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, bool pdl, cudaStream_t stream) {
+  return launchP2p(args, nThreads, pdl, stream);
+}
+
 cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream) {
   return launchP2p(args, nThreads, pdl, stream);
 }

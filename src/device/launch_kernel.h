@@ -13,15 +13,15 @@ namespace braid {
 // pdl (compute capability 9.0 and later only): launched with programmatic stream serialization, so
 // that the kernel is scheduled while the previous kernel of the stream ends; it waits for that
 // kernel's completion (cudaGridDependencySynchronize) before it reads any memory.
-// peers (optional): the receive buffers of every rank when they are registered (DevRegPeers), for
-// a zero-copy ring; Simple Ring AllReduce, AllGather and Broadcast only (cudaErrorInvalidValue
-// otherwise).
+// peers (optional): every rank's registered buffer of the operation (DevRegPeers), for a
+// zero-copy ring; Simple Ring only (cudaErrorInvalidValue otherwise).
 [[nodiscard]] cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream,
                                                  const DevRegPeers* peers = nullptr);
 
 // Launches a point-to-point kernel: args.nCtas CTAs of nThreads Simple workers (a multiple of 32,
 // at most kMaxSimpleP2pWorkers) plus one poster warp each. Same pdl and error rules as above.
 [[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool pdl, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, bool pdl, cudaStream_t stream);
 [[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream);
 
 constexpr int kMaxThreads = 640;

@@ -104,6 +104,37 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
 
 int p2pThreads(uint64_t largestPart) { return largestPart >= kP2pSmallPartBytes ? kP2pLargeThreads : kP2pSmallThreads; }
 
+// The kernel's work list, in the smallest parameter variant that holds it (see DevP2pArgs).
+struct P2pLaunchArgs {
+  DevP2pArgsSmall small{};
+  std::unique_ptr<DevP2pArgsMedium> medium;
+  std::unique_ptr<DevP2pArgsLarge> large;
+  uint64_t largestPart = 0;
+  int peerCtas = 0;  // the CTAs of the queues (those that must be resident together)
+
+  // False if even the large variant cannot hold the work.
+  bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
+             DevP2pPeer* devPeers, int maxChannels) {
+    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, &small, &largestPart, &peerCtas)) return true;
+    medium = std::make_unique<DevP2pArgsMedium>();
+    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, medium.get(), &largestPart, &peerCtas)) return true;
+    medium.reset();
+    large = std::make_unique<DevP2pArgsLarge>();
+    return buildP2pArgs(queues, selfPairs, devPeers, maxChannels, large.get(), &largestPart, &peerCtas);
+  }
+
+  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, bool pdl, cudaStream_t stream) {
+    auto launchArgs = [&](auto& args) {
+      args.abortFlag = abortFlag;
+      args.slotBytes = slotBytes;
+      return launchP2pKernel(args, p2pThreads(largestPart), pdl, stream);
+    };
+    if (large != nullptr) return launchArgs(*large);
+    if (medium != nullptr) return launchArgs(*medium);
+    return launchArgs(small);
+  }
+};
+
 }  // namespace
 
 // A self send and a self receive are matched in issue order within the group; each pair is one copy.
@@ -166,15 +197,9 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
   const SelfPairs noPairs;
   const SelfPairs& kernelSelf = queues.empty() ? noPairs : selfPairs;
-  DevP2pArgsSmall small{};
-  std::unique_ptr<DevP2pArgsLarge> large;
-  uint64_t largest = 0;
-  int peerCtas = 0;
-  bool useSmall = buildP2pArgs(queues, kernelSelf, device_.p2pPeers(), p2pChannels_, &small, &largest, &peerCtas);
-  if (!useSmall) large = std::make_unique<DevP2pArgsLarge>();
-  bool fits =
-      useSmall || buildP2pArgs(queues, kernelSelf, device_.p2pPeers(), p2pChannels_, large.get(), &largest, &peerCtas);
-  if (!fits || peerCtas > p2pResidentCtas_) {
+  P2pLaunchArgs args;
+  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pChannels_);
+  if (!fits || args.peerCtas > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN(
         "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
@@ -191,16 +216,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
       }
     }
   } else {
-    const volatile int* abortFlag = device_.deviceAbortFlag();
-    if (useSmall) {
-      small.abortFlag = abortFlag;
-      small.slotBytes = p2pSlotBytes_;
-      CUDACHECK(launchP2pKernel(small, p2pThreads(largest), pdl_, stream));
-    } else {
-      large->abortFlag = abortFlag;
-      large->slotBytes = p2pSlotBytes_;
-      CUDACHECK(launchP2pKernel(*large, p2pThreads(largest), pdl_, stream));
-    }
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, pdl_, stream));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));

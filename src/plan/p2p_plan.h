@@ -20,7 +20,10 @@ namespace braid::plan {
 int p2pChannelsPerPeer(int64_t wanted, int maxChannels, int nranks, int residentCtas);
 
 // An operation takes one channel per kP2pBytesPerChannel bytes (at least one), up to channelsPerPeer.
-constexpr uint64_t kP2pBytesPerChannel = 128 << 10;
+// 32 KiB: a CTA moves about 20 GB/s, so a 128 KiB message on one CTA took 5 us longer than on four
+// (2 H200, all-to-all at 256 KiB: 13.7 us with 128 KiB per channel, 8.5-8.7 us with 32 KiB, NVIDIA
+// NCCL 8.3-10.4 us). 16 KiB was no faster.
+constexpr uint64_t kP2pBytesPerChannel = 32 << 10;
 int p2pChannelsFor(uint64_t bytes, int channelsPerPeer);
 
 // Channel `channel`'s part of an operation of `bytes` split over nChannels: 16-byte-multiple shares
