@@ -1,5 +1,7 @@
 #include "launch/coll_task.h"
 
+#include <algorithm>
+
 namespace braid {
 
 size_t dtypeSize(ncclDataType_t dtype) {
@@ -39,10 +41,18 @@ bool dtypeIsFloating(ncclDataType_t dtype) {
   }
 }
 
+size_t collSendBytes(const CollTask& task, int nranks) {
+  const size_t blocks = task.coll == CollId::kReduceScatter ? static_cast<size_t>(nranks) : 1;
+  return task.count * dtypeSize(task.dtype) * blocks;
+}
+
+size_t collRecvBytes(const CollTask& task, int nranks) {
+  const size_t blocks = task.coll == CollId::kAllGather ? static_cast<size_t>(nranks) : 1;
+  return task.count * dtypeSize(task.dtype) * blocks;
+}
+
 size_t collBytes(const CollTask& task, int nranks) {
-  size_t bytes = task.count * dtypeSize(task.dtype);
-  bool perRankCount = task.coll == CollId::kAllGather || task.coll == CollId::kReduceScatter;
-  return perRankCount ? bytes * static_cast<size_t>(nranks) : bytes;
+  return std::max(collSendBytes(task, nranks), collRecvBytes(task, nranks));
 }
 
 }  // namespace braid

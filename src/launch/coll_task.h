@@ -24,6 +24,10 @@ struct CollTask {
 // Bytes of one element; 0 for an invalid type.
 size_t dtypeSize(ncclDataType_t dtype);
 bool dtypeIsFloating(ncclDataType_t dtype);
+// Bytes the operation reads from sendbuff and writes to recvbuff (AllGather's output and
+// ReduceScatter's input are nranks blocks of count elements).
+size_t collSendBytes(const CollTask& task, int nranks);
+size_t collRecvBytes(const CollTask& task, int nranks);
 // The operation's size as nccl-tests counts it (AllGather: all output; ReduceScatter: all input).
 size_t collBytes(const CollTask& task, int nranks);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "cuda/cuda_check.h"
@@ -109,10 +110,12 @@ int p2pThreads(uint64_t largestPart) {
   return static_cast<int>(std::clamp<uint64_t>(onePass, kP2pMinThreads, kP2pMaxThreads));
 }
 
-// The kernel's work list, in the smallest parameter variant that holds it (see DevP2pArgs).
+// The kernel's work list, in the smallest parameter variant that holds it (see DevP2pArgs). The
+// bigger ones are made (and zeroed) only when the smaller did not fit; the large one, 27 KiB, on the
+// heap.
 struct P2pLaunchArgs {
   DevP2pArgsSmall small{};
-  std::unique_ptr<DevP2pArgsMedium> medium;
+  std::optional<DevP2pArgsMedium> medium;
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largestPart = 0;
   int peerCtas = 0;  // the CTAs of the queues (those that must be resident together)
@@ -121,8 +124,7 @@ struct P2pLaunchArgs {
   bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
              DevP2pPeer* devPeers, int maxChannels) {
     if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, &small, &largestPart, &peerCtas)) return true;
-    medium = std::make_unique<DevP2pArgsMedium>();
-    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, medium.get(), &largestPart, &peerCtas)) return true;
+    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, &medium.emplace(), &largestPart, &peerCtas)) return true;
     medium.reset();
     large = std::make_unique<DevP2pArgsLarge>();
     return buildP2pArgs(queues, selfPairs, devPeers, maxChannels, large.get(), &largestPart, &peerCtas);
@@ -135,7 +137,7 @@ struct P2pLaunchArgs {
       return launchP2pKernel(args, p2pThreads(largestPart), pdl, stream);
     };
     if (large != nullptr) return launchArgs(*large);
-    if (medium != nullptr) return launchArgs(*medium);
+    if (medium.has_value()) return launchArgs(*medium);
     return launchArgs(small);
   }
 };

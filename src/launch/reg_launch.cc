@@ -20,19 +20,12 @@
 namespace braid {
 namespace {
 
-size_t sendBytes(const CollTask& task, int nranks) {
-  return task.count * dtypeSize(task.dtype) * (task.coll == CollId::kReduceScatter ? static_cast<size_t>(nranks) : 1);
-}
-size_t recvBytes(const CollTask& task, int nranks) {
-  return task.count * dtypeSize(task.dtype) * (task.coll == CollId::kAllGather ? static_cast<size_t>(nranks) : 1);
-}
-
 // The buffer a zero-copy operation lets the peers reach, and its size.
 void* sharedBuffer(const CollTask& task) {
   return readsPeerSendBuffers(task.coll) ? const_cast<void*>(task.sendbuff) : task.recvbuff;
 }
 size_t sharedBytes(const CollTask& task, int nranks) {
-  return readsPeerSendBuffers(task.coll) ? sendBytes(task, nranks) : recvBytes(task, nranks);
+  return readsPeerSendBuffers(task.coll) ? collSendBytes(task, nranks) : collRecvBytes(task, nranks);
 }
 
 }  // namespace
@@ -90,8 +83,8 @@ bool CommDataPath::needsRegExchange() const {
   // Every eager operation asks: without local registrations that is one check per operation.
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue_) {
-    if (local && (registry_.find(task.recvbuff, recvBytes(task, comm_->nranks_)) != nullptr ||
-                  registry_.find(task.sendbuff, sendBytes(task, comm_->nranks_)) != nullptr)) {
+    if (local && (registry_.find(task.recvbuff, collRecvBytes(task, comm_->nranks_)) != nullptr ||
+                  registry_.find(task.sendbuff, collSendBytes(task, comm_->nranks_)) != nullptr)) {
       return true;
     }
     if (graphRegisters(task)) return true;
@@ -119,8 +112,8 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   for (size_t i = 0; i < queue_.size(); i++) {
     const CollTask& task = queue_[i];
     RegisteredLaunch& r = registeredQueue_[i];
-    r.recv = local ? registry_.find(task.recvbuff, recvBytes(task, nranks)) : nullptr;
-    r.send = local ? registry_.find(task.sendbuff, sendBytes(task, nranks)) : nullptr;
+    r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
+    r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
     if (r.recv == nullptr && r.send == nullptr && !graph) continue;
     const bool peersRead = readsPeerSendBuffers(task.coll);

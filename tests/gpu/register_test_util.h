@@ -63,14 +63,13 @@ inline const char* opName(Op op) {
 // step must apply to the peer input it reads itself. The inputs are integers and nranks a power of
 // two, so the float average is exact too.
 inline bool average(Op op, int it) { return (op == Op::kReduceScatter || op == Op::kReduce) && it % 2 == 1; }
-// The buffer's 32 bits of input value v: v itself, or the float v for an average.
-inline int32_t element(bool avg, int32_t v) {
-  if (!avg) return v;
-  const float f = static_cast<float>(v);
+inline int32_t floatBits(float f) {
   int32_t bits = 0;
   std::memcpy(&bits, &f, sizeof(bits));
   return bits;
 }
+// The buffer's 32 bits of input value v: v itself, or the float v for an average.
+inline int32_t element(bool avg, int32_t v) { return avg ? floatBits(static_cast<float>(v)) : v; }
 
 struct Rank {
   int rank = 0;
@@ -200,11 +199,7 @@ inline int32_t expected(Op op, bool inPlace, int it, int r, int nranks, size_t i
   }
   int32_t sum = 0;
   for (int q = 0; q < nranks; q++) sum += value(it, q, i);
-  if (!avg) return sum;
-  const float mean = static_cast<float>(sum) / static_cast<float>(nranks);
-  int32_t bits = 0;
-  std::memcpy(&bits, &mean, sizeof(bits));
-  return bits;
+  return avg ? floatBits(static_cast<float>(sum) / static_cast<float>(nranks)) : sum;
 }
 
 // Waits for the rank's stream and compares its whole output with what iteration `it` must give.
