@@ -91,7 +91,7 @@ class CommDataPath final : public DataPathBase {
   // Zero-copy sends and receives (p2p_reg.cc): which queued ones may go zero-copy, and the
   // pairwise exchange that decides it (in the connect phase, after the point-to-point connect).
   bool p2pZeroCopySize(const P2pTask& task) const;  // to a P2P peer, and large enough
-  bool p2pRegisters(const P2pTask& task) const;
+  bool p2pMeetsPeer(const P2pTask& task) const;     // its pair meets in exchangeP2pRegistrations
   bool needsP2pRegExchange() const;
   [[nodiscard]] ncclResult_t exchangeP2pRegistrations();
   bool needsRingConnect() const;

@@ -1,10 +1,13 @@
 // Zero-copy sends and receives. A send of the zero-copy size (p2pZeroCopySize) to a peer linked by
 // P2P goes straight into the peer's receive buffer when that buffer is registered (ncclCommRegister,
 // or graph registration while the receive is captured) and the sender could map it; the receiver
-// then copies nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase when either
-// has a registered (or captured) operation of that size with the other
-// (PeerRegistrations::exchangePairs); both must, so the send buffer and its receive buffer are
-// registered both or neither.
+// then copies nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase
+// (PeerRegistrations::exchangePairs) when they have an operation of that size with each other and
+// registration may apply: the operation is captured with graph registration on, or the rank holds
+// local registrations. Whether this one buffer is registered does not decide it, because the peer
+// cannot know that: a registered send to a receive into an unregistered buffer must still meet, and
+// takes the copy path. So ranks that register buffers at all should all do (as NCCL asks); a rank
+// without registrations facing one with them fails the exchange at NCCL_BOOTSTRAP_TIMEOUT.
 #include <map>
 #include <vector>
 
@@ -32,12 +35,9 @@ bool CommDataPath::p2pZeroCopySize(const P2pTask& task) const {
   return task.bytes >= kEagerP2pZeroCopyMinBytes || streamCapturing(task.stream);
 }
 
-bool CommDataPath::p2pRegisters(const P2pTask& task) const {
+bool CommDataPath::p2pMeetsPeer(const P2pTask& task) const {
   if (!p2pZeroCopySize(task)) return false;
-  if (paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal() &&
-      registry_.find(task.buff, task.bytes) != nullptr) {
-    return true;
-  }
+  if (paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal()) return true;
   return graphRegisters(task.bytes, task.stream);
 }
 
@@ -45,7 +45,7 @@ bool CommDataPath::needsP2pRegExchange() const {
   for (const P2pTask& task : p2pQueue_) {
     // A peer not connected yet may turn out to be a P2P pair: the connect phase looks again.
     const bool unknownPair = p2pConnected_.empty() || p2pConnected_[task.peer] == 0;
-    if (unknownPair ? task.peer != comm_->rank_ && task.bytes >= kZeroCopyMinBytes : p2pRegisters(task)) return true;
+    if (unknownPair ? task.peer != comm_->rank_ && task.bytes >= kZeroCopyMinBytes : p2pMeetsPeer(task)) return true;
   }
   return false;
 }
@@ -53,7 +53,7 @@ bool CommDataPath::needsP2pRegExchange() const {
 ncclResult_t CommDataPath::exchangeP2pRegistrations() {
   std::map<int, size_t> pairOf;  // the peers this rank meets -> their place in `pairs`
   for (const P2pTask& task : p2pQueue_) {
-    if (p2pRegisters(task)) pairOf.emplace(task.peer, 0);
+    if (p2pMeetsPeer(task)) pairOf.emplace(task.peer, 0);
   }
   if (pairOf.empty()) return ncclSuccess;
   std::vector<PeerRegistrations::Pair> pairs;
