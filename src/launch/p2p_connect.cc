@@ -21,9 +21,10 @@ namespace {
 // The tag of the link description two ranks exchange before they connect.
 constexpr int kP2pLinkTag = transport::kTransportTagBase + transport::kP2pTagOffset + 15;
 
-// The smallest multiprocessor count among the ranks, at most the CTAs one launch describes.
+// The smallest multiprocessor count among the ranks, at most the CTAs one launch describes for
+// the peers (the others are for self copies).
 int residentP2pCtas(const ncclComm& comm) {
-  int ctas = DevP2pArgsLarge::kMaxCtas;
+  int ctas = DevP2pArgsLarge::kMaxCtas - plan::kP2pSelfCopyCtas;
   for (const PeerInfo& peer : comm.peers_) {
     if (peer.smCount > 0) ctas = std::min(ctas, peer.smCount);
   }

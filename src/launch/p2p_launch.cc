@@ -30,13 +30,6 @@ constexpr uint64_t kP2pMaxThreads = 512;
 
 using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
 
-// Self copies beside peer traffic run in the kernel, on CTAs without a connection placed last in
-// the grid, each copying its part of every self pair while the other CTAs move the peers' data.
-// An all-to-all's own block would otherwise hold the transfers back: as a copy before the kernel it
-// cost 2 H200 7% at 1 GiB, on a side stream (the copy engine, beside the kernel) 13%. These CTAs
-// wait for nobody, so they need not be resident with the others.
-constexpr int kSelfCopyCtas = 8;
-
 // Appends the CTA of channel `channel` (of `channels`), moving part `channel` of each of `ops`.
 // segmentAt(op, offset) gives an operation's segment from that offset, with the whole operation's
 // bytes (0: nothing to move). False if the CTA or its segments do not fit.
@@ -95,8 +88,9 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
     const auto [send, recv] = pair;
     return DevP2pSeg{recv->buff + offset, send->buff + offset, send->buff != recv->buff ? send->bytes : 0};
   };
-  for (int c = 0; c < plan::p2pChannelsFor(largestSelf, kSelfCopyCtas); c++) {
-    if (!addCta(selfPairs, nullptr, nullptr, c, kSelfCopyCtas, args, &nSegs, largestPart, segmentAt)) return false;
+  for (int c = 0; c < plan::p2pChannelsFor(largestSelf, plan::kP2pSelfCopyCtas); c++) {
+    if (!addCta(selfPairs, nullptr, nullptr, c, plan::kP2pSelfCopyCtas, args, &nSegs, largestPart, segmentAt))
+      return false;
   }
   return true;
 }

@@ -19,6 +19,14 @@ namespace braid::plan {
 // be resident at once, or two ranks whose waiting CTAs fill their GPUs deadlock.
 int p2pChannelsPerPeer(int64_t wanted, int maxChannels, int nranks, int residentCtas);
 
+// Self copies beside peer traffic run in the kernel, on up to this many CTAs without a connection
+// placed last in the grid, each copying its part of every self pair while the other CTAs move the
+// peers' data. An all-to-all's own block would otherwise hold the transfers back: as a copy before
+// the kernel it cost 2 H200 7% at 1 GiB, on a side stream (the copy engine, beside the kernel) 13%.
+// These CTAs wait for nobody, so they need not be resident with the others, but they take places
+// in the launch's work list.
+constexpr int kP2pSelfCopyCtas = 8;
+
 // An operation takes one channel per kP2pBytesPerChannel bytes (at least one), up to channelsPerPeer.
 // 32 KiB: a CTA moves about 20 GB/s, so a 128 KiB message on one CTA took 5 us longer than on four
 // (2 H200, all-to-all at 256 KiB: 13.7 us with 128 KiB per channel, 8.5-8.7 us with 32 KiB, NVIDIA

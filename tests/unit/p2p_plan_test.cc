@@ -11,10 +11,12 @@ namespace braid::plan {
 namespace {
 
 TEST(P2pPlan, ChannelsPerPeerFitEveryPeerOnTheGpu) {
-  // 4 H200 (132 multiprocessors, launches of at most 128 CTAs): 6 (peer, direction) queues.
-  EXPECT_EQ(16, p2pChannelsPerPeer(16, 32, 4, 128));
-  EXPECT_EQ(21, p2pChannelsPerPeer(32, 32, 4, 128));
-  EXPECT_EQ(9, p2pChannelsPerPeer(16, 32, 8, 128));  // 14 queues x 9 = 126 CTAs
+  // 4 H200 (132 multiprocessors; launches of 128 CTAs, kP2pSelfCopyCtas of them kept for an
+  // all-to-all's self copy): 6 (peer, direction) queues.
+  const int peerCtas = 128 - kP2pSelfCopyCtas;
+  EXPECT_EQ(16, p2pChannelsPerPeer(16, 32, 4, peerCtas));
+  EXPECT_EQ(20, p2pChannelsPerPeer(32, 32, 4, peerCtas));  // 6 queues x 20 + 8 self-copy CTAs = 128
+  EXPECT_EQ(8, p2pChannelsPerPeer(16, 32, 8, peerCtas));   // 14 queues x 8 = 112 CTAs
   EXPECT_EQ(32, p2pChannelsPerPeer(64, 32, 2, 128));
   EXPECT_EQ(1, p2pChannelsPerPeer(0, 32, 2, 128));
   EXPECT_EQ(1, p2pChannelsPerPeer(16, 32, 100, 128));  // more queues than CTAs: one each
