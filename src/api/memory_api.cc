@@ -1,6 +1,7 @@
 // ncclMemAlloc/ncclMemFree (register/mem_alloc), ncclCommRegister/Deregister (launch/reg_launch.cc),
-// and the window, reduction-op and device-API entry points that have not landed yet: each of those fails with a WARN
-// naming the feature (and the issue that brings it stays open).
+// ncclRedOpCreatePreMulSum/ncclRedOpDestroy (launch/red_ops.h), and the window and device-API entry
+// points that have not landed yet: each of those fails with a WARN naming the feature (and the
+// issue that brings it stays open).
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
@@ -49,18 +50,13 @@ BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
           ncclScalarResidence_t residence, ncclComm_t comm);
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
-  return braid::apiGuard("ncclRedOpCreatePreMulSum", [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, "ncclRedOpCreatePreMulSum"));
-    return braid::notImplemented("ncclRedOpCreatePreMulSum", "PreMulSum reduction operations");
-  });
+  return braid::apiGuard("ncclRedOpCreatePreMulSum",
+                         [&] { return braid::redOpCreatePreMulSum(comm, op, scalar, datatype, residence); });
 }
 
 BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return braid::apiGuard("ncclRedOpDestroy", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclRedOpDestroy"));
-    return braid::notImplemented("ncclRedOpDestroy", "PreMulSum reduction operations");
-  });
+  return braid::apiGuard("ncclRedOpDestroy", [&] { return braid::redOpDestroy(comm, op); });
 }
 
 // The device API of nccl_device.h (2.28, experimental). PyTorch 2.11 references these for its

@@ -107,16 +107,17 @@ enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1 };
 struct DevWork {
   const void* sendbuff;
   void* recvbuff;
-  uint64_t count;       // AllReduce, Broadcast, Reduce: all elements; AllGather: sendcount; ReduceScatter: recvcount
-  uint64_t scalar;      // kPreMulSum: the factor as bits of dtype (fp8: bits of a half); kSumPostDiv: the divisor
-  int32_t root;         // Broadcast and Reduce
-  uint8_t coll;         // CollId
-  uint8_t dtype;        // ncclDataType_t
-  uint8_t redOp;        // DevRedOp
-  uint8_t proto;        // ProtoId
-  uint8_t algo;         // DevAlgo (kDirect: LL only)
-  int32_t nChannels;    // CTAs launched; CTA b drives channels[b] (ring) or direct[b] (direct)
-  uint32_t chunkBytes;  // payload bytes moved per step per connection (<= a slot's payload)
+  uint64_t count;         // AllReduce, Broadcast, Reduce: all elements; AllGather: sendcount; ReduceScatter: recvcount
+  uint64_t scalar;        // kPreMulSum: the factor as bits of dtype (fp8: bits of a half); kSumPostDiv: the divisor
+  const void* scalarPtr;  // kPreMulSum of a ncclScalarDevice scalar: one dtype element, read at kernel start
+  int32_t root;           // Broadcast and Reduce
+  uint8_t coll;           // CollId
+  uint8_t dtype;          // ncclDataType_t
+  uint8_t redOp;          // DevRedOp
+  uint8_t proto;          // ProtoId
+  uint8_t algo;           // DevAlgo (kDirect: LL only)
+  int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring) or direct[b] (direct)
+  uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
 };
 
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
     return;
   }
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                                    kProtoLL, args.work.scalar);
+                                    kProtoLL, workScalar(args.work));
   runWork<LLPicker>(args, state);
 }
 

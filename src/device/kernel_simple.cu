@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   DevChannel* channel = &args.comm->channels[blockIdx.x];
   if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, args.work.scalar);
+  ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, workScalar(args.work));
   runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);

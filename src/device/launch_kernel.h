@@ -24,6 +24,10 @@ namespace braid {
 [[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, bool pdl, cudaStream_t stream);
 [[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream);
 
+// One rank with a PreMulSum op (work.redOp): recv[i] = send[i] * scalar for work.count elements
+// (in place too). Same pdl and error rules as above; cudaErrorInvalidValue for another op.
+[[nodiscard]] cudaError_t launchOneRankKernel(const DevWork& work, bool pdl, cudaStream_t stream);
+
 constexpr int kMaxThreads = 640;
 constexpr int kMaxSimpleP2pWorkers = 512;
 

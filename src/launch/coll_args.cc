@@ -17,9 +17,6 @@ namespace {
 bool needsSendbuff(const CollTask& task, int rank) { return task.coll != CollId::kBroadcast || rank == task.root; }
 bool needsRecvbuff(const CollTask& task, int rank) { return task.coll != CollId::kReduce || rank == task.root; }
 
-bool usesOp(CollId coll) {
-  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
-}
 bool usesRoot(CollId coll) { return coll == CollId::kReduce || coll == CollId::kBroadcast; }
 
 // NCCL_CHECK_POINTERS=1: the buffer must be device (or managed) memory that the communicator's GPU owns.
@@ -81,8 +78,8 @@ ncclResult_t checkBuffer(const ncclComm* comm, const void* buff, const char* nam
 ncclResult_t checkCollArgs(const ncclComm* comm, const CollTask& task, const char* caller) {
   size_t elemSize = 0;
   NCCLCHECK(checkDatatype(comm, task.dtype, caller, &elemSize));
-  if (usesOp(task.coll) && (task.op < 0 || task.op >= ncclNumOps)) {
-    // Ops from ncclRedOpCreatePreMulSum (values >= ncclNumOps) arrive with the communicator-management issue.
+  // Values from ncclNumOps on are ncclRedOpCreatePreMulSum's: enqueueColl resolves them.
+  if (collUsesOp(task.coll) && (task.op < 0 || task.op >= ncclMaxRedOp)) {
     WARN("%s: op %d is not a valid reduction operation (rank %d; built-in ops are 0-%d)", caller,
          static_cast<int>(task.op), comm->rank_, static_cast<int>(ncclNumOps) - 1);
     return ncclInvalidArgument;

@@ -19,7 +19,18 @@ struct CollTask {
   ncclRedOp_t op;  // ncclSum for Broadcast and AllGather
   int root;        // Broadcast and Reduce; 0 otherwise
   cudaStream_t stream;
+  // A ncclRedOpCreatePreMulSum op (op >= ncclNumOps), resolved when the call was made: the scalar's
+  // bytes, or where kernels read it (ncclScalarDevice).
+  uint64_t scalarBits = 0;
+  const void* scalarPtr = nullptr;
 };
+
+// Whether the collective reduces (takes an op): AllReduce, Reduce and ReduceScatter.
+inline bool collUsesOp(CollId coll) {
+  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
+}
+// Whether its op is a ncclRedOpCreatePreMulSum one.
+inline bool hasUserOp(const CollTask& task) { return collUsesOp(task.coll) && task.op >= ncclNumOps; }
 
 // Bytes of one element; 0 for an invalid type.
 size_t dtypeSize(ncclDataType_t dtype);

@@ -4,7 +4,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
-#include "device/reduce/avg_scalar.h"
+#include "device/reduce/work_scalar.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -35,9 +35,28 @@ void setReduction(const CollTask& task, int nranks, DevWork* work) {
       }
       break;
     default:
-      work->redOp = static_cast<uint8_t>(DevRedOp::kSum);
+      if (hasUserOp(task)) {
+        work->redOp = static_cast<uint8_t>(DevRedOp::kPreMulSum);
+        work->scalar = preMulScalarBits(task.dtype, task.scalarBits);
+        work->scalarPtr = task.scalarPtr;
+      } else {
+        work->redOp = static_cast<uint8_t>(DevRedOp::kSum);
+      }
       break;
   }
+}
+
+// The operation's buffers, type and reduction as the kernels take them.
+DevWork workOf(const CollTask& task, int nranks) {
+  DevWork work{};
+  work.sendbuff = task.sendbuff;
+  work.recvbuff = task.recvbuff;
+  work.count = task.count;
+  work.root = task.root;
+  work.coll = static_cast<uint8_t>(task.coll);
+  work.dtype = static_cast<uint8_t>(task.dtype);
+  setReduction(task, nranks, &work);
+  return work;
 }
 
 }  // namespace
@@ -100,8 +119,11 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
        static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
   ScopedDevice device(comm_->cudaDev_);
   NCCLCHECK(order_.before(task.stream));
-  if (nranks == 1) {
-    // One rank: every collective is a copy (any reduction of one value is that value).
+  if (nranks == 1 && hasUserOp(task)) {
+    // One rank with a PreMulSum op: the premultiplication still applies.
+    CUDACHECK(launchOneRankKernel(workOf(task, nranks), pdl_, task.stream));
+  } else if (nranks == 1) {
+    // One rank: a copy (any other reduction of one value is that value).
     if (task.sendbuff != task.recvbuff) {
       CUDACHECK(cudaMemcpyAsync(task.recvbuff, task.sendbuff, task.count * dtypeSize(task.dtype),
                                 cudaMemcpyDeviceToDevice, task.stream));
@@ -111,14 +133,8 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     if (!registered.direct) NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
     DevKernelArgs args{};
     args.comm = device_.devComm();
+    args.work = workOf(task, nranks);
     DevWork& work = args.work;
-    work.sendbuff = task.sendbuff;
-    work.recvbuff = task.recvbuff;
-    work.count = task.count;
-    work.root = task.root;
-    work.coll = static_cast<uint8_t>(task.coll);
-    work.dtype = static_cast<uint8_t>(task.dtype);
-    setReduction(task, nranks, &work);
     work.proto = static_cast<uint8_t>(decision.proto);
     work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect : DevAlgo::kRing);
     work.nChannels = decision.nChannels;

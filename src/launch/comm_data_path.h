@@ -18,6 +18,7 @@
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
 #include "launch/p2p_task.h"
+#include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
 #include "plan/plan.h"
 #include "register/registry.h"
@@ -50,6 +51,8 @@ class CommDataPath final : public DataPathBase {
   // ncclCommRegister / ncclCommDeregister (arguments checked by the caller); reg_launch.cc.
   [[nodiscard]] ncclResult_t registerBuffer(void* buff, size_t size, void** handle);
   [[nodiscard]] ncclResult_t deregisterBuffer(void* handle) { return registry_.remove(handle); }
+  // ncclRedOpCreatePreMulSum's ops (enqueue.cc).
+  UserRedOps& redOps() { return redOps_; }
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
@@ -138,6 +141,7 @@ class CommDataPath final : public DataPathBase {
   // User buffer registration: this rank's registrations, the peers' ones mapped here, and the
   // zero-copy plans of queue_ (same length once the connect phase ran, else empty).
   reg::Registry registry_;
+  UserRedOps redOps_;
   PeerRegistrations peerRegs_;
   std::vector<RegisteredLaunch> registeredQueue_;
 };

@@ -36,10 +36,17 @@ ncclResult_t launchAsGroup(ncclComm* comm) {
 ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller) {
   NCCLCHECK(commCheckUsable(comm, caller));
   NCCLCHECK(checkCollArgs(comm, task, caller));
-  if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
-  path->enqueue(task);
+  CollTask queued = task;
+  if (hasUserOp(task)) {
+    PreMulSumOp op;
+    NCCLCHECK(path->redOps().find(task.op, task.dtype, caller, &op));
+    queued.scalarBits = op.valueBits;
+    queued.scalarPtr = op.devScalar;
+  }
+  if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
+  path->enqueue(queued);
   return launchAsGroup(comm);
 }
 
@@ -54,6 +61,24 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(dataPath(comm, &path));
   path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream});
   return launchAsGroup(comm);
+}
+
+ncclResult_t redOpCreatePreMulSum(ncclComm* comm, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                  ncclScalarResidence_t residence) {
+  NCCLCHECK(commCheckUsable(comm, "ncclRedOpCreatePreMulSum"));
+  CommDataPath* path = nullptr;
+  NCCLCHECK(dataPath(comm, &path));
+  return path->redOps().create(scalar, datatype, residence, op);
+}
+
+// Only the handle is checked: an op may be destroyed after the communicator was finalized.
+ncclResult_t redOpDestroy(ncclComm* comm, ncclRedOp_t op) {
+  NCCLCHECK(commCheckHandle(comm, "ncclRedOpDestroy"));
+  if (!comm->dataPath_) {
+    WARN("ncclRedOpDestroy: op %d was not created on this communicator (it has created none)", static_cast<int>(op));
+    return ncclInvalidArgument;
+  }
+  return static_cast<CommDataPath*>(comm->dataPath_.get())->redOps().destroy(op);
 }
 
 ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle) {

@@ -23,4 +23,9 @@ namespace braid {
 [[nodiscard]] ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle);
 [[nodiscard]] ncclResult_t commDeregister(ncclComm* comm, void* handle);
 
+// ncclRedOpCreatePreMulSum / ncclRedOpDestroy (launch/red_ops.h).
+[[nodiscard]] ncclResult_t redOpCreatePreMulSum(ncclComm* comm, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                ncclScalarResidence_t residence);
+[[nodiscard]] ncclResult_t redOpDestroy(ncclComm* comm, ncclRedOp_t op);
+
 }  // namespace braid

@@ -17,7 +17,7 @@
 
 #include "device/dev_types.h"
 #include "device/launch_kernel.h"
-#include "device/reduce/avg_scalar.h"
+#include "device/reduce/work_scalar.h"
 #include "device_ring_reference.h"
 
 namespace braid {

@@ -15,9 +15,9 @@
 #include <typeinfo>
 #include <vector>
 
-#include "device/reduce/avg_scalar.h"
 #include "device/reduce/reduce_dispatch.h"
 #include "device/reduce/reduce_ops.h"
+#include "device/reduce/work_scalar.h"
 
 namespace braid {
 namespace {
@@ -421,6 +421,22 @@ TEST(AvgScalar, EveryTypeAndRankCount) {
   EXPECT_EQ(0u, avgScalarBits(static_cast<ncclDataType_t>(12), 4));  // invalid type
 }
 
+// ncclRedOpCreatePreMulSum scalars: their own bits, fp8 widened to half (every fp8 encoding).
+TEST(PreMulScalar, OwnBitsAndFp8AsHalf) {
+  EXPECT_EQ(bitsU64(2.5f), preMulScalarBits(ncclFloat32, bitsU64(2.5f)));
+  EXPECT_EQ(bitsU64(-0.1), preMulScalarBits(ncclFloat64, bitsU64(-0.1)));
+  EXPECT_EQ(bitsU64(__float2half(3.0f)), preMulScalarBits(ncclFloat16, bitsU64(__float2half(3.0f))));
+  EXPECT_EQ(0xfeu, preMulScalarBits(ncclInt8, 0xfe));  // -2: the kernel multiplies the low byte
+  for (int b = 0; b < 256; ++b) {
+    const double e4m3 = toD(BitsOf<E4m3>::from(static_cast<uint8_t>(b)));
+    const double e5m2 = toD(BitsOf<E5m2>::from(static_cast<uint8_t>(b)));
+    const double asHalf4 = toD(BitsOf<__half>::from(static_cast<uint16_t>(preMulScalarBits(ncclFloat8e4m3, b))));
+    const double asHalf5 = toD(BitsOf<__half>::from(static_cast<uint16_t>(preMulScalarBits(ncclFloat8e5m2, b))));
+    if (!std::isnan(e4m3)) EXPECT_EQ(e4m3, asHalf4) << "e4m3 " << b;
+    if (!std::isnan(e5m2)) EXPECT_EQ(e5m2, asHalf5) << "e5m2 " << b;
+  }
+}
+
 // ---- Dispatch ----
 struct RecordingVisitor {
   int calls = 0;
@@ -441,8 +457,8 @@ std::string nameOf() {
 
 template <typename S, typename U>
 std::vector<std::string> integerRow() {
-  return {nameOf<FuncSum<U>>(),       nameOf<FuncProd<U>>(), nameOf<FuncMax<S>>(), nameOf<FuncMin<S>>(), "",
-          nameOf<FuncSumPostDiv<S>>()};
+  return {nameOf<FuncSum<U>>(), nameOf<FuncProd<U>>(),      nameOf<FuncMax<S>>(),
+          nameOf<FuncMin<S>>(), nameOf<FuncPreMulSum<U>>(), nameOf<FuncSumPostDiv<S>>()};
 }
 template <typename T>
 std::vector<std::string> floatRow() {
@@ -477,7 +493,7 @@ TEST(ReduceDispatch, MapsEveryPairAndRefusesInvalidOnes) {
       distinct.insert(v.fn);
     }
   }
-  EXPECT_EQ(54u, distinct.size());
+  EXPECT_EQ(57u, distinct.size());
   for (auto [t, op] : std::vector<std::pair<int, int>>{{-1, 0}, {12, 0}, {255, 1}, {7, -1}, {7, 6}, {0, 100}}) {
     RecordingVisitor v;
     EXPECT_FALSE(visitTypeOpHost(t, op, v)) << t << "," << op;

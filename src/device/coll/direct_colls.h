@@ -18,6 +18,7 @@
 #include "device/dev_types.h"
 #include "device/prims/prims_direct_ll.h"
 #include "device/reduce/reduce_dispatch.h"
+#include "device/reduce/work_scalar_device.h"
 
 namespace braid {
 
@@ -100,7 +101,7 @@ __device__ __forceinline__ void runDirectWork(const DevKernelArgs& args, PrimsSh
   } else if (!visitTypeOp(work.dtype, work.redOp, picker)) {
     return;  // the host validates the pair; an invalid one runs nothing on any rank
   }
-  DirectState s(args.comm, shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), work.scalar);
+  DirectState s(args.comm, shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), workScalar(work));
   const int64_t chunkElems = llChunkBytes(*args.comm, work.chunkBytes) / picker.elemSize;
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / picker.elemSize);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {

@@ -15,6 +15,7 @@
 #include "device/prims/prims_common.h"
 #include "device/reduce/reduce_dispatch.h"
 #include "device/reduce/reduce_ops.h"
+#include "device/reduce/work_scalar_device.h"
 
 namespace braid {
 

@@ -3,20 +3,18 @@
 // switch inside, not a template per combination).
 //
 // visitTypeOp(dtype, redOp, visitor) calls visitor.template run<T, Fn>() once and returns true, or
-// returns false without calling it for a pair no kernel supports: PreMulSum on an integer type,
-// SumPostDiv on a floating type, or a value out of range. T is Fn::EltType, which for the shared
+// returns false without calling it for a pair no kernel supports: SumPostDiv on a floating type,
+// or a value out of range. T is Fn::EltType, which for the shared
 // instantiations below is the unsigned type, not the one the user named; the data is the same
 // bytes. The visitor builds the functor itself: Fn fn(work.scalar).
 //
-// Instantiations (54 (T, Fn) pairs instead of 12 types x 6 ops = 72):
-//   Sum, Prod      9 each: int8 and uint8 share uint8_t, int32/uint32 share uint32_t, int64/uint64
-//                  share uint64_t (two's complement wrap gives the same bits), plus half, float,
-//                  double, bfloat16, fp8 e4m3, fp8 e5m2.
+// Instantiations (57 (T, Fn) pairs instead of 12 types x 6 ops = 72):
+//   Sum, Prod,     9 each: int8 and uint8 share uint8_t, int32/uint32 share uint32_t, int64/uint64
+//   PreMulSum      share uint64_t (two's complement wrap gives the same bits), plus half, float,
+//                  double, bfloat16, fp8 e4m3, fp8 e5m2. (PreMulSum on integers is
+//                  ncclRedOpCreatePreMulSum's x * scalar, wrapping; ncclAvg never makes it.)
 //   Max, Min       12 each: signed integers compare as signed, so they keep their own type.
-//   PreMulSum      6: the floating types.
 //   SumPostDiv     6: the integer types (the division is sign-aware, so no sharing).
-// NCCL also accepts ncclRedOpCreatePreMulSum on integer types (x * scalar, wrapping); adding the
-// three unsigned FuncPreMulSum instantiations to visitIntegerOp would support it.
 #pragma once
 
 #include "device/dev_types.h"
@@ -82,10 +80,13 @@ __host__ __device__ bool visitIntegerOp(int redOp, Visitor& visitor) {
     case static_cast<int>(DevRedOp::kMin):
       visitor.template run<T, FuncMin<T>>();
       return true;
+    case static_cast<int>(DevRedOp::kPreMulSum):
+      visitor.template run<Unsigned, FuncPreMulSum<Unsigned>>();
+      return true;
     case static_cast<int>(DevRedOp::kSumPostDiv):
       visitor.template run<T, FuncSumPostDiv<T>>();
       return true;
-    default:  // kPreMulSum and out-of-range values
+    default:  // out-of-range values
       return false;
   }
 }

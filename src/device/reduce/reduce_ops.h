@@ -29,7 +29,7 @@
 //   - PreMulSum: preOp(x) = x * scalar, then Sum. For fp8 the product is computed in half and
 //     rounded back to fp8 before the sum, as NCCL does. NCCL passes the fp8 scalar as fp8 bits and
 //     widens it to half on the device; we pass the (exactly) widened half bits in DevWork::scalar,
-//     which is the same value (see avg_scalar.h).
+//     which is the same value (see work_scalar.h).
 //   - One deliberate difference: NCCL multiplies with `*`/__hmul, which lets the compiler fuse the
 //     pre-multiply with the following add into an FMA depending on how a kernel is inlined. We use
 //     the _rn forms (__fmul_rn, __dmul_rn, __hmul_rn), which round the product the same way but are

@@ -1,4 +1,4 @@
-#include "device/reduce/avg_scalar.h"
+#include "device/reduce/work_scalar.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,9 +19,12 @@ uint64_t bitsOf(T value) {
 
 uint64_t halfBits(__half h) { return static_cast<__half_raw>(h).x; }
 
-uint64_t fp8ScalarBits(float value, __nv_fp8_interpretation_t interp) {
-  const __nv_fp8_storage_t f8 = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, interp);
+uint64_t fp8ToHalfBits(__nv_fp8_storage_t f8, __nv_fp8_interpretation_t interp) {
   return __nv_cvt_fp8_to_halfraw(f8, interp).x;
+}
+
+uint64_t fp8ScalarBits(float value, __nv_fp8_interpretation_t interp) {
+  return fp8ToHalfBits(__nv_cvt_float_to_fp8(value, __NV_SATFINITE, interp), interp);
 }
 
 }  // namespace
@@ -53,6 +56,17 @@ uint64_t avgScalarBits(ncclDataType_t dtype, int nranks) {
       return fp8ScalarBits(inverseF, __NV_E5M2);
     default:
       return 0;
+  }
+}
+
+uint64_t preMulScalarBits(ncclDataType_t dtype, uint64_t valueBits) {
+  switch (dtype) {
+    case ncclFloat8e4m3:
+      return fp8ToHalfBits(static_cast<__nv_fp8_storage_t>(valueBits & 0xff), __NV_E4M3);
+    case ncclFloat8e5m2:
+      return fp8ToHalfBits(static_cast<__nv_fp8_storage_t>(valueBits & 0xff), __NV_E5M2);
+    default:
+      return valueBits;
   }
 }
 
