@@ -2,6 +2,7 @@
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "core/split.h"
 #include "util/check.h"
 
 namespace {
@@ -43,10 +44,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  return braid::apiGuard("ncclCommSplit", [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, "ncclCommSplit"));
-    return braid::notImplemented("ncclCommSplit", "splitting a communicator");
-  });
+  return braid::apiGuard("ncclCommSplit", [&] { return braid::commSplit(comm, color, key, newcomm, config); });
 }
 
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,

@@ -26,6 +26,9 @@ namespace braid {
 
 // Creates a unique id (and, unless NCCL_COMM_ID is set, the root thread that serves it).
 [[nodiscard]] ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id);
+// Always a root thread of this process, whatever NCCL_COMM_ID says: for a communicator made from
+// another one (ncclCommSplit), whose ranks must not all meet at the one NCCL_COMM_ID address.
+[[nodiscard]] ncclResult_t bootstrapGetRootUniqueId(ncclUniqueId* id);
 
 class Bootstrap {
  public:

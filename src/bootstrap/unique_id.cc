@@ -51,6 +51,26 @@ uint64_t uniqueIdRandomMagic() {
   }
 }
 
+namespace {
+
+// A root thread of this process on the bootstrap interface, and the id that names it.
+ncclResult_t startRoot(UniqueIdContents* contents) {
+  NetIf netIf;
+  NCCLCHECK(netIfFindBootstrap(nullptr, &netIf));
+  contents->magic = uniqueIdRandomMagic();
+  Socket listener;
+  NCCLCHECK(Socket::listen(netIf.addr, contents->magic, SocketType::kBootstrap, &listener));
+  contents->root = listener.localAddress();
+  std::unique_ptr<BootstrapRoot> root;
+  NCCLCHECK(BootstrapRoot::start(std::move(listener), BootstrapRoot::idleTimeoutFromParams(), &root));
+  // The root thread serves its job (or times out) on its own; see root.h for its lifetime.
+  root->detach();
+  INFO(kLogBootstrap, "Unique id: root listening on %s", socketAddressToString(contents->root).c_str());
+  return ncclSuccess;
+}
+
+}  // namespace
+
 ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
   if (id == nullptr) {
     WARN("ncclGetUniqueId: uniqueId is NULL");
@@ -65,18 +85,15 @@ ncclResult_t bootstrapGetUniqueId(ncclUniqueId* id) {
     INFO(kLogBootstrap | kLogInit, "Unique id for NCCL_COMM_ID=%s: rank 0 will run the root there",
          socketAddressToString(contents.root).c_str());
   } else {
-    NetIf netIf;
-    NCCLCHECK(netIfFindBootstrap(nullptr, &netIf));
-    contents.magic = uniqueIdRandomMagic();
-    Socket listener;
-    NCCLCHECK(Socket::listen(netIf.addr, contents.magic, SocketType::kBootstrap, &listener));
-    contents.root = listener.localAddress();
-    std::unique_ptr<BootstrapRoot> root;
-    NCCLCHECK(BootstrapRoot::start(std::move(listener), BootstrapRoot::idleTimeoutFromParams(), &root));
-    // The root thread serves its job (or times out) on its own; see root.h for its lifetime.
-    root->detach();
-    INFO(kLogBootstrap, "Unique id: root listening on %s", socketAddressToString(contents.root).c_str());
+    NCCLCHECK(startRoot(&contents));
   }
+  uniqueIdEncode(contents, id);
+  return ncclSuccess;
+}
+
+ncclResult_t bootstrapGetRootUniqueId(ncclUniqueId* id) {
+  UniqueIdContents contents;
+  NCCLCHECK(startRoot(&contents));
   uniqueIdEncode(contents, id);
   return ncclSuccess;
 }

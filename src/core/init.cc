@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group.h"
+#include "core/init_internal.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_driver.h"
 #include "util/check.h"
@@ -26,12 +27,15 @@ int currentDeviceForLog() {
   return dev;
 }
 
-// Once per process: the [dev] field of log lines and the VERSION banner.
+}  // namespace
+
 void initLoggingOnce() {
   static std::once_flag once;
   std::call_once(once, [] { logSetDeviceQuery(currentDeviceForLog); });
   logVersionBannerOnce();
 }
+
+namespace {
 
 ncclResult_t checkInitArgs(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds, int rank,
                            const char* caller) {
@@ -55,27 +59,6 @@ ncclResult_t checkInitArgs(ncclComm_t* newcomm, int nranks, const ncclUniqueId* 
     WARN("%s: nId is %d, must be in [1, nranks=%d]", caller, nIds, nranks);
     return ncclInvalidArgument;
   }
-  return ncclSuccess;
-}
-
-// The calling thread's GPU becomes the communicator's GPU.
-ncclResult_t queryLocalGpu(ncclComm* comm, int* computeCap) {
-  int dev = -1;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) {
-    WARN("no usable CUDA device for this rank: cudaGetDevice failed: %s (%s)", cudaGetErrorString(err),
-         cudaGetErrorName(err));
-    return ncclUnhandledCudaError;
-  }
-  char busId[32] = {};
-  CUDACHECK(cudaDeviceGetPCIBusId(busId, sizeof(busId), dev));
-  int major = 0, minor = 0;
-  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDACHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  CUDACHECK(cudaDeviceGetAttribute(&comm->smCount_, cudaDevAttrMultiProcessorCount, dev));
-  comm->cudaDev_ = dev;
-  comm->busId_ = busIdToInt(busId);
-  *computeCap = major * 10 + minor;
   return ncclSuccess;
 }
 
@@ -122,7 +105,28 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   return ncclSuccess;
 }
 
-// Runs the rendezvous and records the outcome in the communicator's state.
+}  // namespace
+
+ncclResult_t queryLocalGpu(ncclComm* comm, int* computeCap) {
+  int dev = -1;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    WARN("no usable CUDA device for this rank: cudaGetDevice failed: %s (%s)", cudaGetErrorString(err),
+         cudaGetErrorName(err));
+    return ncclUnhandledCudaError;
+  }
+  char busId[32] = {};
+  CUDACHECK(cudaDeviceGetPCIBusId(busId, sizeof(busId), dev));
+  int major = 0, minor = 0;
+  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CUDACHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  CUDACHECK(cudaDeviceGetAttribute(&comm->smCount_, cudaDevAttrMultiProcessorCount, dev));
+  comm->cudaDev_ = dev;
+  comm->busId_ = busIdToInt(busId);
+  *computeCap = major * 10 + minor;
+  return ncclSuccess;
+}
+
 ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, int computeCap) {
   ncclResult_t result = rendezvous(comm, ids, computeCap);
   if (result == ncclSuccess) {
@@ -134,8 +138,6 @@ ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   comm->asyncError_ = result;
   return result;
 }
-
-}  // namespace
 
 ncclResult_t commGetUniqueId(ncclUniqueId* id) {
   initLoggingOnce();

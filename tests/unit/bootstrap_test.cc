@@ -376,6 +376,21 @@ TEST_F(BootstrapTest, CommIdMode) {
   runAll({id}, 2);
 }
 
+// ncclCommSplit's ids: a root of this process even under NCCL_COMM_ID, whose address the parent
+// communicator may still be using.
+TEST_F(BootstrapTest, RootIdIgnoresCommId) {
+  setEnv("NCCL_COMM_ID", "127.0.0.1:1");
+  ncclUniqueId id;
+  ASSERT_EQ(bootstrapGetRootUniqueId(&id), ncclSuccess);
+  uint64_t magic;
+  std::memcpy(&magic, id.internal, 8);
+  EXPECT_NE(magic, kCommIdMagic);
+  SocketAddress addr;
+  std::memcpy(&addr, id.internal + 8, sizeof(addr));
+  EXPECT_NE(socketAddressToString(addr), "127.0.0.1:1");
+  runAll({id}, 3);
+}
+
 TEST_F(BootstrapTest, CommIdModeIpv6) {
   SocketAddress v6{};
   v6.sin6.sin6_family = AF_INET6;

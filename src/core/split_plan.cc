@@ -1,0 +1,19 @@
+#include "core/split_plan.h"
+
+#include <nccl.h>
+
+#include <algorithm>
+
+namespace braid {
+
+std::vector<int> splitMembers(const std::vector<SplitVote>& votes, int color) {
+  std::vector<int> members;
+  if (color == NCCL_SPLIT_NOCOLOR) return members;
+  for (int r = 0; r < static_cast<int>(votes.size()); r++) {
+    if (votes[r].color == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return votes[a].key < votes[b].key; });
+  return members;
+}
+
+}  // namespace braid

@@ -1,0 +1,29 @@
+// ncclCommSplit's rank assignment (core/split_plan.h): the ranks of a color ordered by key, ties by
+// parent rank; NCCL_SPLIT_NOCOLOR ranks in no communicator.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <vector>
+
+#include "core/split_plan.h"
+
+namespace braid {
+namespace {
+
+TEST(SplitMembers, ByColorThenKeyThenParentRank) {
+  //                               rank: 0       1       2       3       4        5
+  const std::vector<SplitVote> votes = {{0, 5}, {1, 0}, {0, 1}, {1, 0}, {0, 5}, {NCCL_SPLIT_NOCOLOR, 0}};
+  EXPECT_EQ((std::vector<int>{2, 0, 4}), splitMembers(votes, 0));
+  EXPECT_EQ((std::vector<int>{1, 3}), splitMembers(votes, 1));  // equal keys keep parent order
+  EXPECT_TRUE(splitMembers(votes, NCCL_SPLIT_NOCOLOR).empty());
+  EXPECT_TRUE(splitMembers(votes, 7).empty());
+}
+
+TEST(SplitMembers, NegativeKeysAndOneColorReverseTheRanks) {
+  std::vector<SplitVote> votes;
+  for (int r = 0; r < 8; r++) votes.push_back({3, -r});
+  EXPECT_EQ((std::vector<int>{7, 6, 5, 4, 3, 2, 1, 0}), splitMembers(votes, 3));
+}
+
+}  // namespace
+}  // namespace braid
