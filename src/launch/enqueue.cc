@@ -23,6 +23,14 @@ ncclResult_t dataPath(ncclComm* comm, CommDataPath** out) {
   return ncclSuccess;
 }
 
+// The communicator's PreMulSum ops. Before its data path exists it has created none: an empty
+// table refuses every op, and no data path is made just for that.
+UserRedOps* userRedOps(ncclComm* comm) {
+  static UserRedOps none;
+  if (comm->dataPath_) return &static_cast<CommDataPath*>(comm->dataPath_.get())->redOps();
+  return &none;
+}
+
 // An operation outside a group is a group of one; inside one, End only counts down.
 ncclResult_t launchAsGroup(ncclComm* comm) {
   GroupContext& group = GroupContext::current();
@@ -36,16 +44,17 @@ ncclResult_t launchAsGroup(ncclComm* comm) {
 ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller) {
   NCCLCHECK(commCheckUsable(comm, caller));
   NCCLCHECK(checkCollArgs(comm, task, caller));
-  CommDataPath* path = nullptr;
-  NCCLCHECK(dataPath(comm, &path));
   CollTask queued = task;
   if (hasUserOp(task)) {
+    // Resolved now: the op may be destroyed before the group launches.
     PreMulSumOp op;
-    NCCLCHECK(path->redOps().find(task.op, task.dtype, caller, &op));
+    NCCLCHECK(userRedOps(comm)->find(task.op, task.dtype, caller, &op));
     queued.scalarBits = op.valueBits;
     queued.scalarPtr = op.devScalar;
   }
   if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
+  CommDataPath* path = nullptr;
+  NCCLCHECK(dataPath(comm, &path));
   path->enqueue(queued);
   return launchAsGroup(comm);
 }
@@ -74,11 +83,7 @@ ncclResult_t redOpCreatePreMulSum(ncclComm* comm, ncclRedOp_t* op, void* scalar,
 // Only the handle is checked: an op may be destroyed after the communicator was finalized.
 ncclResult_t redOpDestroy(ncclComm* comm, ncclRedOp_t op) {
   NCCLCHECK(commCheckHandle(comm, "ncclRedOpDestroy"));
-  if (!comm->dataPath_) {
-    WARN("ncclRedOpDestroy: op %d was not created on this communicator (it has created none)", static_cast<int>(op));
-    return ncclInvalidArgument;
-  }
-  return static_cast<CommDataPath*>(comm->dataPath_.get())->redOps().destroy(op);
+  return userRedOps(comm)->destroy(op);
 }
 
 ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle) {
