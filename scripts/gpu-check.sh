@@ -4,7 +4,7 @@
 #
 #   bash scripts/gpu-check.sh            # everything
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
-#   SKIP_TESTS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
+#   SKIP_TESTS=1 SKIP_CHECKS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -42,6 +42,15 @@ run_perf() {  # label, args...
   { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$OUT/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
       grep -E 'ms|MiB|^ +[0-9]|summary' ; } >>"$summary"
 }
+# PreMulSum (nccl-tests' mulsum) on every datatype, checked, Braid alone: the GPU tests cover five
+# types, this covers all twelve through braid-perf's checker.
+if [ "${SKIP_CHECKS:-0}" != 1 ]; then
+  for op in all_reduce reduce reduce_scatter; do
+    timeout 180 "$perf" "$op" -p -N "$ngpu" -d all -o mulsum -b 8 -e 64M -f 64 -w 1 -n 2 -c 1 \
+      >"$OUT/check-mulsum-$op.log" 2>&1
+    echo "-- mulsum $op, every type, checked (rc $?): $(grep -E '^# Errors' "$OUT/check-mulsum-$op.log")" >>"$summary"
+  done
+fi
 if [ "${SKIP_COMM:-0}" != 1 ]; then
   run_perf comm-p comm -p -N "$ngpu" -n 10 --runs 3
   run_perf comm-g comm -g -N "$ngpu" -n 10 --runs 3

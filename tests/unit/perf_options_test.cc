@@ -59,9 +59,10 @@ TEST(PerfOptions, TypesAndOps) {
   }
   std::vector<ncclRedOp_t> ops;
   ASSERT_TRUE(parseOpList("all", &ops));
-  EXPECT_EQ(ops.size(), 5u);
-  ASSERT_TRUE(parseOpList("max,avg", &ops));
-  EXPECT_EQ(ops, (std::vector<ncclRedOp_t>{ncclMax, ncclAvg}));
+  EXPECT_EQ(ops.size(), 6u);  // with mulsum, as nccl-tests
+  ASSERT_TRUE(parseOpList("max,avg,mulsum", &ops));
+  EXPECT_EQ(ops, (std::vector<ncclRedOp_t>{ncclMax, ncclAvg, kMulSum}));
+  EXPECT_STREQ(opName(kMulSum), "mulsum");
   EXPECT_FALSE(parseOpList("mean", &ops));
 }
 
@@ -175,11 +176,11 @@ TEST(PerfOptions, SweepAndRows) {
   Options ar;
   ASSERT_TRUE(parse({"reduce", "-b", "10", "-e", "10", "-d", "all", "-o", "all", "-r", "2"}, &ar));
   rows = planRows(ar, 3);
-  ASSERT_EQ(rows.size(), 60u);
+  ASSERT_EQ(rows.size(), 72u);    // 12 types x 6 ops
   EXPECT_EQ(rows[0].count, 10u);  // int8
   EXPECT_EQ(rows[0].root, 2);
-  EXPECT_EQ(rows[5 * 2].count, 2u);  // int32: rounded down to whole elements
-  EXPECT_EQ(rows[5 * 2].bytes, 8u);
+  EXPECT_EQ(rows[6 * 2].count, 2u);  // int32: rounded down to whole elements
+  EXPECT_EQ(rows[6 * 2].bytes, 8u);
 }
 
 TEST(PerfOptions, BusBandwidthFactors) {
@@ -287,6 +288,15 @@ double refReduce(const TypeInfo& t, ncclRedOp_t op, const std::vector<double>& v
   return acc;
 }
 
+// mulsum: the values in rank order times each rank's scalar (exact: 2 or 0), to be summed.
+std::vector<double> weighted(ncclRedOp_t op, std::vector<double> byRank) {
+  if (op == kMulSum) {
+    for (size_t r = 0; r < byRank.size(); r++) byRank[r] *= mulSumScalar(static_cast<int>(r));
+  }
+  return byRank;
+}
+ncclRedOp_t reduceOpOf(ncclRedOp_t op) { return op == kMulSum ? ncclSum : op; }
+
 TEST(PerfCheck, ConversionsMatchKnownEncodings) {
   EXPECT_EQ(encodeValue(ncclFloat16, 1.0), 0x3C00u);
   EXPECT_EQ(encodeValue(ncclBfloat16, 1.0), 0x3F80u);
@@ -313,7 +323,7 @@ TEST(PerfCheck, ConversionsMatchKnownEncodings) {
 TEST(PerfCheck, ExpectedValuesForEveryTypeOpAndRankCount) {
   for (int type = 0; type < ncclNumTypes; type++) {
     const TypeInfo& t = typeInfo(static_cast<ncclDataType_t>(type));
-    for (int op = 0; op < ncclNumOps; op++) {
+    for (int op = 0; op <= kMulSum; op++) {
       for (int n = 2; n <= 8; n++) {
         CheckSpec spec;
         spec.type = t.type;
@@ -331,10 +341,11 @@ TEST(PerfCheck, ExpectedValuesForEveryTypeOpAndRankCount) {
             ASSERT_LE(std::fabs(vals[r]), t.exactMax) << t.name;
             allSame = allSame && vals[r] == checker.inputValue(0, 0);
           }
+          const std::vector<double> terms = weighted(spec.op, vals);
           for (int start = 0; start < n; start++) {
             for (int dir : {1, -1}) {
-              for (int i = 0; i < n; i++) ordered[i] = vals[((start + dir * i) % n + n) % n];
-              double ref = refReduce(t, spec.op, ordered);
+              for (int i = 0; i < n; i++) ordered[i] = terms[((start + dir * i) % n + n) % n];
+              double ref = refReduce(t, reduceOpOf(spec.op), ordered);
               if (exact) {
                 ASSERT_EQ(ref, checker.reducedValue(k)) << t.name << " " << opName(spec.op) << " n=" << n << " k=" << k;
               } else {
@@ -367,7 +378,7 @@ std::vector<uint8_t> simulate(const CheckSpec& s, const std::vector<std::vector<
   auto reduced = [&](size_t i) {
     std::vector<double> col;
     for (const std::vector<double>& r : in) col.push_back(r[i]);
-    return refReduce(t, s.op, col);
+    return refReduce(t, reduceOpOf(s.op), weighted(s.op, col));
   };
   switch (s.coll) {
     case Coll::kAllReduce:
@@ -395,7 +406,7 @@ TEST(PerfCheck, CountsWrongElementsOfEveryCollective) {
   const Coll colls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter};
   for (Coll coll : colls) {
     for (int type = 0; type < ncclNumTypes; type++) {
-      for (int op = 0; op < (collTraits(coll).hasOp ? ncclNumOps : 1); op++) {
+      for (int op = 0; op < (collTraits(coll).hasOp ? kMulSum + 1 : 1); op++) {
         for (int n : {2, 3, 8}) {
           CheckSpec s;
           s.coll = coll;

@@ -44,7 +44,8 @@ const Alias kTypeAliases[] = {
     {"e4m3", ncclFloat8e4m3},   {"fp8_e5m2", ncclFloat8e5m2}, {"f8e5m2", ncclFloat8e5m2},   {"e5m2", ncclFloat8e5m2},
 };
 
-const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg", "mulsum"};  // index kMulSum last
+constexpr int kNumOpNames = 6;
 
 size_t perRank(int factor, int nranks) { return factor == 0 ? static_cast<size_t>(nranks) : factor; }
 
@@ -119,11 +120,11 @@ bool parseType(const std::string& name, ncclDataType_t* out) {
 
 const char* opName(ncclRedOp_t op) {
   int i = static_cast<int>(op);
-  return i >= 0 && i < 5 ? kOpNames[i] : "?";
+  return i >= 0 && i < kNumOpNames ? kOpNames[i] : "?";
 }
 
 bool parseOp(const std::string& name, ncclRedOp_t* out) {
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < kNumOpNames; i++) {
     if (name == kOpNames[i]) {
       *out = static_cast<ncclRedOp_t>(i);
       return true;

@@ -80,7 +80,13 @@ struct RowSpec {
   size_t count = 0;  // NCCL count argument
 };
 
-const char* opName(ncclRedOp_t op);  // "sum", "prod", "max", "min", "avg"
+// nccl-tests' "mulsum": a ncclRedOpCreatePreMulSum op that each rank creates for every call, with
+// its scalar mulSumScalar(rank) (host-immediate), and destroys after it. Stands for it in options.
+constexpr ncclRedOp_t kMulSum = ncclNumOps;
+// 2 on even ranks, 0 on odd ones: the products are exact in every type, and the weights add up to
+// at most n (+1), so the sum pattern's range still fits fp8 e5m2's exact integers.
+inline double mulSumScalar(int rank) { return rank % 2 == 0 ? 2 : 0; }
+const char* opName(ncclRedOp_t op);  // "sum", "prod", "max", "min", "avg", "mulsum"
 bool parseOp(const std::string& name, ncclRedOp_t* out);
 
 }  // namespace braidperf

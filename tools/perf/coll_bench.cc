@@ -199,22 +199,29 @@ bool Worker::call(const RowSpec& row, const Rank& r, bool inPlace) {
   const char* send = inPlace ? recv : r.send;
   if (inPlace && row.coll == Coll::kAllGather) send = recv + offset;
   if (inPlace && row.coll == Coll::kReduceScatter) recv += offset;
+  ncclRedOp_t op = row.op;
+  const bool mulSum = collTraits(row.coll).hasOp && row.op == kMulSum;
+  if (mulSum) {  // as nccl-tests: made for the call, destroyed right after it
+    const uint64_t scalar = encodeValue(row.type, mulSumScalar(r.rank));
+    PERF_NCCL(r.rank,
+              ncclRedOpCreatePreMulSum(&op, const_cast<uint64_t*>(&scalar), row.type, ncclScalarHostImmediate, r.comm));
+  }
   switch (row.coll) {
     case Coll::kAllReduce:
-      PERF_NCCL(r.rank, ncclAllReduce(send, recv, c, row.type, row.op, r.comm, r.stream));
-      return true;
+      PERF_NCCL(r.rank, ncclAllReduce(send, recv, c, row.type, op, r.comm, r.stream));
+      break;
     case Coll::kBroadcast:
       PERF_NCCL(r.rank, ncclBroadcast(send, recv, c, row.type, row.root, r.comm, r.stream));
       return true;
     case Coll::kReduce:
-      PERF_NCCL(r.rank, ncclReduce(send, recv, c, row.type, row.op, row.root, r.comm, r.stream));
-      return true;
+      PERF_NCCL(r.rank, ncclReduce(send, recv, c, row.type, op, row.root, r.comm, r.stream));
+      break;
     case Coll::kAllGather:
       PERF_NCCL(r.rank, ncclAllGather(send, recv, c, row.type, r.comm, r.stream));
       return true;
     case Coll::kReduceScatter:
-      PERF_NCCL(r.rank, ncclReduceScatter(send, recv, c, row.type, row.op, r.comm, r.stream));
-      return true;
+      PERF_NCCL(r.rank, ncclReduceScatter(send, recv, c, row.type, op, r.comm, r.stream));
+      break;
     case Coll::kSendRecv: {  // ring shift, as nccl-tests measures it
       int n = info_.nranks, next = (r.rank + 1) % n, prev = (r.rank + n - 1) % n;
       PERF_NCCL(r.rank, ncclGroupStart());
@@ -233,7 +240,8 @@ bool Worker::call(const RowSpec& row, const Rank& r, bool inPlace) {
       PERF_NCCL(r.rank, ncclScatter(r.send, r.region(), c, row.type, row.root, r.comm, r.stream));
       return true;
   }
-  return false;
+  if (mulSum) PERF_NCCL(r.rank, ncclRedOpDestroy(op, r.comm));
+  return true;
 }
 
 bool Worker::launch(const RowSpec& row, bool inPlace) {

@@ -176,9 +176,14 @@ void patternRange(const CheckSpec& spec, double* lo, double* hi) {
     *lo = 1;
     // Float products are powers of two, at most 2^8 (fp8 e4m3 ends at 448); integers wrap exactly.
     *hi = t.isFloat ? (spec.nranks <= 8 ? 2 : 1) : 3;
-  } else {  // sum, avg: every partial sum of non-negative values stays exact
+  } else {  // sum, avg, mulsum: every partial (weighted) sum of non-negative values stays exact
+    double weights = spec.nranks;
+    if (spec.op == kMulSum) {
+      weights = 0;
+      for (int r = 0; r < spec.nranks; r++) weights += mulSumScalar(r);
+    }
     *lo = 0;
-    *hi = std::min(kValueCap, std::floor(t.exactMax / spec.nranks));
+    *hi = std::min(kValueCap, std::floor(t.exactMax / weights));
   }
 }
 
@@ -200,10 +205,12 @@ Checker::Checker(const CheckSpec& spec) : spec_(spec), elemSize_(typeInfo(spec.t
   reduced_.resize(kPatternPeriod);
   reducedBits_.resize(kPatternPeriod * elemSize_);
   std::vector<double> column(spec.nranks);
+  // mulsum: each rank's value times its scalar, then a sum.
+  const bool mulSum = spec.op == kMulSum;
+  const ncclRedOp_t op = mulSum ? ncclSum : spec.op;
   for (size_t k = 0; k < kPatternPeriod; k++) {
-    for (int r = 0; r < spec.nranks; r++) column[r] = values_[r][k];
-    uint64_t bits =
-        t.isFloat ? encodeValue(spec.type, reduceFloat(spec.op, column)) : reduceIntBits(t, spec.op, column);
+    for (int r = 0; r < spec.nranks; r++) column[r] = values_[r][k] * (mulSum ? mulSumScalar(r) : 1.0);
+    uint64_t bits = t.isFloat ? encodeValue(spec.type, reduceFloat(op, column)) : reduceIntBits(t, op, column);
     std::memcpy(&reducedBits_[k * elemSize_], &bits, elemSize_);
     // Float Avg is compared against the exact mean; everything else against the encoded result.
     reduced_[k] = t.isFloat && spec.op == ncclAvg ? reduceFloat(spec.op, column) : decodeValue(spec.type, &bits);

@@ -94,8 +94,9 @@ class Parser {
     if (v == nullptr) return false;
     bool ok = types ? parseTypeList(v, &out_->types) : parseOpList(v, &out_->ops);
     if (!ok)
-      return bad(flag, v,
-                 types ? "a datatype such as float, half, bf16, fp8_e4m3, or all" : "sum prod max min avg, or all");
+      return bad(
+          flag, v,
+          types ? "a datatype such as float, half, bf16, fp8_e4m3, or all" : "sum prod max min avg mulsum, or all");
     return true;
   }
   bool one(const char* a);
@@ -197,7 +198,7 @@ void printUsage(const char* argv0) {
       "  -i SIZE         add SIZE per step instead\n"
       "  -d TYPE         int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 fp8_e4m3\n"
       "                  fp8_e5m2 (aliases char int float16 bf16 f8e4m3 ...), a comma list, or all (float)\n"
-      "  -o OP           sum prod max min avg, a comma list, or all (sum)\n"
+      "  -o OP           sum prod max min avg mulsum, a comma list, or all (sum)\n"
       "  -r ROOT         root of broadcast and reduce (0)\n"
       "  -n ITERS        timed iterations per size (20; comm: cycles, 10)\n"
       "  -w WARMUP       untimed iterations before them (5; comm: 1)\n"
@@ -281,7 +282,7 @@ bool parseTypeList(const std::string& text, std::vector<ncclDataType_t>* out) {
 bool parseOpList(const std::string& text, std::vector<ncclRedOp_t>* out) {
   std::vector<ncclRedOp_t> ops;
   if (text == "all") {
-    for (int o = 0; o < ncclNumOps; o++) ops.push_back(static_cast<ncclRedOp_t>(o));
+    for (int o = 0; o <= kMulSum; o++) ops.push_back(static_cast<ncclRedOp_t>(o));
   } else {
     for (const std::string& name : splitCommas(text)) {
       ncclRedOp_t o;
