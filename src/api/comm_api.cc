@@ -2,6 +2,7 @@
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "core/shrink.h"
 #include "core/split.h"
 #include "util/check.h"
 
@@ -36,10 +37,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  return braid::apiGuard("ncclCommRevoke", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommRevoke"));
-    return braid::notImplemented("ncclCommRevoke", "revoking a communicator");
-  });
+  return braid::apiGuard("ncclCommRevoke", [&] { return braid::commRevoke(comm, revokeFlags); });
 }
 
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
@@ -52,8 +50,7 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                             ncclConfig_t* config, int shrinkFlags) {
   return braid::apiGuard("ncclCommShrink", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommShrink"));
-    return braid::notImplemented("ncclCommShrink", "shrinking a communicator");
+    return braid::commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   });
 }
 

@@ -3,6 +3,8 @@
 // A communicator owns one object per subsystem (bootstrap, data path) rather than one flat struct of
 // fields. Its lifecycle:
 //   kInitializing -> kReady -> kFinalized -> (destroyed)
+//              |         \-> kRevoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT: its
+//              |              kernels were stopped; only Split/Shrink/Destroy/Abort/queries are allowed)
 //              \-> kFailed (init failed; only Destroy/Abort/queries are allowed)
 #pragma once
 
@@ -19,7 +21,7 @@
 #include "core/peer_info.h"
 
 namespace braid {
-enum class CommState : int { kInitializing, kReady, kFinalized, kFailed };
+enum class CommState : int { kInitializing, kReady, kFinalized, kFailed, kRevoked };
 }  // namespace braid
 
 struct ncclComm {
@@ -55,6 +57,8 @@ namespace braid {
 // Handle check plus state: the communicator must have finished init successfully and not be
 // finalized (ncclInvalidUsage otherwise).
 [[nodiscard]] ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller);
+// The same for a parent of ncclCommSplit / ncclCommShrink, which may also have been revoked.
+[[nodiscard]] ncclResult_t commCheckParent(const ncclComm* comm, const char* caller);
 
 [[nodiscard]] ncclResult_t commGetUniqueId(ncclUniqueId* id);
 
@@ -72,5 +76,10 @@ void freeComm(ncclComm* comm);
 [[nodiscard]] ncclResult_t commFinalize(ncclComm_t comm);
 [[nodiscard]] ncclResult_t commDestroy(ncclComm_t comm);
 [[nodiscard]] ncclResult_t commAbort(ncclComm_t comm);
+// ncclCommRevoke. revokeComm: stops the kernels of a communicator (they see the device abort flag
+// and exit), waits until they have, and closes it to new operations (kRevoked); its bootstrap
+// stays up for ncclCommShrink / ncclCommSplit.
+[[nodiscard]] ncclResult_t commRevoke(ncclComm_t comm, int revokeFlags);
+[[nodiscard]] ncclResult_t revokeComm(ncclComm* comm);
 
 }  // namespace braid

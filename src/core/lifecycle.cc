@@ -48,8 +48,43 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
       WARN("%s: comm %p (rank %d) failed to initialize (%s); destroy it", caller, static_cast<const void*>(comm),
            comm->rank_, ncclGetErrorString(comm->asyncError_.load()));
       return ncclInvalidUsage;
+    case CommState::kRevoked:
+      WARN(
+          "%s: comm %p (rank %d) was revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT); only "
+          "ncclCommShrink, ncclCommSplit, ncclCommDestroy and ncclCommAbort may follow",
+          caller, static_cast<const void*>(comm), comm->rank_);
+      return ncclInvalidUsage;
   }
   return ncclInternalError;
+}
+
+ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
+  NCCLCHECK(commCheckHandle(comm, caller));
+  if (comm->state_.load() == CommState::kRevoked) return ncclSuccess;
+  return commCheckUsable(comm, caller);
+}
+
+ncclResult_t revokeComm(ncclComm* comm) {
+  ncclResult_t result = ncclSuccess;
+  if (comm->dataPath_) {
+    comm->dataPath_->signalAbort();
+    result = comm->dataPath_->waitIdle();
+  }
+  comm->state_ = CommState::kRevoked;
+  INFO(kLogInit, "comm %p rank %d revoked: its kernels were stopped%s", static_cast<void*>(comm), comm->rank_,
+       result == ncclSuccess ? "" : " (waiting for them failed)");
+  return result;
+}
+
+ncclResult_t commRevoke(ncclComm_t comm, int revokeFlags) {
+  NCCLCHECK(commCheckHandle(comm, "ncclCommRevoke"));
+  if (revokeFlags != NCCL_REVOKE_DEFAULT) {
+    WARN("ncclCommRevoke: revokeFlags is %d; only NCCL_REVOKE_DEFAULT (0) exists", revokeFlags);
+    return ncclInvalidArgument;
+  }
+  if (comm->state_.load() == CommState::kRevoked) return ncclSuccess;
+  NCCLCHECK(commCheckUsable(comm, "ncclCommRevoke"));
+  return revokeComm(comm);
 }
 
 ncclResult_t commFinalize(ncclComm_t comm) {

@@ -1,4 +1,4 @@
-#include "core/split_plan.h"
+#include "core/child_ranks.h"
 
 #include <nccl.h>
 
@@ -13,6 +13,14 @@ std::vector<int> splitMembers(const std::vector<SplitVote>& votes, int color) {
     if (votes[r].color == color) members.push_back(r);
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return votes[a].key < votes[b].key; });
+  return members;
+}
+
+std::vector<int> shrinkMembers(int nranks, const std::vector<int>& excluded) {
+  std::vector<int> members;
+  for (int r = 0; r < nranks; r++) {
+    if (std::find(excluded.begin(), excluded.end(), r) == excluded.end()) members.push_back(r);
+  }
   return members;
 }
 

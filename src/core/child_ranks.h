@@ -1,4 +1,5 @@
-// Who is in which communicator after ncclCommSplit (pure; split.h does the rest).
+// Who is in which communicator after ncclCommSplit or ncclCommShrink, and in which order (pure;
+// split.h and shrink.h do the rest).
 #pragma once
 
 #include <cstdint>
@@ -15,5 +16,8 @@ struct SplitVote {
 // The parent ranks of `color`'s communicator, in their new rank order (key, then parent rank);
 // empty for NCCL_SPLIT_NOCOLOR.
 std::vector<int> splitMembers(const std::vector<SplitVote>& votes, int color);
+
+// The parent ranks that stay after ncclCommShrink, in order: those of [0, nranks) not excluded.
+std::vector<int> shrinkMembers(int nranks, const std::vector<int>& excluded);
 
 }  // namespace braid

@@ -1,11 +1,12 @@
-// ncclCommSplit's rank assignment (core/split_plan.h): the ranks of a color ordered by key, ties by
-// parent rank; NCCL_SPLIT_NOCOLOR ranks in no communicator.
+// ncclCommSplit's and ncclCommShrink's rank assignment (core/child_ranks.h): the ranks of a color
+// ordered by key, ties by parent rank; NCCL_SPLIT_NOCOLOR ranks in no communicator; a shrink keeps
+// the other ranks in order.
+#include "core/child_ranks.h"
+
 #include <gtest/gtest.h>
 #include <nccl.h>
 
 #include <vector>
-
-#include "core/split_plan.h"
 
 namespace braid {
 namespace {
@@ -23,6 +24,12 @@ TEST(SplitMembers, NegativeKeysAndOneColorReverseTheRanks) {
   std::vector<SplitVote> votes;
   for (int r = 0; r < 8; r++) votes.push_back({3, -r});
   EXPECT_EQ((std::vector<int>{7, 6, 5, 4, 3, 2, 1, 0}), splitMembers(votes, 3));
+}
+
+TEST(ShrinkMembers, TheOthersInOrder) {
+  EXPECT_EQ((std::vector<int>{0, 1, 2}), shrinkMembers(4, {3}));
+  EXPECT_EQ((std::vector<int>{1, 3}), shrinkMembers(4, {2, 0, 2}));
+  EXPECT_EQ((std::vector<int>{0, 1}), shrinkMembers(2, {}));
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+#include "core/child_comm.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "core/comm_registry.h"
+#include "core/group.h"
+#include "core/init_internal.h"
+#include "core/peer_info.h"
+#include "cuda/scoped_device.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace braid {
+namespace {
+
+// The child's unique id, from its first member to the others over the parent's bootstrap.
+constexpr int kChildIdTag = 0x42530001;
+
+}  // namespace
+
+ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller, ncclComm** out) {
+  auto child = std::make_unique<ncclComm>();
+  NCCLCHECK(parseConfigInherited(config, parent->config_, caller, &child->config_));
+  *out = child.release();
+  commRegistryAdd(*out);
+  return ncclSuccess;
+}
+
+ncclResult_t joinChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members, const char* caller) {
+  const auto me = std::find(members.begin(), members.end(), parent->rank_);
+  if (me == members.end()) {
+    WARN("%s: parent rank %d is not among the new communicator's ranks", caller, parent->rank_);
+    return ncclInternalError;
+  }
+  ncclUniqueId id;
+  if (me == members.begin()) {
+    NCCLCHECK(bootstrapGetRootUniqueId(&id));
+    for (size_t i = 1; i < members.size(); i++) {
+      NCCLCHECK(parent->bootstrap_->send(members[i], kChildIdTag, &id, sizeof(id)));
+    }
+  } else {
+    NCCLCHECK(parent->bootstrap_->recv(members.front(), kChildIdTag, &id, sizeof(id)));
+  }
+  child->rank_ = static_cast<int>(me - members.begin());
+  child->nranks_ = static_cast<int>(members.size());
+  child->commHash_ = hashBytes(&id, sizeof(id));
+  INFO(kLogInit, "%s: parent comm %p rank %d -> comm %p rank %d of %d", caller, static_cast<void*>(parent),
+       parent->rank_, static_cast<void*>(child), child->rank_, child->nranks_);
+  // The parent's GPU, also on a group thread (which starts on device 0); the caller's comes back.
+  ScopedDevice device(parent->cudaDev_);
+  if (!device.ok()) {
+    WARN("%s: cannot make the parent's device %d current", caller, parent->cudaDev_);
+    return ncclUnhandledCudaError;
+  }
+  int computeCap = 0;
+  NCCLCHECK(queryLocalGpu(child, &computeCap));
+  return finishInit(child, {id}, computeCap);
+}
+
+ncclResult_t runOrDefer(ncclComm* child, ncclComm_t* newcomm, std::function<ncclResult_t()> job) {
+  GroupContext& group = GroupContext::current();
+  if (group.active()) {
+    // The caller has the handle now; the child's rank and size are known at the outermost End.
+    group.deferInit(std::move(job), [child] {
+      if (child != nullptr) child->abortFlag_ = 1;
+    });
+    return ncclSuccess;
+  }
+  ncclResult_t result = job();
+  if (result != ncclSuccess && child != nullptr) {
+    freeComm(child);
+    *newcomm = nullptr;
+  }
+  return result;
+}
+
+}  // namespace braid

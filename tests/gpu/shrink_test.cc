@@ -1,0 +1,165 @@
+// ncclCommShrink and ncclCommRevoke on real GPUs, one process per GPU: a healthy shrink of 4 ranks
+// to 3 (the excluded rank does not call it); a shrink with NCCL_SHRINK_ABORT after a rank was
+// killed while the others were inside an AllReduce that waited for it (the parent's kernels are
+// stopped, the child works, nothing waits for the dead rank); ncclCommRevoke closing a
+// communicator to new work but not to shrink; bad arguments refused. Every child is checked by an
+// exact integer AllReduce over its members.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace {
+
+constexpr size_t kCount = 1 << 20;  // large enough that a rank cannot finish without its peers
+
+int32_t contribution(int parentRank, size_t i) { return (parentRank + 1) * 100 + static_cast<int32_t>(i % 100); }
+
+struct Parent {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int32_t* buf = nullptr;
+};
+
+int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p) {
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+  CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
+  CHILD_NCCL(ncclCommInitRank(&p->comm, nranks, id, rank));
+  return 0;
+}
+
+// An AllReduce on `comm` (members: parent ranks in rank order), checked exactly.
+int checkComm(ncclComm_t comm, const std::vector<int>& members, int parentRank, Parent& p) {
+  int count = 0;
+  CHILD_NCCL(ncclCommCount(comm, &count));
+  CHILD_EXPECT(count == static_cast<int>(members.size()));
+  std::vector<int32_t> host(kCount);
+  for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
+  CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream));
+  CHILD_CUDA(cudaStreamSynchronize(p.stream));
+  CHILD_CUDA(cudaMemcpy(host.data(), p.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kCount; i++) {
+    int32_t want = 0;
+    for (int m : members) want += contribution(m, i);
+    if (host[i] != want) {
+      std::fprintf(stderr, "parent rank %d: element %zu is %d, expected %d\n", parentRank, i, host[i], want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class Shrink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gputest::gpuCount() < 4) GTEST_SKIP() << "needs 4 GPUs";
+  }
+};
+
+TEST_F(Shrink, HealthyFourToThree) {
+  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+              Parent p;
+              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              if (rank != 3) {
+                const int excluded[] = {3};
+                ncclComm_t child = nullptr;
+                CHILD_NCCL(ncclCommShrink(p.comm, const_cast<int*>(excluded), 1, &child, nullptr, NCCL_SHRINK_DEFAULT));
+                int childRank = -1;
+                CHILD_NCCL(ncclCommUserRank(child, &childRank));
+                CHILD_EXPECT(childRank == rank);
+                if (checkComm(child, {0, 1, 2}, rank, p) != 0) return 1;
+                CHILD_NCCL(ncclCommDestroy(child));
+              }
+              CHILD_NCCL(ncclCommDestroy(p.comm));
+              return 0;
+            }));
+}
+
+// Rank 2 dies while every rank is inside an AllReduce; the others shrink it away with
+// NCCL_SHRINK_ABORT, which stops their stuck kernels, and go on with 3 ranks.
+TEST_F(Shrink, AbortAfterARankDiedInsideACollective) {
+  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+                 Parent p;
+                 if (openParent(rank, 4, id, &p) != 0) return 1;
+                 if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+                 if (rank == 2) {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                   ::kill(::getpid(), SIGKILL);  // no cleanup: a crashed process
+                 }
+                 // Every survivor's AllReduce waits for rank 2, which never comes.
+                 CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+                 std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+                 CHILD_EXPECT(cudaStreamQuery(p.stream) == cudaErrorNotReady);
+                 const auto start = std::chrono::steady_clock::now();
+                 const int excluded[] = {2};
+                 ncclComm_t child = nullptr;
+                 CHILD_NCCL(ncclCommShrink(p.comm, const_cast<int*>(excluded), 1, &child, nullptr, NCCL_SHRINK_ABORT));
+                 const double shrinkSeconds = secondsSince(start);
+                 std::fprintf(stderr, "rank %d: shrink with abort took %.3f s\n", rank, shrinkSeconds);
+                 CHILD_EXPECT(shrinkSeconds < 10);
+                 CHILD_CUDA(cudaStreamSynchronize(p.stream));  // the stuck kernel has exited
+                 CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) ==
+                              ncclInvalidUsage);  // the parent is revoked
+                 if (checkComm(child, {0, 1, 3}, rank, p) != 0) return 1;
+                 const auto destroyStart = std::chrono::steady_clock::now();
+                 CHILD_NCCL(ncclCommDestroy(p.comm));  // never waits for the dead rank
+                 CHILD_EXPECT(secondsSince(destroyStart) < 5);
+                 CHILD_NCCL(ncclCommDestroy(child));
+                 return 0;
+               }) == 1);  // rank 2 was killed: the only failure
+}
+
+TEST_F(Shrink, RevokeClosesToWorkButNotToShrink) {
+  EXPECT_EQ(
+      0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+        Parent p;
+        if (openParent(rank, 4, id, &p) != 0) return 1;
+        CHILD_EXPECT(ncclCommRevoke(p.comm, 1) == ncclInvalidArgument);
+        CHILD_NCCL(ncclCommRevoke(p.comm, NCCL_REVOKE_DEFAULT));
+        CHILD_NCCL(ncclCommRevoke(p.comm, NCCL_REVOKE_DEFAULT));  // again: nothing more to do
+        CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) == ncclInvalidUsage);
+        ncclComm_t child = nullptr;
+        CHILD_NCCL(ncclCommShrink(p.comm, nullptr, 0, &child, nullptr, NCCL_SHRINK_DEFAULT));
+        if (checkComm(child, {0, 1, 2, 3}, rank, p) != 0) return 1;
+        CHILD_NCCL(ncclCommDestroy(child));
+        CHILD_NCCL(ncclCommDestroy(p.comm));
+        return 0;
+      }));
+}
+
+TEST_F(Shrink, BadArgumentsAreRefused) {
+  EXPECT_EQ(
+      0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+        Parent p;
+        if (openParent(rank, 4, id, &p) != 0) return 1;
+        ncclComm_t child = nullptr;
+        int self[] = {rank};
+        int outside[] = {4};
+        CHILD_EXPECT(ncclCommShrink(p.comm, self, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclCommShrink(p.comm, outside, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclCommShrink(p.comm, nullptr, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclCommShrink(p.comm, nullptr, 0, &child, nullptr, 7) == ncclInvalidArgument);
+        CHILD_EXPECT(ncclCommShrink(p.comm, nullptr, 0, nullptr, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
+        CHILD_EXPECT(child == nullptr);
+        if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;  // nothing was broken
+        CHILD_NCCL(ncclCommDestroy(p.comm));
+        return 0;
+      }));
+}
+
+}  // namespace
