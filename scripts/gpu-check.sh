@@ -42,13 +42,16 @@ run_perf() {  # label, args...
   { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$OUT/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
       grep -E 'ms|MiB|^ +[0-9]|summary' ; } >>"$summary"
 }
-# PreMulSum (nccl-tests' mulsum) on every datatype, checked, Braid alone: the GPU tests cover five
-# types, this covers all twelve through braid-perf's checker.
+# PreMulSum (nccl-tests' mulsum) on every datatype, checked, Braid alone, with and without
+# registered buffers: the GPU tests cover five types, this covers all twelve through braid-perf's
+# checker.
 if [ "${SKIP_CHECKS:-0}" != 1 ]; then
   for op in all_reduce reduce reduce_scatter; do
-    timeout 180 "$perf" "$op" -p -N "$ngpu" -d all -o mulsum -b 8 -e 64M -f 64 -w 1 -n 2 -c 1 \
-      >"$OUT/check-mulsum-$op.log" 2>&1
-    echo "-- mulsum $op, every type, checked (rc $?): $(grep -E '^# Errors' "$OUT/check-mulsum-$op.log")" >>"$summary"
+    for reg in 0 1; do
+      log="$OUT/check-mulsum-$op-R$reg.log"
+      timeout 180 "$perf" "$op" -p -N "$ngpu" -d all -o mulsum -b 8 -e 64M -f 64 -w 1 -n 2 -c 1 -R $reg >"$log" 2>&1
+      echo "-- mulsum $op -R $reg, every type, checked (rc $?): $(grep -E '^# Errors' "$log")" >>"$summary"
+    done
   done
 fi
 if [ "${SKIP_COMM:-0}" != 1 ]; then

@@ -130,7 +130,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     }
   } else {
     plan::Decision decision = registered.decision;
-    if (!registered.direct) NCCLCHECK(plan::decide(model_, filter_, task.coll, collBytes(task, nranks), &decision));
+    if (!registered.direct) {
+      NCCLCHECK(plan::decide(modelFor(task), filter_, task.coll, collBytes(task, nranks), &decision));
+    }
     DevKernelArgs args{};
     args.comm = device_.devComm();
     args.work = workOf(task, nranks);

@@ -56,6 +56,14 @@ class CommDataPath final : public DataPathBase {
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
+  // The model an operation is planned on: without Direct for a PreMulSum op, whose every rank has
+  // its own scalar (Direct premultiplies the peers' inputs on the receiving rank, with its own).
+  plan::CommModel modelFor(const CollTask& task) const {
+    plan::CommModel model = model_;
+    if (hasUserOp(task)) model.maxDirectChannels = 0;
+    return model;
+  }
+
   bool needsConnect(ConnectScope scope) const override;
   [[nodiscard]] ncclResult_t connect(ConnectScope scope) override;
   [[nodiscard]] ncclResult_t launchPending() override;

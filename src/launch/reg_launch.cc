@@ -117,6 +117,12 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
     const bool graph = graphRegisters(task);
     if (r.recv == nullptr && r.send == nullptr && !graph) continue;
     const bool peersRead = readsPeerSendBuffers(task.coll);
+    // A rank that reads a peer's input premultiplies it with its own scalar: wrong for a PreMulSum
+    // op, whose ranks each have their own. Those take the copy path.
+    if (peersRead && hasUserOp(task)) {
+      r.recv = r.send = nullptr;
+      continue;
+    }
     NCCLCHECK(plan::decide(peersRead ? model_ : halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
     reg::Registration*& shared = peersRead ? r.send : r.recv;

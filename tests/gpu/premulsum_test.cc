@@ -1,9 +1,10 @@
 // ncclRedOpCreatePreMulSum on real GPUs: every rank multiplies its input by its own scalar, then the
 // ranks sum. Host-immediate and device-resident scalars, floating and integer types (integers
-// wrap), AllReduce / Reduce / ReduceScatter, in and out of place; a device scalar changed between
-// CUDA graph replays is read again by each replay; one rank still multiplies; an op used with
-// another datatype, on another communicator or after ncclRedOpDestroy is refused.
-// Inputs are small integers and scalars multiples of 0.5, so every float result is exact.
+// wrap), AllReduce / Reduce / ReduceScatter, in and out of place, small (where Direct would run:
+// it must not, since it premultiplies peers' inputs with the receiver's scalar) and large; a device scalar changed
+// between CUDA graph replays is read again by each replay; one rank still multiplies; an op used with another datatype,
+// on another communicator or after ncclRedOpDestroy is refused. Inputs are small integers and scalars multiples of 0.5,
+// so every float result is exact.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -18,7 +19,8 @@
 
 namespace {
 
-constexpr size_t kCount = 100003;  // elements per rank block: odd, several channels' worth
+constexpr size_t kCount = 100003;    // elements per rank block: odd, several channels' worth
+constexpr size_t kSmallCount = 999;  // small enough for the one-hop Direct algorithm's sizes
 
 int smallValue(int rank, size_t i) { return static_cast<int>((i * 7 + static_cast<size_t>(rank) * 3) % 17) - 8; }
 
@@ -88,12 +90,12 @@ struct Comm {
 
 // One PreMulSum collective of type T with this rank's scalar (host or device), checked.
 template <typename T>
-int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace) {
+int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace, size_t count) {
   const int n = c.nranks;
   std::vector<double> scalars(n);
   for (int r = 0; r < n; r++) scalars[r] = Elem<T>::scalar(r);
   const bool scatter = std::strcmp(coll, "reducescatter") == 0;
-  const size_t total = scatter ? kCount * n : kCount;  // elements of the input
+  const size_t total = scatter ? count * n : count;  // elements of the input
   std::vector<T> input(total);
   for (size_t i = 0; i < total; i++) input[i] = Elem<T>::make(smallValue(c.rank, i));
   T* send = nullptr;
@@ -103,7 +105,7 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace) {
   CHILD_CUDA(cudaMemcpy(send, input.data(), total * sizeof(T), cudaMemcpyHostToDevice));
   CHILD_CUDA(cudaMemset(recv, 0x5a, total * sizeof(T)));
   T* out = inPlace ? send : recv;
-  if (inPlace && scatter) out = send + static_cast<size_t>(c.rank) * kCount;
+  if (inPlace && scatter) out = send + static_cast<size_t>(c.rank) * count;
 
   T mine = Elem<T>::make(scalars[c.rank]);
   T* devScalar = nullptr;
@@ -118,20 +120,20 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace) {
   }
   const int root = 1 % n;
   if (std::strcmp(coll, "allreduce") == 0) {
-    CHILD_NCCL(ncclAllReduce(send, out, kCount, Elem<T>::kType, op, c.comm, c.stream));
+    CHILD_NCCL(ncclAllReduce(send, out, count, Elem<T>::kType, op, c.comm, c.stream));
   } else if (std::strcmp(coll, "reduce") == 0) {
-    CHILD_NCCL(ncclReduce(send, out, kCount, Elem<T>::kType, op, root, c.comm, c.stream));
+    CHILD_NCCL(ncclReduce(send, out, count, Elem<T>::kType, op, root, c.comm, c.stream));
   } else {
-    CHILD_NCCL(ncclReduceScatter(send, out, kCount, Elem<T>::kType, op, c.comm, c.stream));
+    CHILD_NCCL(ncclReduceScatter(send, out, count, Elem<T>::kType, op, c.comm, c.stream));
   }
   CHILD_NCCL(ncclRedOpDestroy(op, c.comm));  // allowed as soon as the last call naming it returned
   CHILD_CUDA(cudaStreamSynchronize(c.stream));
 
   if (std::strcmp(coll, "reduce") != 0 || c.rank == root) {
-    std::vector<T> got(kCount);
-    CHILD_CUDA(cudaMemcpy(got.data(), out, kCount * sizeof(T), cudaMemcpyDeviceToHost));
-    const size_t base = scatter ? static_cast<size_t>(c.rank) * kCount : 0;
-    for (size_t i = 0; i < kCount; i++) {
+    std::vector<T> got(count);
+    CHILD_CUDA(cudaMemcpy(got.data(), out, count * sizeof(T), cudaMemcpyDeviceToHost));
+    const size_t base = scatter ? static_cast<size_t>(c.rank) * count : 0;
+    for (size_t i = 0; i < count; i++) {
       const T want = expected<T>(n, base + i, scalars);
       if (!sameBits(got[i], want)) {
         std::fprintf(stderr, "%s type %d %s %s: rank %d element %zu differs\n", coll, static_cast<int>(Elem<T>::kType),
@@ -150,7 +152,9 @@ template <typename T>
 int runType(const Comm& c, bool onDevice) {
   for (const char* coll : {"allreduce", "reduce", "reducescatter"}) {
     for (bool inPlace : {false, true}) {
-      if (runOne<T>(c, coll, onDevice, inPlace) != 0) return 1;
+      for (size_t count : {kSmallCount, kCount}) {
+        if (runOne<T>(c, coll, onDevice, inPlace, count) != 0) return 1;
+      }
     }
   }
   return 0;
