@@ -47,6 +47,10 @@ struct ncclComm {
   std::atomic<braid::CommState> state_{braid::CommState::kInitializing};
   // What ncclCommGetAsyncError reports.
   std::atomic<ncclResult_t> asyncError_{ncclInProgress};
+  // The data path's event of its latest launch, once it exists: the peer watch asks it (under the
+  // registry's lock, which release() leaves before tearing the data path down) whether work is in
+  // flight.
+  std::atomic<cudaEvent_t> lastLaunch_{nullptr};
 };
 
 namespace braid {

@@ -34,4 +34,10 @@ bool commRegistryContains(const ncclComm* comm) {
   return registry().comms.count(comm) != 0;
 }
 
+void commRegistryForEach(const std::function<void(ncclComm*)>& fn) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  // The registry keeps const pointers to say it never changes a communicator; its owners may.
+  for (const ncclComm* comm : registry().comms) fn(const_cast<ncclComm*>(comm));
+}
+
 }  // namespace braid

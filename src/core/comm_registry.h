@@ -2,6 +2,8 @@
 // recognized without dereferencing it.
 #pragma once
 
+#include <functional>
+
 struct ncclComm;
 
 namespace braid {
@@ -9,5 +11,8 @@ namespace braid {
 void commRegistryAdd(const ncclComm* comm);
 void commRegistryRemove(const ncclComm* comm);
 bool commRegistryContains(const ncclComm* comm);
+// Calls fn on every live communicator with the registry locked, so that none is freed meanwhile
+// (freeComm removes it first). fn must be quick and must not call the registry.
+void commRegistryForEach(const std::function<void(ncclComm*)>& fn);
 
 }  // namespace braid

@@ -1,6 +1,7 @@
 // Communicator creation: argument checks, the rendezvous through the bootstrap, and the exchange
 // of per-rank peer information.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cinttypes>
@@ -13,6 +14,7 @@
 #include "core/comm_registry.h"
 #include "core/group.h"
 #include "core/init_internal.h"
+#include "core/peer_watch.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_driver.h"
 #include "util/check.h"
@@ -95,6 +97,8 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.busId = comm->busId_;
   self.hostHash = localHostHash();
   self.pidHash = localPidHash();
+  self.pidSpace = localPidSpace();
+  self.pid = static_cast<int32_t>(::getpid());
   comm->peers_.assign(comm->nranks_, PeerInfo{});
   comm->peers_[comm->rank_] = self;
   NCCLCHECK(comm->bootstrap_->allGather(comm->peers_.data(), sizeof(PeerInfo)));
@@ -131,6 +135,7 @@ ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   ncclResult_t result = rendezvous(comm, ids, computeCap);
   if (result == ncclSuccess) {
     comm->state_ = CommState::kReady;
+    startPeerWatch();
   } else {
     comm->bootstrap_.reset();
     comm->state_ = CommState::kFailed;

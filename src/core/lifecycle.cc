@@ -32,8 +32,16 @@ ncclResult_t commCheckHandle(const ncclComm* comm, const char* caller) {
 ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
   switch (comm->state_.load()) {
-    case CommState::kReady:
-      return ncclSuccess;
+    case CommState::kReady: {
+      const ncclResult_t async = comm->asyncError_.load();
+      if (async == ncclSuccess) return ncclSuccess;
+      // A peer died (peer_watch.h): new work would wait for it forever.
+      WARN(
+          "%s: comm %p (rank %d) has an asynchronous error (%s); abort or destroy it, or shrink it with "
+          "NCCL_SHRINK_ABORT",
+          caller, static_cast<const void*>(comm), comm->rank_, ncclGetErrorString(async));
+      return async;
+    }
     case CommState::kInitializing:
       WARN(
           "%s: comm %p (rank %d) has not finished initializing; call ncclGroupEnd first, or wait until "
@@ -60,7 +68,8 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
 
 ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
-  if (comm->state_.load() == CommState::kRevoked) return ncclSuccess;
+  const CommState state = comm->state_.load();
+  if (state == CommState::kRevoked || state == CommState::kReady) return ncclSuccess;  // even with a dead peer
   return commCheckUsable(comm, caller);
 }
 
@@ -104,9 +113,13 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   auto start = std::chrono::steady_clock::now();
   int rank = comm->rank_;
   ncclResult_t result = ncclSuccess;
+  commRegistryRemove(comm);  // first: the peer watch must not look at what is torn down below
   if (comm->dataPath_) {
-    // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did.
-    if (!abort && comm->state_.load() == CommState::kReady) result = comm->dataPath_->waitIdle();
+    // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
+    // peer died (the work may wait for it: destroy then aborts it, as it never waits for a peer).
+    const bool peerDied = comm->asyncError_.load() == ncclRemoteError;
+    if (!abort && !peerDied && comm->state_.load() == CommState::kReady) result = comm->dataPath_->waitIdle();
+    if (peerDied) abort = true;
     if (abort || result != ncclSuccess) comm->dataPath_->signalAbort();
   }
   comm->abortFlag_ = 1;

@@ -23,6 +23,13 @@ std::string firstLineOf(const char* path) {
   return line;
 }
 
+std::string pidNamespace() {
+  char ns[256] = {};
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  if (n < 0) ns[0] = '\0';
+  return ns;
+}
+
 }  // namespace
 
 uint64_t hashBytes(const void* data, size_t size) {
@@ -44,11 +51,13 @@ uint64_t localHostHash() {
   return hashString(std::string(host) + firstLineOf("/proc/sys/kernel/random/boot_id"));
 }
 
-uint64_t localPidHash() {
-  char ns[256] = {};
-  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-  if (n < 0) ns[0] = '\0';
-  return hashString(std::to_string(getpid()) + ns);
+uint64_t localPidHash() { return hashString(std::to_string(getpid()) + pidNamespace()); }
+
+uint64_t localPidSpace() {
+  const std::string ns = pidNamespace();
+  const std::string boot = firstLineOf("/proc/sys/kernel/random/boot_id");
+  if (ns.empty() || boot.empty()) return 0;  // unknown: no peer is ever taken for dead
+  return hashString(boot + ns);
 }
 
 int64_t busIdToInt(const char* busId) {

@@ -17,8 +17,11 @@ struct PeerInfo {
   int64_t busId;      // PCI domain:bus:device.function packed as an integer
   uint64_t hostHash;  // same value on ranks of one host (NCCL_HOSTID overrides)
   uint64_t pidHash;   // same value on ranks of one process
+  uint64_t pidSpace;  // same value where pids mean the same process: one kernel boot, one pid namespace
+  int32_t pid;        // the process, in pidSpace (dead-peer detection, peer_watch.h)
+  int32_t reserved;
 };
-static_assert(sizeof(PeerInfo) == 40, "PeerInfo crosses process boundaries: keep it packed and fixed");
+static_assert(sizeof(PeerInfo) == 56, "PeerInfo crosses process boundaries: keep it packed and fixed");
 
 // FNV-1a: stable across processes and builds, which std::hash does not promise.
 uint64_t hashBytes(const void* data, size_t size);
@@ -27,6 +30,8 @@ uint64_t hashBytes(const void* data, size_t size);
 uint64_t localHostHash();
 // Identity of this process: pid and pid namespace.
 uint64_t localPidHash();
+// Where this process's pids are meaningful: the boot id (never NCCL_HOSTID) and the pid namespace.
+uint64_t localPidSpace();
 
 // Converts "0000:1b:00.0" to an integer (and back, for messages).
 int64_t busIdToInt(const char* busId);

@@ -69,6 +69,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
   NCCLCHECK(path->order_.init(paramInt(ParamId::kGraphMixingSupport) != 0));
+  comm->lastLaunch_.store(path->order_.latestEvent());  // for the peer watch (core/peer_watch.h)
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));

@@ -49,6 +49,9 @@ class LaunchOrder {
   [[nodiscard]] ncclResult_t join(cudaStream_t other);
   // Blocks the host until every eager launch, and every replay enqueued so far, has finished.
   [[nodiscard]] ncclResult_t waitIdle();
+  // The event recorded after every launch (eager, or replay of a captured one): complete when the
+  // communicator has nothing in flight. Valid from init() to destruction.
+  cudaEvent_t latestEvent() const { return last_; }
 
  private:
   [[nodiscard]] ncclResult_t linkToRecordNode(cudaStream_t stream, unsigned long long id);

@@ -1,7 +1,8 @@
-// ncclCommShrink and ncclCommRevoke on real GPUs, one process per GPU: a healthy shrink of 4 ranks
-// to 3 (the excluded rank does not call it); a shrink with NCCL_SHRINK_ABORT after a rank was
-// killed while the others were inside an AllReduce that waited for it (the parent's kernels are
-// stopped, the child works, nothing waits for the dead rank); ncclCommRevoke closing a
+// ncclCommShrink, ncclCommRevoke and dead peers on real GPUs, one process per GPU: a healthy shrink
+// of 4 ranks to 3 (the excluded rank does not call it); a shrink with NCCL_SHRINK_ABORT after a
+// rank was killed while the others were inside an AllReduce that waited for it (the parent's
+// kernels are stopped, the child works, nothing waits for the dead rank); a killed rank reported
+// by ncclCommGetAsyncError within 10 s, and a prompt abort after it; ncclCommRevoke closing a
 // communicator to new work but not to shrink; bad arguments refused. Every child is checked by an
 // exact integer AllReduce over its members.
 #include <cuda_runtime.h>
@@ -122,6 +123,37 @@ TEST_F(Shrink, AbortAfterARankDiedInsideACollective) {
                  CHILD_NCCL(ncclCommDestroy(child));
                  return 0;
                }) == 1);  // rank 2 was killed: the only failure
+}
+
+// Rank 1 dies while the others wait for it inside an AllReduce: within 10 s their
+// ncclCommGetAsyncError says ncclRemoteError, new work is refused with it, and abort is prompt.
+TEST_F(Shrink, ADeadPeerIsReportedAndAbortIsPrompt) {
+  EXPECT_EQ(
+      1, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+        Parent p;
+        if (openParent(rank, 4, id, &p) != 0) return 1;
+        if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+        if (rank == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          ::kill(::getpid(), SIGKILL);
+        }
+        CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+        const auto start = std::chrono::steady_clock::now();
+        ncclResult_t async = ncclSuccess;
+        while (async == ncclSuccess && secondsSince(start) < 10) {
+          CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        std::fprintf(stderr, "rank %d: async error %d after %.2f s\n", rank, static_cast<int>(async),
+                     secondsSince(start));
+        CHILD_EXPECT(async == ncclRemoteError);
+        CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) == ncclRemoteError);
+        const auto abortStart = std::chrono::steady_clock::now();
+        CHILD_NCCL(ncclCommAbort(p.comm));
+        std::fprintf(stderr, "rank %d: abort took %.3f s\n", rank, secondsSince(abortStart));
+        CHILD_EXPECT(secondsSince(abortStart) < 2);
+        return 0;
+      }));
 }
 
 TEST_F(Shrink, RevokeClosesToWorkButNotToShrink) {

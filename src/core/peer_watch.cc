@@ -1,0 +1,92 @@
+#include "core/peer_watch.h"
+
+#include <cuda_runtime.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/comm.h"
+#include "core/comm_registry.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// Only work in flight can be waiting for a dead peer. A peer that exited after everything it took
+// part in had completed (the end of a job) harms nothing until the next operation, which then waits
+// for it and gets the communicator marked.
+bool workInFlight(const ncclComm* comm) {
+  cudaEvent_t latest = comm->lastLaunch_.load();
+  if (latest == nullptr) return false;
+  const cudaError_t status = cudaEventQuery(latest);
+  if (status == cudaErrorNotReady) return true;
+  if (status != cudaSuccess) (void)cudaGetLastError();  // not this thread's error to keep
+  return false;
+}
+
+// Marks `comm` if one of its peers died; the comm registry is locked by the caller.
+void checkComm(ncclComm* comm) {
+  if (comm->state_.load() != CommState::kReady && comm->state_.load() != CommState::kRevoked) return;
+  if (comm->asyncError_.load() != ncclSuccess) return;  // marked before, or failed otherwise
+  if (!workInFlight(comm)) return;
+  const int dead = firstDeadPeer(comm->peers_, comm->rank_);
+  if (dead < 0) return;
+  ncclResult_t expected = ncclSuccess;
+  if (!comm->asyncError_.compare_exchange_strong(expected, ncclRemoteError)) return;
+  const PeerInfo& peer = comm->peers_[dead];
+  WARN(
+      "comm %p rank %d of %d: the process of peer rank %d (pid %d, GPU %d) is gone; operations that need it "
+      "cannot complete. ncclCommGetAsyncError reports ncclRemoteError; call ncclCommAbort, or ncclCommShrink "
+      "with NCCL_SHRINK_ABORT excluding rank %d",
+      static_cast<void*>(comm), comm->rank_, comm->nranks_, dead, peer.pid, peer.cudaDev, dead);
+}
+
+void watchLoop(int64_t intervalMs) {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
+    commRegistryForEach(checkComm);
+  }
+}
+
+}  // namespace
+
+bool processGone(int pid) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  // Exited but not reaped: /proc/<pid>/stat's state (after the parenthesized name) is Z or X.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  const char state = text[close + 2];
+  return state == 'Z' || state == 'X';
+}
+
+int firstDeadPeer(const std::vector<PeerInfo>& peers, int self) {
+  if (self < 0 || self >= static_cast<int>(peers.size()) || peers[self].pidSpace == 0) return -1;
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    const PeerInfo& p = peers[r];
+    if (r == self || p.pidSpace != peers[self].pidSpace || p.pid == peers[self].pid) continue;
+    if (processGone(p.pid)) return r;
+  }
+  return -1;
+}
+
+void startPeerWatch() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const int64_t intervalMs = paramInt(ParamId::kPeerWatchMs);
+    if (intervalMs <= 0) return;
+    // Detached: it holds nothing but the registry lock for a moment, and the registry outlives it.
+    std::thread(watchLoop, intervalMs).detach();
+  });
+}
+
+}  // namespace braid
