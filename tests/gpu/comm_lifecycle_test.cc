@@ -1,11 +1,13 @@
 // Communicator lifecycle on real GPUs: InitAll, InitRank per process, init inside a group, the
-// scalable (several roots) init, two ranks on one GPU rejected, handle checks, and memory that
-// stays flat over many init/destroy cycles.
+// scalable (several roots) init, two ranks on one GPU rejected, handle checks, memory that stays
+// flat over many init/destroy cycles, and an abort from another thread while a kernel spins.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "gpu_test_util.h"
 
@@ -234,6 +236,54 @@ TEST(CommLifecycle, RepeatedJobsOneProcessPerGpu) {
                                      }))
         << "cycle " << cycle;
   }
+}
+
+// Rank 1 never joins the AllReduce, so rank 0's kernel spins; another thread of rank 0 aborts the
+// communicator. The abort returns promptly (issue target: 100 ms; NVIDIA's NCCL takes 0.5-0.8 s on
+// 4 H200), the kernel leaves, and the process makes and uses a new communicator afterwards.
+TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
+  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              CHILD_CUDA(cudaSetDevice(rank));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+              if (rank == 1) {
+                std::this_thread::sleep_for(std::chrono::seconds(3));  // alive, but never joins
+                CHILD_NCCL(ncclCommDestroy(comm));
+                return 0;
+              }
+              constexpr size_t kCount = 1 << 22;
+              float* buf = nullptr;
+              cudaStream_t stream = nullptr;
+              CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(float)));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comm, stream));
+              std::this_thread::sleep_for(std::chrono::milliseconds(500));
+              CHILD_EXPECT(cudaStreamQuery(stream) == cudaErrorNotReady);  // spinning for rank 1
+              double abortMs = -1;
+              ncclResult_t abortResult = ncclInternalError;
+              std::thread aborter([&] {
+                const auto start = std::chrono::steady_clock::now();
+                abortResult = ncclCommAbort(comm);
+                abortMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+              });
+              aborter.join();
+              std::fprintf(stderr, "ncclCommAbort while a kernel spins: %.2f ms\n", abortMs);
+              CHILD_EXPECT(abortResult == ncclSuccess);
+              CHILD_EXPECT(abortMs < 1000);
+              CHILD_CUDA(cudaStreamSynchronize(stream));  // the kernel has left
+              // A fresh one-rank communicator works.
+              ncclUniqueId fresh;
+              CHILD_NCCL(ncclGetUniqueId(&fresh));
+              ncclComm_t alone = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&alone, 1, fresh, 0));
+              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, alone, stream));
+              CHILD_CUDA(cudaStreamSynchronize(stream));
+              CHILD_NCCL(ncclCommDestroy(alone));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(buf));
+              return 0;
+            }));
 }
 
 }  // namespace
