@@ -1,10 +1,10 @@
 #include "core/peer_watch.h"
 
 #include <cuda_runtime.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
