@@ -16,49 +16,15 @@
 #include <thread>
 #include <vector>
 
+#include "child_comm_test_util.h"
 #include "gpu_test_util.h"
 
 namespace {
 
-constexpr size_t kCount = 1 << 20;  // large enough that a rank cannot finish without its peers
-
-int32_t contribution(int parentRank, size_t i) { return (parentRank + 1) * 100 + static_cast<int32_t>(i % 100); }
-
-struct Parent {
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  int32_t* buf = nullptr;
-};
-
-int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p) {
-  CHILD_CUDA(cudaSetDevice(rank));
-  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
-  CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
-  CHILD_NCCL(ncclCommInitRank(&p->comm, nranks, id, rank));
-  return 0;
-}
-
-// An AllReduce on `comm` (members: parent ranks in rank order), checked exactly.
-int checkComm(ncclComm_t comm, const std::vector<int>& members, int parentRank, Parent& p) {
-  int count = 0;
-  CHILD_NCCL(ncclCommCount(comm, &count));
-  CHILD_EXPECT(count == static_cast<int>(members.size()));
-  std::vector<int32_t> host(kCount);
-  for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
-  CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-  CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream));
-  CHILD_CUDA(cudaStreamSynchronize(p.stream));
-  CHILD_CUDA(cudaMemcpy(host.data(), p.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < kCount; i++) {
-    int32_t want = 0;
-    for (int m : members) want += contribution(m, i);
-    if (host[i] != want) {
-      std::fprintf(stderr, "parent rank %d: element %zu is %d, expected %d\n", parentRank, i, host[i], want);
-      return 1;
-    }
-  }
-  return 0;
-}
+using childtest::checkMembers;
+using childtest::kCount;
+using childtest::openParent;
+using childtest::Parent;
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -75,7 +41,7 @@ TEST_F(Shrink, HealthyFourToThree) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
               Parent p;
               if (openParent(rank, 4, id, &p) != 0) return 1;
-              if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
               if (rank != 3) {
                 const int excluded[] = {3};
                 ncclComm_t child = nullptr;
@@ -83,7 +49,7 @@ TEST_F(Shrink, HealthyFourToThree) {
                 int childRank = -1;
                 CHILD_NCCL(ncclCommUserRank(child, &childRank));
                 CHILD_EXPECT(childRank == rank);
-                if (checkComm(child, {0, 1, 2}, rank, p) != 0) return 1;
+                if (checkMembers(child, {0, 1, 2}, rank, p) != 0) return 1;
                 CHILD_NCCL(ncclCommDestroy(child));
               }
               CHILD_NCCL(ncclCommDestroy(p.comm));
@@ -97,7 +63,7 @@ TEST_F(Shrink, AbortAfterARankDiedInsideACollective) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
                  Parent p;
                  if (openParent(rank, 4, id, &p) != 0) return 1;
-                 if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+                 if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
                  if (rank == 2) {
                    std::this_thread::sleep_for(std::chrono::milliseconds(300));
                    ::kill(::getpid(), SIGKILL);  // no cleanup: a crashed process
@@ -116,7 +82,7 @@ TEST_F(Shrink, AbortAfterARankDiedInsideACollective) {
                  CHILD_CUDA(cudaStreamSynchronize(p.stream));  // the stuck kernel has exited
                  CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) ==
                               ncclInvalidUsage);  // the parent is revoked
-                 if (checkComm(child, {0, 1, 3}, rank, p) != 0) return 1;
+                 if (checkMembers(child, {0, 1, 3}, rank, p) != 0) return 1;
                  const auto destroyStart = std::chrono::steady_clock::now();
                  CHILD_NCCL(ncclCommDestroy(p.comm));  // never waits for the dead rank
                  CHILD_EXPECT(secondsSince(destroyStart) < 5);
@@ -132,7 +98,7 @@ TEST_F(Shrink, ADeadPeerIsReportedAndAbortIsPrompt) {
       1, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
         Parent p;
         if (openParent(rank, 4, id, &p) != 0) return 1;
-        if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+        if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
         if (rank == 1) {
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
           ::kill(::getpid(), SIGKILL);
@@ -167,7 +133,7 @@ TEST_F(Shrink, RevokeClosesToWorkButNotToShrink) {
         CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) == ncclInvalidUsage);
         ncclComm_t child = nullptr;
         CHILD_NCCL(ncclCommShrink(p.comm, nullptr, 0, &child, nullptr, NCCL_SHRINK_DEFAULT));
-        if (checkComm(child, {0, 1, 2, 3}, rank, p) != 0) return 1;
+        if (checkMembers(child, {0, 1, 2, 3}, rank, p) != 0) return 1;
         CHILD_NCCL(ncclCommDestroy(child));
         CHILD_NCCL(ncclCommDestroy(p.comm));
         return 0;
@@ -188,7 +154,7 @@ TEST_F(Shrink, BadArgumentsAreRefused) {
         CHILD_EXPECT(ncclCommShrink(p.comm, nullptr, 0, &child, nullptr, 7) == ncclInvalidArgument);
         CHILD_EXPECT(ncclCommShrink(p.comm, nullptr, 0, nullptr, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument);
         CHILD_EXPECT(child == nullptr);
-        if (checkComm(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;  // nothing was broken
+        if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;  // nothing was broken
         CHILD_NCCL(ncclCommDestroy(p.comm));
         return 0;
       }));

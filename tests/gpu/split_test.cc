@@ -10,56 +10,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "child_comm_test_util.h"
 #include "gpu_test_util.h"
 
 namespace {
 
-constexpr size_t kCount = 4099;
+using childtest::checkMembers;
+using childtest::contribution;
+using childtest::kCount;
+using childtest::Parent;
 
-// Rank r of the parent contributes (r + 1) * 1000 + i; a child's sum says who its members are.
-int32_t contribution(int parentRank, size_t i) { return (parentRank + 1) * 1000 + static_cast<int32_t>(i % 1000); }
-
-// An AllReduce on `child` whose members are `members` (parent ranks), checked exactly.
-int checkChild(ncclComm_t child, const std::vector<int>& members, int parentRank, cudaStream_t stream) {
-  int count = 0;
-  int rank = -1;
-  CHILD_NCCL(ncclCommCount(child, &count));
-  CHILD_NCCL(ncclCommUserRank(child, &rank));
-  CHILD_EXPECT(count == static_cast<int>(members.size()));
-  CHILD_EXPECT(rank >= 0 && rank < count && members[rank] == parentRank);
-  std::vector<int32_t> host(kCount);
-  for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
-  int32_t* buf = nullptr;
-  CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(int32_t)));
-  CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-  CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, child, stream));
-  CHILD_CUDA(cudaStreamSynchronize(stream));
-  CHILD_CUDA(cudaMemcpy(host.data(), buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  CHILD_CUDA(cudaFree(buf));
-  for (size_t i = 0; i < kCount; i++) {
-    int32_t want = 0;
-    for (int m : members) want += contribution(m, i);
-    if (host[i] != want) {
-      std::fprintf(stderr, "parent rank %d: element %zu is %d, expected %d\n", parentRank, i, host[i], want);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-struct Parent {
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-};
-
-int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p) {
-  CHILD_CUDA(cudaSetDevice(rank));
-  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+// A parent with a config of its own, which its children inherit.
+int openConfiguredParent(int rank, int nranks, const ncclUniqueId& id, Parent* p) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.commName = "parent";
   config.maxCTAs = 8;
-  CHILD_NCCL(ncclCommInitRankConfig(&p->comm, nranks, id, rank, &config));
-  return 0;
+  return childtest::openParent(rank, nranks, id, p, &config);
 }
 
 class Split : public ::testing::Test {
@@ -72,26 +38,26 @@ class Split : public ::testing::Test {
 TEST_F(Split, TwoByTwoFourByOneAndNoColor) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
               Parent p;
-              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (openConfiguredParent(rank, 4, id, &p) != 0) return 1;
               // 2x2: colors 0 (ranks 0, 2) and 1 (ranks 1, 3); key -rank puts the higher rank first.
               ncclComm_t half = nullptr;
               CHILD_NCCL(ncclCommSplit(p.comm, rank % 2, -rank, &half, nullptr));
               const std::vector<int> halfMembers = rank % 2 == 0 ? std::vector<int>{2, 0} : std::vector<int>{3, 1};
-              if (checkChild(half, halfMembers, rank, p.stream) != 0) return 1;
+              if (checkMembers(half, halfMembers, rank, p) != 0) return 1;
               // 4x1: every rank alone.
               ncclComm_t alone = nullptr;
               CHILD_NCCL(ncclCommSplit(p.comm, rank, 0, &alone, nullptr));
-              if (checkChild(alone, {rank}, rank, p.stream) != 0) return 1;
+              if (checkMembers(alone, {rank}, rank, p) != 0) return 1;
               // Rank 3 stays out; the others form one communicator in parent order.
               ncclComm_t three = nullptr;
               CHILD_NCCL(ncclCommSplit(p.comm, rank == 3 ? NCCL_SPLIT_NOCOLOR : 7, 0, &three, nullptr));
               if (rank == 3) {
                 CHILD_EXPECT(three == nullptr);
-              } else if (checkChild(three, {0, 1, 2}, rank, p.stream) != 0) {
+              } else if (checkMembers(three, {0, 1, 2}, rank, p) != 0) {
                 return 1;
               }
               // The parent still works after its children were made.
-              if (checkChild(p.comm, {0, 1, 2, 3}, rank, p.stream) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
               for (ncclComm_t c : {half, alone, three}) {
                 if (c != nullptr) CHILD_NCCL(ncclCommDestroy(c));
               }
@@ -103,7 +69,7 @@ TEST_F(Split, TwoByTwoFourByOneAndNoColor) {
 TEST_F(Split, BadArgumentsAreRefusedAndTheParentKeepsWorking) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
               Parent p;
-              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (openConfiguredParent(rank, 4, id, &p) != 0) return 1;
               ncclComm_t child = nullptr;
               CHILD_EXPECT(ncclCommSplit(p.comm, -5, 0, &child, nullptr) == ncclInvalidArgument);
               CHILD_EXPECT(ncclCommSplit(p.comm, 0, 0, nullptr, nullptr) == ncclInvalidArgument);
@@ -112,7 +78,7 @@ TEST_F(Split, BadArgumentsAreRefusedAndTheParentKeepsWorking) {
               bad.minCTAs = -3;
               CHILD_EXPECT(ncclCommSplit(p.comm, 0, 0, &child, &bad) == ncclInvalidArgument);
               CHILD_EXPECT(child == nullptr);
-              if (checkChild(p.comm, {0, 1, 2, 3}, rank, p.stream) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
               CHILD_NCCL(ncclCommDestroy(p.comm));
               return 0;
             }));
@@ -167,7 +133,7 @@ TEST_F(Split, GroupedSplitsFromOneThread) {
 TEST_F(Split, SplitDestroyCyclesLeaveNoMemoryBehind) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
               Parent p;
-              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (openConfiguredParent(rank, 4, id, &p) != 0) return 1;
               size_t freeAfterWarmup = 0;
               size_t total = 0;
               constexpr int kCycles = 50;
@@ -175,7 +141,7 @@ TEST_F(Split, SplitDestroyCyclesLeaveNoMemoryBehind) {
                 ncclComm_t child = nullptr;
                 CHILD_NCCL(ncclCommSplit(p.comm, rank % 2, 0, &child, nullptr));
                 const std::vector<int> members = rank % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
-                if (checkChild(child, members, rank, p.stream) != 0) return 1;
+                if (checkMembers(child, members, rank, p) != 0) return 1;
                 CHILD_NCCL(ncclCommDestroy(child));
                 if (cycle == 4) CHILD_CUDA(cudaMemGetInfo(&freeAfterWarmup, &total));
               }

@@ -1,0 +1,63 @@
+// Shared by the split and shrink GPU tests: a parent communicator per process (one GPU per rank)
+// with a stream and a buffer, and an exact check of a communicator's members: an integer AllReduce
+// whose sum says which parent ranks took part, and in which child rank order.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace childtest {
+
+constexpr size_t kCount = 1 << 20;  // large enough that no rank finishes without its peers
+
+// Parent rank r contributes (r + 1) * 100 + i % 100 at element i.
+inline int32_t contribution(int parentRank, size_t i) { return (parentRank + 1) * 100 + static_cast<int32_t>(i % 100); }
+
+struct Parent {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int32_t* buf = nullptr;  // kCount elements
+};
+
+// config may be null.
+inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+  CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
+  CHILD_NCCL(ncclCommInitRankConfig(&p->comm, nranks, id, rank, config));
+  return 0;
+}
+
+// An AllReduce on `comm`, whose ranks are the parent ranks `members` in this order, checked exactly;
+// this process is parent rank `parentRank`.
+inline int checkMembers(ncclComm_t comm, const std::vector<int>& members, int parentRank, const Parent& p) {
+  int count = 0;
+  int rank = -1;
+  CHILD_NCCL(ncclCommCount(comm, &count));
+  CHILD_NCCL(ncclCommUserRank(comm, &rank));
+  CHILD_EXPECT(count == static_cast<int>(members.size()));
+  CHILD_EXPECT(rank >= 0 && rank < count && members[rank] == parentRank);
+  std::vector<int32_t> host(kCount);
+  for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
+  CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream));
+  CHILD_CUDA(cudaStreamSynchronize(p.stream));
+  CHILD_CUDA(cudaMemcpy(host.data(), p.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kCount; i++) {
+    int32_t want = 0;
+    for (int m : members) want += contribution(m, i);
+    if (host[i] != want) {
+      std::fprintf(stderr, "parent rank %d: element %zu is %d, expected %d\n", parentRank, i, host[i], want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace childtest
