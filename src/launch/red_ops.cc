@@ -12,6 +12,10 @@ namespace {
 // Tags 1..kMaxTag: the largest handle, ncclNumOps + kMaxTag * kSlotsPerTable + kSlotsPerTable - 1,
 // stays below ncclMaxRedOp.
 constexpr uint32_t kMaxTag = 0x7ffe;
+static_assert(static_cast<int64_t>(ncclNumOps) + int64_t{kMaxTag} * UserRedOps::kSlotsPerTable +
+                      UserRedOps::kSlotsPerTable - 1 <=
+                  static_cast<int64_t>(ncclMaxRedOp),
+              "every handle must be a valid ncclRedOp_t");
 std::atomic<uint32_t> gNextTag{0};
 
 uint32_t nextTag() { return gNextTag.fetch_add(1, std::memory_order_relaxed) % kMaxTag + 1; }
