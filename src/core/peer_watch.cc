@@ -25,6 +25,13 @@ namespace {
 bool workInFlight(const ncclComm* comm) {
   cudaEvent_t latest = comm->lastLaunch_.load();
   if (latest == nullptr) return false;
+  // The communicator's own GPU, whose context exists already: a runtime call on this thread's
+  // default device 0 could create a context there, in a process that never uses GPU 0. The
+  // device is not restored, for the same reason.
+  if (cudaSetDevice(comm->cudaDev_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
   const cudaError_t status = cudaEventQuery(latest);
   if (status == cudaErrorNotReady) return true;
   if (status != cudaSuccess) (void)cudaGetLastError();  // not this thread's error to keep
