@@ -34,6 +34,7 @@ bool resolve(const char* name, Fn* slot) {
 void load() {
   bool ok = resolve("cuGetErrorString", &gDriver.cuGetErrorString) && resolve("cuDeviceGet", &gDriver.cuDeviceGet) &&
             resolve("cuDeviceGetAttribute", &gDriver.cuDeviceGetAttribute) &&
+            resolve("cuCtxGetCurrent", &gDriver.cuCtxGetCurrent) &&
             resolve("cuMemGetAllocationGranularity", &gDriver.cuMemGetAllocationGranularity) &&
             resolve("cuMemCreate", &gDriver.cuMemCreate) && resolve("cuMemRelease", &gDriver.cuMemRelease) &&
             resolve("cuMemAddressReserve", &gDriver.cuMemAddressReserve) &&

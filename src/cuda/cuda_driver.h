@@ -12,6 +12,7 @@ struct CudaDriver {
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuDeviceGet)(CUdevice*, int);
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);  // scoped_device.h: whether a thread has a context yet
   // Virtual memory management (transport/: P2P buffers shared across processes by POSIX fds).
   CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags);
   CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
