@@ -29,30 +29,35 @@ ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, co
   return ncclSuccess;
 }
 
-ncclResult_t joinChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members, const char* caller) {
+ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members, const char* caller,
+                         ncclUniqueId* id) {
   const auto me = std::find(members.begin(), members.end(), parent->rank_);
   if (me == members.end()) {
     WARN("%s: parent rank %d is not among the new communicator's ranks", caller, parent->rank_);
     return ncclInternalError;
   }
-  ncclUniqueId id;
   if (me == members.begin()) {
-    NCCLCHECK(bootstrapGetRootUniqueId(&id));
+    NCCLCHECK(bootstrapGetRootUniqueId(id));
     for (size_t i = 1; i < members.size(); i++) {
-      NCCLCHECK(parent->bootstrap_->send(members[i], kChildIdTag, &id, sizeof(id)));
+      NCCLCHECK(parent->bootstrap_->send(members[i], kChildIdTag, id, sizeof(*id)));
     }
   } else {
-    NCCLCHECK(parent->bootstrap_->recv(members.front(), kChildIdTag, &id, sizeof(id)));
+    NCCLCHECK(parent->bootstrap_->recv(members.front(), kChildIdTag, id, sizeof(*id)));
   }
   child->rank_ = static_cast<int>(me - members.begin());
   child->nranks_ = static_cast<int>(members.size());
-  child->commHash_ = hashBytes(&id, sizeof(id));
+  child->commHash_ = hashBytes(id, sizeof(*id));
   INFO(kLogInit, "%s: parent comm %p rank %d -> comm %p rank %d of %d", caller, static_cast<void*>(parent),
        parent->rank_, static_cast<void*>(child), child->rank_, child->nranks_);
-  // The parent's GPU, also on a group thread (which starts on device 0); the caller's comes back.
-  ScopedDevice device(parent->cudaDev_);
+  return ncclSuccess;
+}
+
+ncclResult_t rendezvousChild(int cudaDev, ncclComm* child, const ncclUniqueId& id, const char* caller) {
+  // The parent's GPU, also on a group or background thread (which starts without one); the
+  // caller's comes back.
+  ScopedDevice device(cudaDev);
   if (!device.ok()) {
-    WARN("%s: cannot make the parent's device %d current", caller, parent->cudaDev_);
+    WARN("%s: cannot make the parent's device %d current", caller, cudaDev);
     return ncclUnhandledCudaError;
   }
   int computeCap = 0;
@@ -60,16 +65,32 @@ ncclResult_t joinChild(ncclComm* parent, ncclComm* child, const std::vector<int>
   return finishInit(child, {id}, computeCap);
 }
 
-ncclResult_t runOrDefer(ncclComm* child, ncclComm_t* newcomm, std::function<ncclResult_t()> job) {
+ncclResult_t makeChild(ncclComm* child, ncclComm_t* newcomm, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
+                       int cudaDev, const char* caller) {
   GroupContext& group = GroupContext::current();
   if (group.active()) {
     // The caller has the handle now; the child's rank and size are known at the outermost End.
-    group.deferInit(std::move(job), [child] {
-      if (child != nullptr) child->abortFlag_ = 1;
-    });
+    group.deferInit(
+        [child, exchange, cudaDev, caller] {
+          ncclUniqueId id;
+          NCCLCHECK(exchange(&id));
+          return child == nullptr ? ncclSuccess : rendezvousChild(cudaDev, child, id, caller);
+        },
+        [child] {
+          if (child != nullptr) child->abortFlag_ = 1;
+        });
     return ncclSuccess;
   }
-  ncclResult_t result = job();
+  ncclUniqueId id;
+  ncclResult_t result = exchange(&id);
+  if (result == ncclSuccess && child != nullptr) {
+    // Nonblocking: the parent's part is done; the child's own rendezvous goes on in the background.
+    if (child->config_.blocking == 0) {
+      return startInBackground(child,
+                               [child, id, cudaDev, caller] { return rendezvousChild(cudaDev, child, id, caller); });
+    }
+    result = rendezvousChild(cudaDev, child, id, caller);
+  }
   if (result != ncclSuccess && child != nullptr) {
     freeComm(child);
     *newcomm = nullptr;

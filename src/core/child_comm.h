@@ -19,14 +19,20 @@ namespace braid {
 [[nodiscard]] ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller,
                                         ncclComm** out);
 
-// The child's rendezvous: `members` are parent ranks in child rank order, the calling parent rank
-// among them. On the caller's thread or a group thread.
-[[nodiscard]] ncclResult_t joinChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members,
-                                     const char* caller);
+// The parent's part, for a member: the child's unique id from its first member over the parent's
+// bootstrap, and the child's rank and size. `members` are parent ranks in child rank order, the
+// calling parent rank among them.
+[[nodiscard]] ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members,
+                                       const char* caller, ncclUniqueId* id);
 
-// Runs `job` now, or inside a group at the outermost ncclGroupEnd (then a failure elsewhere in the
-// group cancels the child's rendezvous). A failed job run now frees `child` (may be null) and
-// clears *newcomm.
-[[nodiscard]] ncclResult_t runOrDefer(ncclComm* child, ncclComm_t* newcomm, std::function<ncclResult_t()> job);
+// Makes the child: `exchange` (the parent's part: split's all-gather, then assignChild for a member;
+// it fills the id) and the child's rendezvous on GPU cudaDev. Both run now; or inside a group at
+// the outermost ncclGroupEnd (a failure elsewhere in the group cancels the child's rendezvous); or,
+// for a nonblocking child, the exchange now and the rendezvous on its background thread
+// (ncclInProgress). The parent's bootstrap is thus never used in the background. A failure here
+// frees `child` (null on a NCCL_SPLIT_NOCOLOR rank) and clears *newcomm.
+[[nodiscard]] ncclResult_t makeChild(ncclComm* child, ncclComm_t* newcomm,
+                                     const std::function<ncclResult_t(ncclUniqueId*)>& exchange, int cudaDev,
+                                     const char* caller);
 
 }  // namespace braid

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -51,6 +52,9 @@ struct ncclComm {
   // registry's lock, which release() leaves before tearing the data path down) whether work is in
   // flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
+  // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
+  // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
+  std::thread background_;
 };
 
 namespace braid {

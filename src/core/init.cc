@@ -144,6 +144,17 @@ ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   return result;
 }
 
+ncclResult_t startInBackground(ncclComm* comm, std::function<ncclResult_t()> job) {
+  comm->background_ = std::thread([comm, job = std::move(job)] {
+    const ncclResult_t result = job();
+    if (result != ncclSuccess && comm->state_.load() == CommState::kInitializing) {
+      comm->state_ = CommState::kFailed;
+      comm->asyncError_ = result;
+    }
+  });
+  return ncclInProgress;
+}
+
 ncclResult_t commGetUniqueId(ncclUniqueId* id) {
   initLoggingOnce();
   if (id == nullptr) {
@@ -180,6 +191,9 @@ ncclResult_t commInitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* i
     group.deferInit([raw, idCopies, computeCap] { return finishInit(raw, idCopies, computeCap); },
                     [raw] { raw->abortFlag_ = 1; });
     return ncclSuccess;
+  }
+  if (parsed.blocking == 0) {
+    return startInBackground(raw, [raw, idCopies, computeCap] { return finishInit(raw, idCopies, computeCap); });
   }
   ncclResult_t result = finishInit(raw, idCopies, computeCap);
   if (result != ncclSuccess) {

@@ -8,8 +8,20 @@
 
 namespace braid {
 
+namespace {
+
+// A nonblocking creation still running is cancelled (its waits poll the abort flag), then joined.
+void joinBackground(ncclComm* comm) {
+  if (!comm->background_.joinable()) return;
+  if (comm->state_.load() == CommState::kInitializing) comm->abortFlag_ = 1;
+  comm->background_.join();
+}
+
+}  // namespace
+
 void freeComm(ncclComm* comm) {
   commRegistryRemove(comm);
+  joinBackground(comm);
   comm->magic_ = 0;
   delete comm;
 }
@@ -43,6 +55,8 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
       return async;
     }
     case CommState::kInitializing:
+      // A nonblocking communicator answers with its state (NCCL's contract): poll ncclCommGetAsyncError.
+      if (comm->config_.blocking == 0) return ncclInProgress;
       WARN(
           "%s: comm %p (rank %d) has not finished initializing; call ncclGroupEnd first, or wait until "
           "ncclCommGetAsyncError no longer reports ncclInProgress",
@@ -114,6 +128,7 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   int rank = comm->rank_;
   ncclResult_t result = ncclSuccess;
   commRegistryRemove(comm);  // first: the peer watch must not look at what is torn down below
+  joinBackground(comm);      // and no nonblocking creation may still use it
   if (comm->dataPath_) {
     // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
     // peer died (the work may wait for it: destroy then aborts it, as it never waits for a peer).

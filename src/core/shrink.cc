@@ -64,7 +64,10 @@ ncclResult_t commShrink(ncclComm_t parent, const int* excludeRanksList, int excl
     }
   }
   std::vector<int> members = shrinkMembers(parent->nranks_, excluded);
-  return runOrDefer(child, newcomm, [parent, child, members] { return joinChild(parent, child, members, kCaller); });
+  return makeChild(
+      child, newcomm,
+      [parent, child, members](ncclUniqueId* id) { return assignChild(parent, child, members, kCaller, id); },
+      parent->cudaDev_, kCaller);
 }
 
 }  // namespace braid

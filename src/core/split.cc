@@ -11,14 +11,14 @@
 namespace braid {
 namespace {
 
-// The exchange over the parent, then (for a member) the child's rendezvous. child is null on a
-// NCCL_SPLIT_NOCOLOR rank, which takes part in the exchange only.
-ncclResult_t runSplit(ncclComm* parent, ncclComm* child, SplitVote vote) {
+// The exchange over the parent, then (for a member) the child's id. child is null on a
+// NCCL_SPLIT_NOCOLOR rank, which takes part in the all-gather only.
+ncclResult_t exchangeSplit(ncclComm* parent, ncclComm* child, SplitVote vote, ncclUniqueId* id) {
   std::vector<SplitVote> votes(parent->nranks_);
   votes[parent->rank_] = vote;
   NCCLCHECK(parent->bootstrap_->allGather(votes.data(), sizeof(SplitVote)));
   if (child == nullptr) return ncclSuccess;
-  return joinChild(parent, child, splitMembers(votes, vote.color), "ncclCommSplit");
+  return assignChild(parent, child, splitMembers(votes, vote.color), "ncclCommSplit", id);
 }
 
 }  // namespace
@@ -40,7 +40,9 @@ ncclResult_t commSplit(ncclComm_t parent, int color, int key, ncclComm_t* newcom
   if (color != NCCL_SPLIT_NOCOLOR) NCCLCHECK(newChildComm(parent, config, "ncclCommSplit", &child));
   *newcomm = child;
   const SplitVote vote{color, key};
-  return runOrDefer(child, newcomm, [parent, child, vote] { return runSplit(parent, child, vote); });
+  return makeChild(
+      child, newcomm, [parent, child, vote](ncclUniqueId* id) { return exchangeSplit(parent, child, vote, id); },
+      parent->cudaDev_, "ncclCommSplit");
 }
 
 }  // namespace braid

@@ -1,13 +1,15 @@
 // ncclCommSplit on real GPUs: 4 ranks into 2x2 (keys reversing the order) and 4x1, a rank that
 // takes NCCL_SPLIT_NOCOLOR, splits of ncclCommInitAll's communicators from one thread inside a
-// group, bad arguments (a bad config among them) refused with the parent still working, and 50
-// split/destroy cycles without device memory growing. Every child is checked by an AllReduce whose
-// exact integer sum names its members.
+// group, nonblocking init and split, bad arguments (a bad config among them) refused with the
+// parent still working, and 50 split/destroy cycles without device memory growing. Every child is checked by an
+// AllReduce whose exact integer sum names its members.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "child_comm_test_util.h"
@@ -79,6 +81,44 @@ TEST_F(Split, BadArgumentsAreRefusedAndTheParentKeepsWorking) {
               CHILD_EXPECT(ncclCommSplit(p.comm, 0, 0, &child, &bad) == ncclInvalidArgument);
               CHILD_EXPECT(child == nullptr);
               if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              CHILD_NCCL(ncclCommDestroy(p.comm));
+              return 0;
+            }));
+}
+
+// Polls a nonblocking communicator until its creation has finished; its final state.
+ncclResult_t waitReady(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 60000 && state == ncclInProgress; i++) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
+// config.blocking = 0: init and split return at once (ncclInProgress, or ncclSuccess when already
+// done), the communicators become ready in the background, and the child inherits nonblocking.
+TEST_F(Split, NonblockingInitAndSplit) {
+  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+              ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+              config.blocking = 0;
+              Parent p;
+              CHILD_CUDA(cudaSetDevice(rank));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+              CHILD_CUDA(cudaMalloc(&p.buf, kCount * sizeof(int32_t)));
+              const ncclResult_t init = ncclCommInitRankConfig(&p.comm, 4, id, rank, &config);
+              CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
+              CHILD_EXPECT(p.comm != nullptr);
+              CHILD_EXPECT(waitReady(p.comm) == ncclSuccess);
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              ncclComm_t child = nullptr;
+              const ncclResult_t split = ncclCommSplit(p.comm, rank / 2, 0, &child, nullptr);
+              CHILD_EXPECT(split == ncclInProgress || split == ncclSuccess);
+              CHILD_EXPECT(child != nullptr);
+              CHILD_EXPECT(waitReady(child) == ncclSuccess);
+              const std::vector<int> members = rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+              if (checkMembers(child, members, rank, p) != 0) return 1;
+              CHILD_NCCL(ncclCommDestroy(child));
               CHILD_NCCL(ncclCommDestroy(p.comm));
               return 0;
             }));
