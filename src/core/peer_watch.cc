@@ -40,8 +40,8 @@ bool workInFlight(const ncclComm* comm) {
 
 // Marks `comm` if one of its peers died; the comm registry is locked by the caller.
 void checkComm(ncclComm* comm) {
-  if (comm->state_.load() != CommState::kReady && comm->state_.load() != CommState::kRevoked) return;
-  if (comm->asyncError_.load() != ncclSuccess) return;  // marked before, or failed otherwise
+  if (comm->state_.load() != CommState::kReady) return;  // a revoked one has nothing in flight
+  if (comm->asyncError_.load() != ncclSuccess) return;   // marked before, or failed otherwise
   if (!workInFlight(comm)) return;
   const int dead = firstDeadPeer(comm->peers_, comm->rank_);
   if (dead < 0) return;
