@@ -238,7 +238,7 @@ TEST(CommLifecycle, RepeatedJobsOneProcessPerGpu) {
   }
 }
 
-// Rank 1 never joins the AllReduce, so rank 0's kernel spins; another thread of rank 0 aborts the
+// Rank 1 never joins the second AllReduce, so rank 0's kernel spins; another thread of rank 0 aborts the
 // communicator. The abort returns promptly (issue target: 100 ms; NVIDIA's NCCL takes 0.5-0.8 s on
 // 4 H200), the kernel leaves, and the process makes and uses a new communicator afterwards.
 TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
@@ -247,16 +247,22 @@ TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
               CHILD_CUDA(cudaSetDevice(rank));
               ncclComm_t comm = nullptr;
               CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
-              if (rank == 1) {
-                std::this_thread::sleep_for(std::chrono::seconds(3));  // alive, but never joins
-                CHILD_NCCL(ncclCommDestroy(comm));
-                return 0;
-              }
               constexpr size_t kCount = 1 << 22;
               float* buf = nullptr;
               cudaStream_t stream = nullptr;
               CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(float)));
               CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              // Both ranks run it once, so the connections exist (they are made at first use, with
+              // both ranks present) and the second call launches at once.
+              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comm, stream));
+              CHILD_CUDA(cudaStreamSynchronize(stream));
+              if (rank == 1) {
+                std::this_thread::sleep_for(std::chrono::seconds(3));  // alive, but never joins
+                CHILD_NCCL(ncclCommDestroy(comm));
+                CHILD_CUDA(cudaStreamDestroy(stream));
+                CHILD_CUDA(cudaFree(buf));
+                return 0;
+              }
               CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comm, stream));
               std::this_thread::sleep_for(std::chrono::milliseconds(500));
               CHILD_EXPECT(cudaStreamQuery(stream) == cudaErrorNotReady);  // spinning for rank 1

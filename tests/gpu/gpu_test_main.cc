@@ -105,6 +105,11 @@ size_t residentBytes() {
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+cudaError_t poisonSync(void* ptr, int byte, size_t bytes) {
+  const cudaError_t e = cudaMemset(ptr, byte, bytes);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
 }  // namespace gputest
 
 int main(int argc, char** argv) {

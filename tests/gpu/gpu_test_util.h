@@ -32,6 +32,11 @@ int runInChild(const std::function<int()>& body);
 // Resident host memory of this process in bytes.
 size_t residentBytes();
 
+// Fills `bytes` of device memory with `byte` and waits until it is done. A plain cudaMemset runs on
+// the legacy default stream, which the tests' non-blocking streams do not wait for: a poison still
+// in flight can land on top of a collective's output.
+cudaError_t poisonSync(void* ptr, int byte, size_t bytes);
+
 }  // namespace gputest
 
 // Checks inside a child process body: print and return a nonzero code on failure.

@@ -92,7 +92,7 @@ int prepare(Rank& r, const Pattern& p, uint64_t seed) {
     }
   }
   CHILD_CUDA(cudaMemcpy(r.send, host.data(), host.size(), cudaMemcpyHostToDevice));
-  CHILD_CUDA(cudaMemset(r.recv, kPoison, r.recvLayout.total));
+  CHILD_CUDA(gputest::poisonSync(r.recv, kPoison, r.recvLayout.total));
   return 0;
 }
 
@@ -357,7 +357,7 @@ TEST_P(P2p, GatherAndScatterEveryRoot) {
                 for (bool inPlace : {false, true}) {
                   // Gather: every rank's block r = pattern(r, root).
                   for (size_t i = 0; i < block; i++) host[i] = pattern(root, r.rank, root, 1, i);
-                  CHILD_CUDA(cudaMemset(big, kPoison, block * n));
+                  CHILD_CUDA(gputest::poisonSync(big, kPoison, block * n));
                   char* mine = inPlace && r.rank == root ? big + block * root : small;
                   CHILD_CUDA(cudaMemcpy(mine, host.data(), block, cudaMemcpyHostToDevice));
                   CHILD_NCCL(ncclGather(mine, big, count, ncclFloat32, root, r.comm, r.stream));
@@ -377,7 +377,7 @@ TEST_P(P2p, GatherAndScatterEveryRoot) {
                     CHILD_CUDA(cudaMemcpy(big, host.data(), block * n, cudaMemcpyHostToDevice));
                   }
                   char* out = inPlace && r.rank == root ? big + block * root : small;
-                  if (out == small) CHILD_CUDA(cudaMemset(small, kPoison, block));
+                  if (out == small) CHILD_CUDA(gputest::poisonSync(small, kPoison, block));
                   CHILD_NCCL(ncclScatter(big, out, count, ncclFloat32, root, r.comm, r.stream));
                   CHILD_CUDA(cudaStreamSynchronize(r.stream));
                   CHILD_CUDA(cudaMemcpy(host.data(), out, block, cudaMemcpyDeviceToHost));
@@ -463,7 +463,7 @@ TEST_P(P2p, CountMismatchIsRefusedUnderTheCheck) {
               int peer = 1 - rank;
               char* buf = nullptr;
               CHILD_CUDA(cudaMalloc(&buf, 256));
-              CHILD_CUDA(cudaMemset(buf, kPoison, 256));
+              CHILD_CUDA(gputest::poisonSync(buf, kPoison, 256));
               CHILD_NCCL(ncclGroupStart());
               CHILD_NCCL(ncclSend(buf, 0, ncclInt8, peer, r.comm, r.stream));
               CHILD_NCCL(ncclRecv(buf, 0, ncclInt8, peer, r.comm, r.stream));

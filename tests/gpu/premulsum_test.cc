@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -81,6 +82,15 @@ bool sameBits(T a, T b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
+template <typename T>
+std::string bitsText(T value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(bits));
+  return text;
+}
+
 struct Comm {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
@@ -103,7 +113,7 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace, size_t 
   CHILD_CUDA(cudaMalloc(&send, total * sizeof(T)));
   CHILD_CUDA(cudaMalloc(&recv, total * sizeof(T)));
   CHILD_CUDA(cudaMemcpy(send, input.data(), total * sizeof(T), cudaMemcpyHostToDevice));
-  CHILD_CUDA(cudaMemset(recv, 0x5a, total * sizeof(T)));
+  CHILD_CUDA(gputest::poisonSync(recv, 0x5a, total * sizeof(T)));
   T* out = inPlace ? send : recv;
   if (inPlace && scatter) out = send + static_cast<size_t>(c.rank) * count;
 
@@ -133,13 +143,19 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace, size_t 
     std::vector<T> got(count);
     CHILD_CUDA(cudaMemcpy(got.data(), out, count * sizeof(T), cudaMemcpyDeviceToHost));
     const size_t base = scatter ? static_cast<size_t>(c.rank) * count : 0;
+    int wrong = 0;
     for (size_t i = 0; i < count; i++) {
       const T want = expected<T>(n, base + i, scalars);
-      if (!sameBits(got[i], want)) {
-        std::fprintf(stderr, "%s type %d %s %s: rank %d element %zu differs\n", coll, static_cast<int>(Elem<T>::kType),
-                     onDevice ? "device" : "host", inPlace ? "in place" : "out of place", c.rank, i);
-        return 1;
+      if (!sameBits(got[i], want) && wrong++ < 4) {
+        std::fprintf(stderr, "%s type %d %s %s count %zu: rank %d element %zu is %s, not %s\n", coll,
+                     static_cast<int>(Elem<T>::kType), onDevice ? "device" : "host",
+                     inPlace ? "in place" : "out of place", count, c.rank, i, bitsText(got[i]).c_str(),
+                     bitsText(want).c_str());
       }
+    }
+    if (wrong > 0) {
+      std::fprintf(stderr, "rank %d: %d of %zu elements differ\n", c.rank, wrong, count);
+      return 1;
     }
   }
   CHILD_CUDA(cudaFree(send));

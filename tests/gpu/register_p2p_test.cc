@@ -75,8 +75,8 @@ int32_t* recvBlock(const P2pRank& r, const Exchange& x, int from) {
 
 int prepare(P2pRank& r, const Exchange& x, int it) {
   CHILD_CUDA(cudaSetDevice(r.rank));
-  CHILD_CUDA(cudaMemset(r.recv, regtest::kPoisonByte, regtest::bufBytes(r)));
-  CHILD_CUDA(cudaMemset(r.extra, regtest::kPoisonByte, kCount * sizeof(int32_t)));
+  CHILD_CUDA(gputest::poisonSync(r.recv, regtest::kPoisonByte, regtest::bufBytes(r)));
+  CHILD_CUDA(gputest::poisonSync(r.extra, regtest::kPoisonByte, kCount * sizeof(int32_t)));
   std::vector<int32_t> host(kCount);
   for (int to = 0; to < r.nranks; to++) {
     if (!sendsTo(x.pattern, r.rank, to, r.nranks)) continue;

@@ -60,35 +60,35 @@ TEST_F(Shrink, HealthyFourToThree) {
 // Rank 2 dies while every rank is inside an AllReduce; the others shrink it away with
 // NCCL_SHRINK_ABORT, which stops their stuck kernels, and go on with 3 ranks.
 TEST_F(Shrink, AbortAfterARankDiedInsideACollective) {
-  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
-                 Parent p;
-                 if (openParent(rank, 4, id, &p) != 0) return 1;
-                 if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
-                 if (rank == 2) {
-                   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                   ::kill(::getpid(), SIGKILL);  // no cleanup: a crashed process
-                 }
-                 // Every survivor's AllReduce waits for rank 2, which never comes.
-                 CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
-                 std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-                 CHILD_EXPECT(cudaStreamQuery(p.stream) == cudaErrorNotReady);
-                 const auto start = std::chrono::steady_clock::now();
-                 const int excluded[] = {2};
-                 ncclComm_t child = nullptr;
-                 CHILD_NCCL(ncclCommShrink(p.comm, const_cast<int*>(excluded), 1, &child, nullptr, NCCL_SHRINK_ABORT));
-                 const double shrinkSeconds = secondsSince(start);
-                 std::fprintf(stderr, "rank %d: shrink with abort took %.3f s\n", rank, shrinkSeconds);
-                 CHILD_EXPECT(shrinkSeconds < 10);
-                 CHILD_CUDA(cudaStreamSynchronize(p.stream));  // the stuck kernel has exited
-                 CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) ==
-                              ncclInvalidUsage);  // the parent is revoked
-                 if (checkMembers(child, {0, 1, 3}, rank, p) != 0) return 1;
-                 const auto destroyStart = std::chrono::steady_clock::now();
-                 CHILD_NCCL(ncclCommDestroy(p.comm));  // never waits for the dead rank
-                 CHILD_EXPECT(secondsSince(destroyStart) < 5);
-                 CHILD_NCCL(ncclCommDestroy(child));
-                 return 0;
-               }) == 1);  // rank 2 was killed: the only failure
+  EXPECT_EQ(1, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+              Parent p;
+              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              if (rank == 2) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                ::kill(::getpid(), SIGKILL);  // no cleanup: a crashed process
+              }
+              // Every survivor's AllReduce waits for rank 2, which never comes.
+              CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+              std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+              CHILD_EXPECT(cudaStreamQuery(p.stream) == cudaErrorNotReady);
+              const auto start = std::chrono::steady_clock::now();
+              const int excluded[] = {2};
+              ncclComm_t child = nullptr;
+              CHILD_NCCL(ncclCommShrink(p.comm, const_cast<int*>(excluded), 1, &child, nullptr, NCCL_SHRINK_ABORT));
+              const double shrinkSeconds = secondsSince(start);
+              std::fprintf(stderr, "rank %d: shrink with abort took %.3f s\n", rank, shrinkSeconds);
+              CHILD_EXPECT(shrinkSeconds < 10);
+              CHILD_CUDA(cudaStreamSynchronize(p.stream));  // the stuck kernel has exited
+              CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) ==
+                           ncclInvalidUsage);  // the parent is revoked
+              if (checkMembers(child, {0, 1, 3}, rank, p) != 0) return 1;
+              const auto destroyStart = std::chrono::steady_clock::now();
+              CHILD_NCCL(ncclCommDestroy(p.comm));  // never waits for the dead rank
+              CHILD_EXPECT(secondsSince(destroyStart) < 5);
+              CHILD_NCCL(ncclCommDestroy(child));
+              return 0;
+            }));  // rank 2 was killed: the only failure
 }
 
 // Rank 1 dies while the others wait for it inside an AllReduce: within 10 s their
