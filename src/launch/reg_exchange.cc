@@ -107,13 +107,12 @@ ncclResult_t PeerRegistrations::sendFd(const transport::Context& ctx, const reg:
   return socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), exchangeDeadline(ctx), what);
 }
 
-ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int peer, uint64_t serial,
-                                          transport::UniqueFd* fd) {
+ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int peer, uint64_t serial, UniqueFd* fd) {
   Key key{peer, serial};
   Deadline deadline = exchangeDeadline(ctx);
   while (earlyFds_.count(key) == 0) {
     FdNote note{};
-    transport::UniqueFd got;
+    UniqueFd got;
     NCCLCHECK(
         socket_.recvFd(&note, sizeof(note), &got, deadline,
                        "registered buffer of rank " + std::to_string(peer) + " at rank " + std::to_string(ctx.rank)));
@@ -132,7 +131,7 @@ ncclResult_t PeerRegistrations::mapPeer(const transport::Context& ctx, int peer,
       drv, ctx.cudaDev, ctx.peers[peer].cudaDev,
       "registered buffer of rank " + std::to_string(peer) + " mapped at rank " + std::to_string(ctx.rank)};
   transport::ExportInfo info = offer.info;
-  transport::UniqueFd fd;
+  UniqueFd fd;
   if (sameProcess(ctx, peer)) {
     if (offer.vmm != 0 && !accessibleHere(drv, ctx.cudaDev, info.ptr)) {
       INFO(kLogReg, "%s: its cuMem mapping gives GPU %d no access; not used zero-copy", args.what.c_str(), ctx.cudaDev);

@@ -112,8 +112,7 @@ class PeerRegistrations {
   // (remembered in unusable_) when it cannot be mapped.
   char* peerBuffer(const transport::Context& ctx, int peer, const Offer& offer);
   [[nodiscard]] ncclResult_t mapPeer(const transport::Context& ctx, int peer, const Offer& offer, char** base);
-  [[nodiscard]] ncclResult_t receiveFd(const transport::Context& ctx, int peer, uint64_t serial,
-                                       transport::UniqueFd* fd);
+  [[nodiscard]] ncclResult_t receiveFd(const transport::Context& ctx, int peer, uint64_t serial, UniqueFd* fd);
   void retirePeer(int me, int peer, const RetiredList& list);
   // Up to kRetiredPerAnnounce retired serials that `peer` (all peers when -1) has not heard of yet.
   RetiredList takeRetiredFor(const transport::Context& ctx, int peer);
@@ -125,7 +124,7 @@ class PeerRegistrations {
   // (peer, our serial) -> whether peer could map it, once peer's verdict on it is known. A serial
   // not in here for a peer is offered to it as new (its descriptor follows, a verdict is asked).
   std::map<Key, bool> told_;
-  std::map<Key, transport::UniqueFd> earlyFds_;  // descriptors that arrived before we looked for them
+  std::map<Key, UniqueFd> earlyFds_;  // descriptors that arrived before we looked for them
   // Our retired serials in release order, numbered from retiredBase_; retiredSent_[peer]: how far
   // peer has been told.
   std::vector<uint64_t> retiredQueue_;

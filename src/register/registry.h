@@ -36,7 +36,7 @@ struct Registration {
   // or kNone (then `whyNotShared` says why; peers in this process still use it by pointer).
   transport::ExportInfo crossProcess{};
   bool vmm = false;  // a cuMem mapping: peers in this process need access granted by cuMemSetAccess
-  transport::UniqueFd fd;
+  UniqueFd fd;
   std::string whyNotShared;
   // Recorded on the stream after every eager operation that used the buffer, so that deregistering
   // it while such an operation is pending can be refused.

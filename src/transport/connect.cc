@@ -24,12 +24,12 @@
 #include "transport/connect_internal.h"
 #include "transport/layout.h"
 #include "transport/memory.h"
-#include "transport/shm_segment.h"
 #include "transport/transport.h"
 #include "transport/uds.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/shm_segment.h"
 
 namespace braid::transport {
 namespace {

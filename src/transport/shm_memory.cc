@@ -10,9 +10,9 @@
 #include "cuda/cuda_check.h"
 #include "transport/layout.h"
 #include "transport/memory.h"
-#include "transport/shm_segment.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/shm_segment.h"
 
 namespace braid::transport {
 namespace {

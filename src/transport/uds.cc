@@ -47,22 +47,6 @@ void collectFds(msghdr* msg, std::vector<UniqueFd>* fds) {
 
 }  // namespace
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int UniqueFd::release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 std::string udsSocketName(uint64_t commHash, int rank, int pid, uint64_t serial) {
   char name[96];
   std::snprintf(name, sizeof(name), "braid-uds-%016" PRIx64 "-%d-%d-%" PRIu64, commHash, rank, pid, serial);

@@ -17,28 +17,9 @@
 #include <string>
 
 #include "util/socket.h"
+#include "util/unique_fd.h"
 
 namespace braid::transport {
-
-// Owns one file descriptor (closed on destruction); move-only.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release();
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // "braid-uds-<commHash hex>-<rank>-<pid>-<serial>": the abstract name (without its leading NUL) of
 // the socket a rank binds for one connect. The pid and a per-process serial keep communicators

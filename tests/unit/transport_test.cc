@@ -23,8 +23,8 @@
 
 #include "transport/connect_internal.h"
 #include "transport/layout.h"
-#include "transport/shm_segment.h"
 #include "transport/uds.h"
+#include "util/shm_segment.h"
 #include "util/socket.h"
 
 namespace braid::transport {

@@ -1,4 +1,4 @@
-#include "transport/shm_segment.h"
+#include "util/shm_segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "transport/uds.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/unique_fd.h"
 
-namespace braid::transport {
+namespace braid {
 namespace {
 
 ncclResult_t shmFail(const std::string& what, const char* step, const std::string& name) {
@@ -105,4 +105,21 @@ ncclResult_t ShmSegment::openAndUnlink(const std::string& name, size_t bytes, co
   return ncclSuccess;
 }
 
-}  // namespace braid::transport
+ncclResult_t ShmSegment::openReadOnly(const std::string& name, size_t bytes, ShmSegment* out) {
+  out->reset();
+  UniqueFd fd(::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return ncclSystemError;
+  if (static_cast<size_t>(st.st_size) != bytes) {
+    errno = EINVAL;
+    return ncclSystemError;
+  }
+  void* ptr = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (ptr == MAP_FAILED) return ncclSystemError;
+  out->ptr_ = ptr;
+  out->bytes_ = bytes;
+  out->name_ = name;
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,5 +1,6 @@
-// POSIX shared memory segments for the SHM transport: the host side only (no CUDA), so it is tested
-// on any machine; transport/shm_memory.cc registers the mapping with CUDA.
+// POSIX shared memory segments: the host side only (no CUDA), so it is tested on any machine. The
+// SHM transport (transport/shm_memory.cc registers the mapping with CUDA) and the progress boards
+// of hang diagnosis (core/progress_board.h) use them.
 //
 // The creator makes the segment (O_EXCL, so a stale or foreign segment of the same name is an error,
 // never shared by accident), sizes it (new pages read as zero) and maps it. The peer opens and maps
@@ -13,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-namespace braid::transport {
+namespace braid {
 
 // "/braid-shm-<commHash hex>-<rank>-<peer>-<role>-<pid>-<serial>": the segment `rank` creates for
 // `peer` in `role` ("send" or "recv"; a rank may create one of each for the same peer).
@@ -36,6 +37,11 @@ class ShmSegment {
   [[nodiscard]] static ncclResult_t openAndUnlink(const std::string& name, size_t bytes, const std::string& what,
                                                   ShmSegment* out);
 
+  // Maps an existing segment of `bytes` for reading and leaves its name (its creator unlinks it).
+  // Logs nothing: callers ask for segments that may be gone (a peer that exited), and say so
+  // themselves. errno tells why it failed.
+  [[nodiscard]] static ncclResult_t openReadOnly(const std::string& name, size_t bytes, ShmSegment* out);
+
   void* ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
   const std::string& name() const { return name_; }
@@ -49,4 +55,4 @@ class ShmSegment {
   bool unlinkOnReset_ = false;
 };
 
-}  // namespace braid::transport
+}  // namespace braid
