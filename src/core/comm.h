@@ -22,6 +22,7 @@
 #include "core/peer_info.h"
 
 namespace braid {
+struct ProgressBoard;
 enum class CommState : int { kInitializing, kReady, kFinalized, kFailed, kRevoked };
 }  // namespace braid
 
@@ -52,6 +53,10 @@ struct ncclComm {
   // registry's lock, which release() leaves before tearing the data path down) whether work is in
   // flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
+  // The data path's progress board, once it exists (null without one), and the last operation a
+  // hang report was made for: core/hang_watch.h. Read under the registry's lock like lastLaunch_.
+  std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
+  std::atomic<uint64_t> hangReportedSeq_{0};
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

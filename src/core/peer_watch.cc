@@ -1,6 +1,7 @@
 #include "core/peer_watch.h"
 
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <chrono>
@@ -13,6 +14,8 @@
 
 #include "core/comm.h"
 #include "core/comm_registry.h"
+#include "core/hang_watch.h"
+#include "core/progress_board.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -23,6 +26,10 @@ namespace {
 // part in had completed (the end of a job) harms nothing until the next operation, which then waits
 // for it and gets the communicator marked.
 bool workInFlight(const ncclComm* comm) {
+  // Eager collectives are on the progress board: no CUDA call needed.
+  const ProgressBoard* board = comm->progressBoard_.load();
+  if (board != nullptr && completedThrough(*board) < launchedThrough(*board)) return true;
+  // Graph replays and point-to-point kernels are not: the latest launch's event covers them.
   cudaEvent_t latest = comm->lastLaunch_.load();
   if (latest == nullptr) return false;
   // The communicator's own GPU, whose context exists already: a runtime call on this thread's
@@ -48,6 +55,7 @@ void checkComm(ncclComm* comm) {
   ncclResult_t expected = ncclSuccess;
   if (!comm->asyncError_.compare_exchange_strong(expected, ncclRemoteError)) return;
   const PeerInfo& peer = comm->peers_[dead];
+  ::shm_unlink(progressBoardName(comm->commHash_, dead, peer.pid).c_str());  // it could not remove its own
   WARN(
       "comm %p rank %d of %d: the process of peer rank %d (pid %d, GPU %d) is gone; operations that need it "
       "cannot complete. ncclCommGetAsyncError reports ncclRemoteError; call ncclCommAbort, or ncclCommShrink "
@@ -58,7 +66,10 @@ void checkComm(ncclComm* comm) {
 void watchLoop(int64_t intervalMs) {
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
-    commRegistryForEach(checkComm);
+    commRegistryForEach([](ncclComm* comm) {
+      checkHang(comm);  // first: it makes no CUDA call, and checkComm may block in one
+      checkComm(comm);
+    });
   }
 }
 

@@ -4,7 +4,8 @@
 // reports ncclRemoteError, one WARN names the rank, its pid and GPU, and new operations are
 // refused with that error (they would wait for it forever). ncclCommAbort, ncclCommDestroy and
 // ncclCommShrink with NCCL_SHRINK_ABORT still work: none of them waits for a dead peer. Peers on
-// other hosts or in other pid namespaces are not watched.
+// other hosts or in other pid namespaces are not watched. The same thread makes the hang reports
+// (core/hang_watch.h), first, since they need no CUDA call and the dead-peer check may make one.
 #pragma once
 
 #include <vector>

@@ -100,6 +100,15 @@ struct DevComm {
   DevDirectChannel direct[kMaxDirectChannels];
 };
 
+// Hang diagnosis (core/progress_board.h): where a rank's collective kernels note their progress, in
+// host memory that every process of the host can read without a CUDA call. `started` is the
+// sequence number of the last operation whose CTA 0 began; ctaDone[b] that of the last one CTA b
+// left. Operations run one after another, so both only grow.
+struct DevProgress {
+  uint64_t started;
+  uint64_t ctaDone[kMaxChannels];
+};
+
 // How a kernel moves the data: around the channels' rings, or straight to every peer.
 enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1 };
 
@@ -118,6 +127,8 @@ struct DevWork {
   uint8_t algo;           // DevAlgo (kDirect: LL only)
   int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring) or direct[b] (direct)
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
+  uint64_t seq;           // the collective's sequence number on its communicator; 0: not counted
+  DevProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)
 };
 
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two

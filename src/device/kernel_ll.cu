@@ -23,15 +23,17 @@ struct LLPicker {
 __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
+  noteOpStarted(args.work);
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect)) {
     runDirectWork(args, &shared);
-    return;
+  } else {
+    ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                      kProtoLL, workScalar(args.work));
+    runWork<LLPicker>(args, state);
   }
-  ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                                    kProtoLL, workScalar(args.work));
-  runWork<LLPicker>(args, state);
+  noteCtaLeft(args.work);
 }
 
 cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {

@@ -22,11 +22,13 @@ struct LL128Picker {
 __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
+  noteOpStarted(args.work);
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                     kProtoLL128, workScalar(args.work));
   runWork<LL128Picker>(args, state);
+  noteCtaLeft(args.work);
 }
 
 cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {

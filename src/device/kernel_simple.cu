@@ -24,6 +24,7 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
   const DevKernelArgs& args = simpleArgs.core;
+  noteOpStarted(args.work);
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   DevChannel* channel = &args.comm->channels[blockIdx.x];
   if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
@@ -32,6 +33,7 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);
+  noteCtaLeft(args.work);
 }
 
 cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads, bool pdl,

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device/arch/ptx.h"
 #include "device/dev_types.h"
 
 namespace braid {
@@ -46,6 +47,16 @@ __device__ __forceinline__ void waitForPreviousKernel() {
   cudaGridDependencySynchronize();
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
+}
+
+// Hang diagnosis: CTA 0 notes that the operation began, each CTA that it left (DevProgress).
+// Stores to host memory that the kernel never waits for; the pointer comes with the parameters,
+// so no load precedes them.
+__device__ __forceinline__ void noteOpStarted(const DevWork& work) {
+  if (work.progress != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stRelaxedSys(&work.progress->started, work.seq);
+}
+__device__ __forceinline__ void noteCtaLeft(const DevWork& work) {
+  if (work.progress != nullptr && threadIdx.x == 0) stRelaxedSys(&work.progress->ctaDone[blockIdx.x], work.seq);
 }
 
 }  // namespace braid

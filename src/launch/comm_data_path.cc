@@ -70,6 +70,10 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   RelaxedCaptureMode relaxed;  // the first operation may be captured
   NCCLCHECK(path->order_.init(paramInt(ParamId::kGraphMixingSupport) != 0));
   comm->lastLaunch_.store(path->order_.latestEvent());  // for the peer watch (core/peer_watch.h)
+  if (comm->nranks_ > 1) {
+    path->progress_.init(comm->commHash_, comm->rank_);
+    comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
+  }
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
@@ -142,6 +146,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
+    if (!order_.launchCaptured()) progress_.noteLaunch(task, work.nChannels, &work);
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
           collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);

@@ -18,6 +18,7 @@
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
 #include "launch/p2p_task.h"
+#include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
 #include "plan/plan.h"
@@ -135,7 +136,8 @@ class CommDataPath final : public DataPathBase {
   DeviceState device_;
   plan::CommModel model_{};
   LaunchOrder order_;
-  bool pdl_ = false;  // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
+  ProgressRecorder progress_;  // hang diagnosis: this rank's numbered collective launches
+  bool pdl_ = false;           // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
   // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
   // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).
   std::vector<char> p2pConnected_;

@@ -45,6 +45,8 @@ class LaunchOrder {
   [[nodiscard]] ncclResult_t before(cudaStream_t stream);
   // After the launch on `stream` (the stream before() was given): marks it as the communicator's latest.
   [[nodiscard]] ncclResult_t after(cudaStream_t stream);
+  // Whether the launch that before() prepared is captured into a CUDA graph.
+  bool launchCaptured() const { return launchCapture_ != 0; }
   // Makes `other` (another stream of the same group) wait for the launch just made.
   [[nodiscard]] ncclResult_t join(cudaStream_t other);
   // Blocks the host until every eager launch, and every replay enqueued so far, has finished.

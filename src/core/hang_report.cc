@@ -1,0 +1,106 @@
+#include "core/hang_report.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "plan/plan.h"
+
+namespace braid {
+namespace {
+
+const char* dtypeName(int dtype) {
+  static const char* const kNames[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+                                       "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  return dtype >= 0 && dtype < static_cast<int>(sizeof(kNames) / sizeof(kNames[0])) ? kNames[dtype] : "?";
+}
+
+const char* opName(const OpRecord& op) {
+  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg"};
+  if (op.userOp != 0) return "premulsum";
+  return op.op >= 0 && op.op < 5 ? kNames[op.op] : "?";
+}
+
+bool hasRoot(CollId coll) { return coll == CollId::kBroadcast || coll == CollId::kReduce; }
+bool reduces(CollId coll) {
+  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
+}
+
+std::string secondsAgo(int64_t thenNs, int64_t nowNs) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.1f s ago", static_cast<double>(nowNs - thenNs) * 1e-9);
+  return text;
+}
+
+}  // namespace
+
+std::string describeOp(const OpRecord& op) {
+  const auto coll = static_cast<CollId>(op.coll);
+  char text[160];
+  int n = std::snprintf(text, sizeof(text), "%s #%" PRIu64 " (%" PRIu64 " x %s", plan::collName(coll), op.seq, op.count,
+                        dtypeName(op.dtype));
+  if (reduces(coll) && n < static_cast<int>(sizeof(text)))
+    n += std::snprintf(text + n, sizeof(text) - n, ", %s", opName(op));
+  if (hasRoot(coll) && n < static_cast<int>(sizeof(text)))
+    n += std::snprintf(text + n, sizeof(text) - n, ", root %d", op.root);
+  if (n < static_cast<int>(sizeof(text))) std::snprintf(text + n, sizeof(text) - n, ", %d CTAs)", op.nChannels);
+  return text;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string hangReport(const OpRecord& op, double stuckSeconds, int self, const std::vector<RankProgress>& ranks,
+                       int64_t nowNs) {
+  using Where = RankProgress::Where;
+  std::vector<int> queued, running, done, unknown;
+  std::string notLaunched;
+  for (int r = 0; r < static_cast<int>(ranks.size()); r++) {
+    const RankProgress& p = ranks[r];
+    switch (p.where) {
+      case Where::kNotLaunched:
+        notLaunched += (notLaunched.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (its last: #" +
+                       std::to_string(p.launched) +
+                       (p.lastLaunchNs != 0 ? ", launched " + secondsAgo(p.lastLaunchNs, nowNs) : std::string()) + ")";
+        break;
+      case Where::kQueued:
+        queued.push_back(r);
+        break;
+      case Where::kRunning:
+        running.push_back(r);
+        break;
+      case Where::kDone:
+        done.push_back(r);
+        break;
+      default:
+        unknown.push_back(r);
+        break;
+    }
+  }
+  std::string text = "rank " + std::to_string(self) + ": " + describeOp(op);
+  char stuck[64];
+  std::snprintf(stuck, sizeof(stuck), " has not completed %.1f s after its launch.", stuckSeconds);
+  text += stuck;
+  if (!notLaunched.empty()) text += " Not launched by: " + notLaunched + ".";
+  if (!queued.empty()) text += " Launched, waiting behind earlier GPU work: ranks " + rankList(queued) + ".";
+  if (!running.empty()) text += " Running: ranks " + rankList(running) + ".";
+  if (!done.empty()) text += " Done: ranks " + rankList(done) + ".";
+  if (!unknown.empty()) text += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";
+  if (!notLaunched.empty()) {
+    text +=
+        " Look at the ranks that have not launched it: their code has not called it (a skipped or reordered "
+        "collective), or is stuck before it.";
+  }
+  return text;
+}
+
+}  // namespace braid

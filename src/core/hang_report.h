@@ -1,0 +1,25 @@
+// Hang diagnosis, the words: the one WARN that names a collective that has not completed, and
+// where every rank is with it. Pure text from progress boards (core/progress_board.h), so it is
+// tested on any machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/progress_board.h"
+
+namespace braid {
+
+// "AllReduce #42 (1048576 x float32, sum, 8 CTAs)".
+std::string describeOp(const OpRecord& op);
+
+// "0-3, 5, 7": ranks in increasing order, runs shortened.
+std::string rankList(const std::vector<int>& ranks);
+
+// The report of operation `op` (its record on rank `self`), which has not completed after
+// `stuckSeconds`; ranks[r] is rank r's progress with it, nowNs the monotonic time now.
+std::string hangReport(const OpRecord& op, double stuckSeconds, int self, const std::vector<RankProgress>& ranks,
+                       int64_t nowNs);
+
+}  // namespace braid

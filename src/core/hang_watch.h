@@ -1,0 +1,32 @@
+// Hang diagnosis, the watch. The watch thread (core/peer_watch.cc) calls checkHang for every ready
+// communicator. When its oldest collective that has not completed was launched more than
+// BRAID_HANG_REPORT_MS ago, one WARN names it and says where each rank is with it (hang_report.h):
+// not launched yet, waiting behind earlier GPU work, running, or done. It learns that from the
+// progress boards of the ranks on this host (progress_board.h): plain loads from shared memory, no
+// CUDA call and no message to any rank, so it works while GPUs are stuck and peers do not answer.
+// One report per operation.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "core/progress_board.h"
+
+struct ncclComm;
+
+namespace braid {
+
+// The operation a report is due for: the oldest one on `board` that has not completed, if it is
+// newer than `reported` and was launched at least thresholdNs before nowNs. 0 when none is due.
+uint64_t hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs);
+
+// Every rank's progress with operation `seq`: `own` for rank `self`, the boards of the ranks that
+// share self's pid space read from shared memory, kUnknown for the others.
+std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                         const ProgressBoard& own, uint64_t seq);
+
+// The watch thread's check of one communicator (the registry is locked).
+void checkHang(ncclComm* comm);
+
+}  // namespace braid

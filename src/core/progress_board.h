@@ -1,0 +1,83 @@
+// Hang diagnosis, the record: how far a rank has got with its collectives, where every process of
+// the host can read it with plain loads (no CUDA call, so it works while a GPU is stuck).
+//
+// A rank's board is a POSIX shared memory segment, one per communicator with a data path:
+//   - the host notes each collective kernel it launches: the sequence number (1, 2, ... per
+//     communicator), what the operation is, and when (CLOCK_MONOTONIC, one clock for the host);
+//   - the kernels note in `dev` (a cudaHostRegister mapping of the same pages) that an operation
+//     began (CTA 0) and that each CTA left it.
+// Every rank launches a communicator's collectives in the same order, so the numbers agree across
+// ranks: another rank's board says whether it has reached operation n, and whether its GPU has.
+// Not counted: collectives captured in a CUDA graph (a replay would note an old number again),
+// communicators of one rank, and point-to-point operations (their order differs from rank to rank).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "device/dev_types.h"
+
+namespace braid {
+
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505231ull;  // "BRAIDPR1"
+constexpr int kRecentOps = 256;                                  // launches a board describes
+
+// One launched collective.
+struct OpRecord {
+  uint64_t seq;       // 0: empty slot
+  uint64_t count;     // the call's count
+  int64_t launchNs;   // CLOCK_MONOTONIC
+  int32_t nChannels;  // CTAs of its kernel
+  int32_t root;       // Broadcast and Reduce
+  uint8_t coll;       // CollId
+  uint8_t dtype;      // ncclDataType_t
+  uint8_t userOp;     // 1: a ncclRedOpCreatePreMulSum op
+  int8_t op;          // ncclRedOp_t of a built-in op
+  uint32_t pad;
+};
+
+struct ProgressBoard {
+  uint64_t magic;
+  int32_t rank;
+  int32_t pid;
+  uint64_t launched;            // seq of the last launch noted; stored after its record
+  OpRecord recent[kRecentOps];  // the launch of seq n is in recent[n % kRecentOps]
+  DevProgress dev;              // written by this rank's kernels
+};
+
+// "/braid-progress-<commHash hex>-<rank>-<pid>": rank's board of one communicator.
+std::string progressBoardName(uint64_t commHash, int rank, int pid);
+
+// Bytes of a board's segment: whole pages (the owner and the readers compute the same).
+size_t progressBoardBytes();
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes of a host.
+int64_t monotonicNs();
+
+// Owner side: notes a launch (record first, then `launched`, so a reader that sees n finds n's record).
+void noteLaunch(ProgressBoard* board, const OpRecord& op);
+
+// Reader side. Values another process (or a GPU) writes are read with atomic loads.
+uint64_t launchedThrough(const ProgressBoard& board);
+// Operation seq's record as noted, or false when it is older than the last kRecentOps launches.
+bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out);
+// The largest n such that every launch up to n has left all its CTAs (0: none).
+uint64_t completedThrough(const ProgressBoard& board);
+
+// Where one rank is with respect to operation seq.
+struct RankProgress {
+  enum class Where {
+    kUnknown,      // no board to read (another host, or it could not be opened)
+    kNotLaunched,  // this rank has not launched it: its code has not called it, or is stuck before it
+    kQueued,       // launched, but its GPU has not begun it (earlier work on the GPU is not done)
+    kRunning,      // its kernel began and has not left
+    kDone,         // its kernel left
+  };
+  Where where = Where::kUnknown;
+  uint64_t launched = 0;     // its last launch
+  int64_t lastLaunchNs = 0;  // when (0 when unknown)
+};
+RankProgress progressOf(const ProgressBoard* board, uint64_t seq);
+
+}  // namespace braid

@@ -1,0 +1,63 @@
+#include "launch/progress_recorder.h"
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+#include "util/log.h"
+
+namespace braid {
+
+ProgressRecorder::~ProgressRecorder() {
+  if (registered_) (void)cudaHostUnregister(segment_.ptr());
+}
+
+void ProgressRecorder::init(uint64_t commHash, int rank) {
+  const int pid = static_cast<int>(::getpid());
+  const std::string name = progressBoardName(commHash, rank, pid);
+  ShmSegment segment;
+  if (ShmSegment::create(name, progressBoardBytes(), "progress board of rank " + std::to_string(rank), &segment) !=
+      ncclSuccess) {
+    INFO(kLogInit, "rank %d: no progress board (%s), so no hang reports for this communicator", rank, name.c_str());
+    return;
+  }
+  segment_ = std::move(segment);
+  void* devPtr = nullptr;
+  cudaError_t e = cudaHostRegister(segment_.ptr(), segment_.bytes(), cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (e == cudaSuccess) {
+    registered_ = true;
+    e = cudaHostGetDevicePointer(&devPtr, segment_.ptr(), 0);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    INFO(kLogInit, "rank %d: progress board %s not mapped for the GPU (%s), so no hang reports", rank, name.c_str(),
+         cudaGetErrorString(e));
+    return;
+  }
+  auto* board = static_cast<ProgressBoard*>(segment_.ptr());  // zero-filled
+  board->rank = rank;
+  board->pid = pid;
+  __atomic_store_n(&board->magic, kProgressBoardMagic, __ATOMIC_RELEASE);
+  board_ = board;
+  devProgress_ = reinterpret_cast<DevProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, dev));
+}
+
+void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
+  if (board_ == nullptr) return;
+  OpRecord op{};
+  op.seq = ++seq_;
+  op.count = task.count;
+  op.launchNs = monotonicNs();
+  op.nChannels = nChannels;
+  op.root = task.root;
+  op.coll = static_cast<uint8_t>(task.coll);
+  op.dtype = static_cast<uint8_t>(task.dtype);
+  op.userOp = hasUserOp(task) ? 1 : 0;
+  op.op = static_cast<int8_t>(hasUserOp(task) ? 0 : task.op);
+  braid::noteLaunch(board_, op);
+  work->seq = op.seq;
+  work->progress = devProgress_;
+}
+
+}  // namespace braid
