@@ -22,6 +22,7 @@
 #include "core/peer_info.h"
 
 namespace braid {
+class AsyncGroupJob;
 struct ProgressBoard;
 enum class CommState : int { kInitializing, kReady, kFinalized, kFailed, kRevoked };
 }  // namespace braid
@@ -60,6 +61,9 @@ struct ncclComm {
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;
+  // A nonblocking group's background connect-and-launch that included this communicator (the
+  // latest one; core/group_job.h). Destroy and abort wait for it.
+  std::shared_ptr<braid::AsyncGroupJob> groupJob_;
 };
 
 namespace braid {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/comm.h"
+#include "core/group_job.h"
 #include "util/log.h"
 
 namespace braid {
@@ -25,8 +26,44 @@ ncclResult_t GroupContext::end(double* estimatedUs) {
   std::vector<DeferredJob> jobs;
   jobs.swap(initJobs_);
   ncclResult_t initResult = runConcurrently(jobs);
-  ncclResult_t launchResult = launchPending(estimatedUs);
+  if (initResult == ncclSuccess && estimatedUs == nullptr && launchesInBackground()) return launchInBackground();
+  std::vector<ncclComm*> comms;
+  comms.swap(pendingLaunches_);
+  ncclResult_t launchResult = launchComms(comms, estimatedUs);
   return initResult != ncclSuccess ? initResult : launchResult;
+}
+
+ncclResult_t GroupContext::checkBlockingMatches(const ncclComm* comm, const char* caller) const {
+  if (pendingLaunches_.empty() || pendingLaunches_[0]->config_.blocking == comm->config_.blocking) return ncclSuccess;
+  WARN("%s: comm %p is %s, but this group already holds %s communicator %p; a group takes one kind only", caller,
+       static_cast<const void*>(comm), comm->config_.blocking != 0 ? "blocking" : "nonblocking",
+       pendingLaunches_[0]->config_.blocking != 0 ? "the blocking" : "the nonblocking",
+       static_cast<const void*>(pendingLaunches_[0]));
+  return ncclInvalidArgument;
+}
+
+// Only connecting takes long (the ranks meet); launches alone stay on the caller's thread.
+bool GroupContext::launchesInBackground() const {
+  if (pendingLaunches_.empty() || pendingLaunches_[0]->config_.blocking != 0) return false;
+  for (ncclComm* comm : pendingLaunches_) {
+    if (comm->dataPath_->needsConnect(DataPathBase::ConnectScope::kAll)) return true;
+  }
+  return false;
+}
+
+ncclResult_t GroupContext::launchInBackground() {
+  std::vector<ncclComm*> comms;
+  comms.swap(pendingLaunches_);
+  for (ncclComm* comm : comms) comm->asyncError_ = ncclInProgress;
+  std::shared_ptr<AsyncGroupJob> job = AsyncGroupJob::start([comms] {
+    const ncclResult_t result = launchComms(comms, nullptr);
+    for (ncclComm* comm : comms) {
+      ncclResult_t expected = ncclInProgress;  // a dead peer's error, set meanwhile, stays
+      comm->asyncError_.compare_exchange_strong(expected, result);
+    }
+  });
+  for (ncclComm* comm : comms) comm->groupJob_ = job;
+  return ncclInProgress;
 }
 
 void GroupContext::addPendingLaunch(ncclComm* comm) {
@@ -40,9 +77,7 @@ void GroupContext::addPendingLaunch(ncclComm* comm) {
 // follow in the order the communicators were first used. A simulation (estimatedUs) connects only
 // the collectives, then estimates instead of launching: communicators on one GPU run one after
 // another, different GPUs at the same time.
-ncclResult_t GroupContext::launchPending(double* estimatedUs) {
-  std::vector<ncclComm*> comms;
-  comms.swap(pendingLaunches_);
+ncclResult_t GroupContext::launchComms(const std::vector<ncclComm*>& comms, double* estimatedUs) {
   if (estimatedUs != nullptr) *estimatedUs = 0.0;
   if (comms.empty()) return ncclSuccess;
 

@@ -35,7 +35,13 @@ class GroupContext {
 
   // A communicator whose data path queued operations in this group; the outermost End connects it
   // if needed (concurrently with the other communicators of the group) and launches its queue.
+  // When the group's communicators are nonblocking and one of them needs connecting, End does that
+  // and the launches on a background thread (AsyncGroupJob) and returns ncclInProgress; each
+  // communicator's ncclCommGetAsyncError says ncclInProgress until they are done.
   void addPendingLaunch(ncclComm* comm);
+  // Before queuing an operation of `comm`: a group holds blocking or nonblocking communicators, not
+  // both (ncclInvalidArgument with a WARN naming `caller`, as NCCL).
+  [[nodiscard]] ncclResult_t checkBlockingMatches(const ncclComm* comm, const char* caller) const;
 
  private:
   struct DeferredJob {
@@ -43,7 +49,10 @@ class GroupContext {
     std::function<void()> cancel;
   };
   [[nodiscard]] static ncclResult_t runConcurrently(std::vector<DeferredJob>& jobs);
-  [[nodiscard]] ncclResult_t launchPending(double* estimatedUs);
+  [[nodiscard]] static ncclResult_t launchComms(const std::vector<ncclComm*>& comms, double* estimatedUs);
+  // Whether the pending launches go to a background thread (see addPendingLaunch).
+  bool launchesInBackground() const;
+  [[nodiscard]] ncclResult_t launchInBackground();
 
   int depth_ = 0;
   std::vector<DeferredJob> initJobs_;

@@ -3,6 +3,7 @@
 
 #include "core/comm.h"
 #include "core/comm_registry.h"
+#include "core/group_job.h"
 #include "util/check.h"
 #include "util/log.h"
 
@@ -47,6 +48,8 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
     case CommState::kReady: {
       const ncclResult_t async = comm->asyncError_.load();
       if (async == ncclSuccess) return ncclSuccess;
+      // A nonblocking group is still connecting or launching: NCCL's answer is the comm's state.
+      if (async == ncclInProgress) return ncclInProgress;
       // A peer died (peer_watch.h): new work would wait for it forever.
       WARN(
           "%s: comm %p (rank %d) has an asynchronous error (%s); abort or destroy it, or shrink it with "
@@ -129,6 +132,10 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   ncclResult_t result = ncclSuccess;
   commRegistryRemove(comm);  // first: the peer watch must not look at what is torn down below
   joinBackground(comm);      // and no nonblocking creation may still use it
+  if (comm->groupJob_) {     // nor a nonblocking group's launches (abort cuts their connects short)
+    if (abort) comm->abortFlag_ = 1;
+    comm->groupJob_->wait();
+  }
   if (comm->dataPath_) {
     // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
     // peer died (the work may wait for it: destroy then aborts it, as it never waits for a peer).

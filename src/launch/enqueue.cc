@@ -53,6 +53,7 @@ ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* calle
     queued.scalarPtr = op.devScalar;
   }
   if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
+  NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
   path->enqueue(queued);
@@ -66,6 +67,7 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(checkP2pArgs(comm, buff, send ? "sendbuff" : "recvbuff", count, dtype, peer, caller, &bytes));
   // An empty operation moves nothing, but the count check still compares it with its partner.
   if (bytes == 0 && paramInt(ParamId::kP2pCheckCounts) == 0) return ncclSuccess;
+  NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
   path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream});

@@ -6,8 +6,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -34,6 +36,17 @@ inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, n
   return 0;
 }
 
+// Polls a nonblocking communicator until its creation, or its group's background launch, has
+// finished; its final state.
+inline ncclResult_t waitReady(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 60000 && state == ncclInProgress; i++) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
 // An AllReduce on `comm`, whose ranks are the parent ranks `members` in this order, checked exactly;
 // this process is parent rank `parentRank`.
 inline int checkMembers(ncclComm_t comm, const std::vector<int>& members, int parentRank, const Parent& p) {
@@ -46,7 +59,11 @@ inline int checkMembers(ncclComm_t comm, const std::vector<int>& members, int pa
   std::vector<int32_t> host(kCount);
   for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
   CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-  CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream));
+  // A nonblocking communicator's first collective connects in the background: ncclInProgress
+  // until its group has launched.
+  const ncclResult_t launched = ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream);
+  CHILD_EXPECT(launched == ncclSuccess || launched == ncclInProgress);
+  if (launched == ncclInProgress) CHILD_EXPECT(waitReady(comm) == ncclSuccess);
   CHILD_CUDA(cudaStreamSynchronize(p.stream));
   CHILD_CUDA(cudaMemcpy(host.data(), p.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < kCount; i++) {

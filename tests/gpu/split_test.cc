@@ -21,6 +21,7 @@ using childtest::checkMembers;
 using childtest::contribution;
 using childtest::kCount;
 using childtest::Parent;
+using childtest::waitReady;
 
 // A parent with a config of its own, which its children inherit.
 int openConfiguredParent(int rank, int nranks, const ncclUniqueId& id, Parent* p) {
@@ -86,16 +87,6 @@ TEST_F(Split, BadArgumentsAreRefusedAndTheParentKeepsWorking) {
             }));
 }
 
-// Polls a nonblocking communicator until its creation has finished; its final state.
-ncclResult_t waitReady(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  for (int i = 0; i < 60000 && state == ncclInProgress; i++) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return state;
-}
-
 // config.blocking = 0: init and split return at once (ncclInProgress, or ncclSuccess when already
 // done), the communicators become ready in the background, and the child inherits nonblocking.
 TEST_F(Split, NonblockingInitAndSplit) {
@@ -122,6 +113,57 @@ TEST_F(Split, NonblockingInitAndSplit) {
               CHILD_NCCL(ncclCommDestroy(p.comm));
               return 0;
             }));
+}
+
+// A nonblocking communicator's group launch: the first one connects, on a background thread, so
+// ncclGroupEnd returns ncclInProgress and ncclCommGetAsyncError says so until the AllReduce is
+// launched; a later one needs no connect and returns ncclSuccess. A group that mixes a blocking and
+// a nonblocking communicator is refused (ncclInvalidArgument), as in NCCL.
+TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
+  EXPECT_EQ(
+      0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        Parent p;
+        CHILD_CUDA(cudaSetDevice(rank));
+        CHILD_CUDA(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+        CHILD_CUDA(cudaMalloc(&p.buf, kCount * sizeof(int32_t)));
+        const ncclResult_t init = ncclCommInitRankConfig(&p.comm, 4, id, rank, &config);
+        CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
+        CHILD_EXPECT(waitReady(p.comm) == ncclSuccess);
+        std::vector<int32_t> host(kCount);
+        for (size_t i = 0; i < kCount; i++) host[i] = contribution(rank, i);
+        CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CHILD_NCCL(ncclGroupStart());
+        CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+        CHILD_EXPECT(ncclGroupEnd() == ncclInProgress);
+        CHILD_EXPECT(waitReady(p.comm) == ncclSuccess);
+        CHILD_CUDA(cudaStreamSynchronize(p.stream));
+        CHILD_CUDA(cudaMemcpy(host.data(), p.buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < kCount; i++) {
+          int32_t want = 0;
+          for (int r = 0; r < 4; r++) want += contribution(r, i);
+          CHILD_EXPECT(host[i] == want);
+        }
+        // Connected now: launched at once.
+        CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) == ncclSuccess);
+        CHILD_CUDA(cudaStreamSynchronize(p.stream));
+        // A blocking child in the same group as its nonblocking parent.
+        ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+        blocking.blocking = 1;
+        ncclComm_t child = nullptr;
+        const ncclResult_t split = ncclCommSplit(p.comm, 0, rank, &child, &blocking);
+        CHILD_EXPECT(split == ncclSuccess || split == ncclInProgress);
+        CHILD_EXPECT(waitReady(child) == ncclSuccess);
+        CHILD_NCCL(ncclGroupStart());
+        CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+        CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, child, p.stream) == ncclInvalidArgument);
+        CHILD_NCCL(ncclGroupEnd());  // the parent's AllReduce, on every rank
+        CHILD_CUDA(cudaStreamSynchronize(p.stream));
+        CHILD_NCCL(ncclCommDestroy(child));
+        CHILD_NCCL(ncclCommDestroy(p.comm));
+        return 0;
+      }));
 }
 
 // ncclCommInitAll's four communicators, split from one thread inside one group.

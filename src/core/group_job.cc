@@ -1,0 +1,26 @@
+#include "core/group_job.h"
+
+#include <thread>
+#include <utility>
+
+namespace braid {
+
+std::shared_ptr<AsyncGroupJob> AsyncGroupJob::start(std::function<void()> work) {
+  auto job = std::make_shared<AsyncGroupJob>();
+  std::thread([job, work = std::move(work)] {
+    work();
+    {
+      std::lock_guard<std::mutex> lock(job->mutex_);
+      job->done_ = true;
+    }
+    job->finished_.notify_all();
+  }).detach();
+  return job;
+}
+
+void AsyncGroupJob::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  finished_.wait(lock, [this] { return done_; });
+}
+
+}  // namespace braid
