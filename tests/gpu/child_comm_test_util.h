@@ -27,15 +27,6 @@ struct Parent {
   int32_t* buf = nullptr;  // kCount elements
 };
 
-// config may be null.
-inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
-  CHILD_CUDA(cudaSetDevice(rank));
-  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
-  CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
-  CHILD_NCCL(ncclCommInitRankConfig(&p->comm, nranks, id, rank, config));
-  return 0;
-}
-
 // Polls a nonblocking communicator until its creation, or its group's background launch, has
 // finished; its final state.
 inline ncclResult_t waitReady(ncclComm_t comm) {
@@ -45,6 +36,23 @@ inline ncclResult_t waitReady(ncclComm_t comm) {
     if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return state;
+}
+
+// config may be null. A nonblocking one's init may return ncclInProgress (or ncclSuccess when it
+// was quick); the communicator is polled until it is ready.
+inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+  CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
+  const ncclResult_t init = ncclCommInitRankConfig(&p->comm, nranks, id, rank, config);
+  if (config == nullptr || config->blocking != 0) {
+    CHILD_NCCL(init);
+    return 0;
+  }
+  CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
+  CHILD_EXPECT(p->comm != nullptr);
+  CHILD_EXPECT(waitReady(p->comm) == ncclSuccess);
+  return 0;
 }
 
 // An AllReduce on `comm`, whose ranks are the parent ranks `members` in this order, checked exactly;

@@ -20,6 +20,7 @@ namespace {
 using childtest::checkMembers;
 using childtest::contribution;
 using childtest::kCount;
+using childtest::openParent;
 using childtest::Parent;
 using childtest::waitReady;
 
@@ -94,13 +95,7 @@ TEST_F(Split, NonblockingInitAndSplit) {
               ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
               config.blocking = 0;
               Parent p;
-              CHILD_CUDA(cudaSetDevice(rank));
-              CHILD_CUDA(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
-              CHILD_CUDA(cudaMalloc(&p.buf, kCount * sizeof(int32_t)));
-              const ncclResult_t init = ncclCommInitRankConfig(&p.comm, 4, id, rank, &config);
-              CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
-              CHILD_EXPECT(p.comm != nullptr);
-              CHILD_EXPECT(waitReady(p.comm) == ncclSuccess);
+              if (openParent(rank, 4, id, &p, &config) != 0) return 1;
               if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
               ncclComm_t child = nullptr;
               const ncclResult_t split = ncclCommSplit(p.comm, rank / 2, 0, &child, nullptr);
@@ -125,12 +120,7 @@ TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 0;
         Parent p;
-        CHILD_CUDA(cudaSetDevice(rank));
-        CHILD_CUDA(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
-        CHILD_CUDA(cudaMalloc(&p.buf, kCount * sizeof(int32_t)));
-        const ncclResult_t init = ncclCommInitRankConfig(&p.comm, 4, id, rank, &config);
-        CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
-        CHILD_EXPECT(waitReady(p.comm) == ncclSuccess);
+        if (openParent(rank, 4, id, &p, &config) != 0) return 1;
         std::vector<int32_t> host(kCount);
         for (size_t i = 0; i < kCount; i++) host[i] = contribution(rank, i);
         CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
