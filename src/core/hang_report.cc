@@ -20,11 +20,6 @@ const char* opName(const OpRecord& op) {
   return op.op >= 0 && op.op < 5 ? kNames[op.op] : "?";
 }
 
-bool hasRoot(CollId coll) { return coll == CollId::kBroadcast || coll == CollId::kReduce; }
-bool reduces(CollId coll) {
-  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
-}
-
 std::string secondsAgo(int64_t thenNs, int64_t nowNs) {
   char text[48];
   std::snprintf(text, sizeof(text), "%.1f s ago", static_cast<double>(nowNs - thenNs) * 1e-9);
@@ -38,9 +33,9 @@ std::string describeOp(const OpRecord& op) {
   char text[160];
   int n = std::snprintf(text, sizeof(text), "%s #%" PRIu64 " (%" PRIu64 " x %s", plan::collName(coll), op.seq, op.count,
                         dtypeName(op.dtype));
-  if (reduces(coll) && n < static_cast<int>(sizeof(text)))
+  if (collUsesOp(coll) && n < static_cast<int>(sizeof(text)))
     n += std::snprintf(text + n, sizeof(text) - n, ", %s", opName(op));
-  if (hasRoot(coll) && n < static_cast<int>(sizeof(text)))
+  if (collUsesRoot(coll) && n < static_cast<int>(sizeof(text)))
     n += std::snprintf(text + n, sizeof(text) - n, ", root %d", op.root);
   if (n < static_cast<int>(sizeof(text))) std::snprintf(text + n, sizeof(text) - n, ", %d CTAs)", op.nChannels);
   return text;

@@ -8,12 +8,11 @@
 
 namespace braid {
 
-uint64_t hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs) {
+bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, OpRecord* op) {
   const uint64_t seq = completedThrough(board) + 1;
-  if (seq > launchedThrough(board) || seq <= reported) return 0;
-  OpRecord op{};
-  if (!recordOf(board, seq, &op)) return 0;  // overwritten meanwhile: it completed, or the next check sees it
-  return nowNs - op.launchNs >= thresholdNs ? seq : 0;
+  if (seq > launchedThrough(board) || seq <= reported) return false;
+  // A record overwritten meanwhile: the operation completed, or the next check sees it.
+  return recordOf(board, seq, op) && nowNs - op->launchNs >= thresholdNs;
 }
 
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
@@ -40,12 +39,10 @@ void checkHang(ncclComm* comm) {
   const ProgressBoard* board = comm->progressBoard_.load();
   if (thresholdMs <= 0 || board == nullptr || comm->state_.load() != CommState::kReady) return;
   const int64_t now = monotonicNs();
-  const uint64_t seq = hangReportDue(*board, comm->hangReportedSeq_.load(), now, thresholdMs * 1000000);
-  if (seq == 0) return;
-  comm->hangReportedSeq_.store(seq);
   OpRecord op{};
-  if (!recordOf(*board, seq, &op)) return;
-  const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, seq);
+  if (!hangReportDue(*board, comm->hangReportedSeq_.load(), now, thresholdMs * 1000000, &op)) return;
+  comm->hangReportedSeq_.store(op.seq);
+  const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, op.seq);
   WARN("comm %p (%016llx) %s", static_cast<void*>(comm), static_cast<unsigned long long>(comm->commHash_),
        hangReport(op, static_cast<double>(now - op.launchNs) * 1e-9, comm->rank_, ranks, now).c_str());
 }

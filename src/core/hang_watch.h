@@ -17,9 +17,9 @@ struct ncclComm;
 
 namespace braid {
 
-// The operation a report is due for: the oldest one on `board` that has not completed, if it is
-// newer than `reported` and was launched at least thresholdNs before nowNs. 0 when none is due.
-uint64_t hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs);
+// Whether a report is due: for the oldest operation on `board` that has not completed, if it is
+// newer than `reported` and was launched at least thresholdNs before nowNs; its record goes to *op.
+bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, OpRecord* op);
 
 // Every rank's progress with operation `seq`: `own` for rank `self`, the boards of the ranks that
 // share self's pid space read from shared memory, kUnknown for the others.

@@ -204,6 +204,14 @@ constexpr int kMaxRegRanks = kMaxDirectPeers + 1;
 BRAID_DEV_TYPES_HD constexpr bool readsPeerSendBuffers(CollId coll) {
   return coll == CollId::kReduceScatter || coll == CollId::kReduce;
 }
+// Whether the collective takes a reduction op (AllReduce, Reduce, ReduceScatter); a root
+// (Broadcast, Reduce).
+BRAID_DEV_TYPES_HD constexpr bool collUsesOp(CollId coll) {
+  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
+}
+BRAID_DEV_TYPES_HD constexpr bool collUsesRoot(CollId coll) {
+  return coll == CollId::kReduce || coll == CollId::kBroadcast;
+}
 struct DevRegPeers {
   char* buff[kMaxRegRanks];
 };

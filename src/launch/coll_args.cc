@@ -17,8 +17,6 @@ namespace {
 bool needsSendbuff(const CollTask& task, int rank) { return task.coll != CollId::kBroadcast || rank == task.root; }
 bool needsRecvbuff(const CollTask& task, int rank) { return task.coll != CollId::kReduce || rank == task.root; }
 
-bool usesRoot(CollId coll) { return coll == CollId::kReduce || coll == CollId::kBroadcast; }
-
 // NCCL_CHECK_POINTERS=1: the buffer must be device (or managed) memory that the communicator's GPU owns.
 ncclResult_t checkPointer(const ncclComm* comm, const void* ptr, const char* name, const char* caller) {
   cudaPointerAttributes attr{};
@@ -84,7 +82,7 @@ ncclResult_t checkCollArgs(const ncclComm* comm, const CollTask& task, const cha
          static_cast<int>(task.op), comm->rank_, static_cast<int>(ncclNumOps) - 1);
     return ncclInvalidArgument;
   }
-  if (usesRoot(task.coll)) NCCLCHECK(checkRank(comm, task.root, "root", caller));
+  if (collUsesRoot(task.coll)) NCCLCHECK(checkRank(comm, task.root, "root", caller));
   bool perRank = task.coll == CollId::kAllGather || task.coll == CollId::kReduceScatter;
   NCCLCHECK(checkCount(comm, task.count, elemSize, perRank ? static_cast<size_t>(comm->nranks_) : 1, caller));
   if (needsSendbuff(task, comm->rank_)) NCCLCHECK(checkBuffer(comm, task.sendbuff, "sendbuff", task.count, caller));

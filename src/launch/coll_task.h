@@ -25,10 +25,6 @@ struct CollTask {
   const void* scalarPtr = nullptr;
 };
 
-// Whether the collective reduces (takes an op): AllReduce, Reduce and ReduceScatter.
-inline bool collUsesOp(CollId coll) {
-  return coll == CollId::kReduce || coll == CollId::kAllReduce || coll == CollId::kReduceScatter;
-}
 // Whether its op is a ncclRedOpCreatePreMulSum one.
 inline bool hasUserOp(const CollTask& task) { return collUsesOp(task.coll) && task.op >= ncclNumOps; }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -15,6 +16,14 @@
 #include "gpu_test_util.h"
 
 namespace childtest {
+
+// The split and shrink tests run on 4 GPUs.
+class FourGpus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gputest::gpuCount() < 4) GTEST_SKIP() << "needs 4 GPUs";
+  }
+};
 
 constexpr size_t kCount = 1 << 20;  // large enough that no rank finishes without its peers
 

@@ -30,12 +30,7 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-class Shrink : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (gputest::gpuCount() < 4) GTEST_SKIP() << "needs 4 GPUs";
-  }
-};
+class Shrink : public childtest::FourGpus {};
 
 TEST_F(Shrink, HealthyFourToThree) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {

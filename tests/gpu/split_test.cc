@@ -32,12 +32,7 @@ int openConfiguredParent(int rank, int nranks, const ncclUniqueId& id, Parent* p
   return childtest::openParent(rank, nranks, id, p, &config);
 }
 
-class Split : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (gputest::gpuCount() < 4) GTEST_SKIP() << "needs 4 GPUs";
-  }
-};
+class Split : public childtest::FourGpus {};
 
 TEST_F(Split, TwoByTwoFourByOneAndNoColor) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {

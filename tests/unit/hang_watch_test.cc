@@ -92,21 +92,27 @@ TEST(ProgressBoard, OldRecordsAreOverwrittenAndNotMistakenForNewOnes) {
   EXPECT_EQ(progressOf(b.get(), 1).where, Where::kUnknown);
 }
 
+// The operation a report is due for (0: none).
+uint64_t dueSeq(const ProgressBoard& b, uint64_t reported, int64_t nowNs, int64_t thresholdNs) {
+  OpRecord r{};
+  return hangReportDue(b, reported, nowNs, thresholdNs, &r) ? r.seq : 0;
+}
+
 TEST(HangWatch, AReportIsDueOnceForTheOldestIncompleteOperationPastTheThreshold) {
   auto b = emptyBoard();
-  EXPECT_EQ(hangReportDue(*b, 0, 1'000'000'000, 10), 0u);  // nothing launched
+  EXPECT_EQ(dueSeq(*b, 0, 1'000'000'000, 10), 0u);  // nothing launched
   noteLaunch(b.get(), op(1, 1, CollId::kAllReduce, 100));
   noteLaunch(b.get(), op(2, 1, CollId::kAllReduce, 500));
-  EXPECT_EQ(hangReportDue(*b, 0, 150, 100), 0u);  // 50 ns old, threshold 100
-  EXPECT_EQ(hangReportDue(*b, 0, 200, 100), 1u);
-  EXPECT_EQ(hangReportDue(*b, 1, 10'000, 100), 0u);  // reported already
+  EXPECT_EQ(dueSeq(*b, 0, 150, 100), 0u);  // 50 ns old, threshold 100
+  EXPECT_EQ(dueSeq(*b, 0, 200, 100), 1u);
+  EXPECT_EQ(dueSeq(*b, 1, 10'000, 100), 0u);  // reported already
   b->dev.started = 1;
   b->dev.ctaDone[0] = 1;
-  EXPECT_EQ(hangReportDue(*b, 1, 550, 100), 0u);  // op 2 is 50 ns old
-  EXPECT_EQ(hangReportDue(*b, 1, 600, 100), 2u);
+  EXPECT_EQ(dueSeq(*b, 1, 550, 100), 0u);  // op 2 is 50 ns old
+  EXPECT_EQ(dueSeq(*b, 1, 600, 100), 2u);
   b->dev.started = 2;
   b->dev.ctaDone[0] = 2;
-  EXPECT_EQ(hangReportDue(*b, 1, 10'000, 100), 0u);  // all done
+  EXPECT_EQ(dueSeq(*b, 1, 10'000, 100), 0u);  // all done
 }
 
 TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
