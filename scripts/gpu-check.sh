@@ -34,6 +34,9 @@ nv=$(nvidia_nccl)
 echo "== braid-perf (NVIDIA NCCL: ${nv:-not found})"
 summary="$OUT/summary.txt"
 : >"$summary"
+# The PyTorch check (ctest torch_dist, tests/integration/run_torch_dist.sh), when it ran.
+grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$OUT/ctest.log" 2>/dev/null |
+  sed 's/^[0-9]*: /-- torch: /' >>"$summary"
 run_perf() {  # label, args...
   local label=$1; shift
   if [ -n "$nv" ]; then
