@@ -58,6 +58,7 @@ struct ncclComm {
   // hang report was made for: core/hang_watch.h. Read under the registry's lock like lastLaunch_.
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
   std::atomic<uint64_t> hangReportedSeq_{0};
+  std::atomic<uint64_t> p2pHangReportedSeq_{0};
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

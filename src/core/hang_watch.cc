@@ -2,6 +2,7 @@
 
 #include "core/comm.h"
 #include "core/hang_report.h"
+#include "core/p2p_progress.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
@@ -15,23 +16,48 @@ bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs,
   return recordOf(board, seq, op) && nowNs - op->launchNs >= thresholdNs;
 }
 
+namespace {
+
+// Rank r's board, when r shares this process's pid space and has one: read-only, valid while
+// *segment lives.
+const ProgressBoard* openPeerBoard(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int r,
+                                   ShmSegment* segment) {
+  const PeerInfo& p = peers[r];
+  if (p.pidSpace == 0 || p.pidSpace != peers[self].pidSpace) return nullptr;  // another host: not readable here
+  const int nRanks = static_cast<int>(peers.size());
+  if (ShmSegment::openReadOnly(progressBoardName(commHash, r, p.pid), progressBoardBytes(nRanks), segment) !=
+      ncclSuccess) {
+    return nullptr;  // gone, or it made no board
+  }
+  const auto* board = static_cast<const ProgressBoard*>(segment->ptr());
+  return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
+}
+
+}  // namespace
+
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq) {
   std::vector<RankProgress> ranks(peers.size());
   for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-    if (r == self) {
-      ranks[r] = progressOf(&own, seq);
-      continue;
-    }
-    const PeerInfo& p = peers[r];
-    if (p.pidSpace == 0 || p.pidSpace != peers[self].pidSpace) continue;  // another host: not readable here
-    ShmSegment board;
-    if (ShmSegment::openReadOnly(progressBoardName(commHash, r, p.pid), progressBoardBytes(), &board) != ncclSuccess) {
-      continue;  // gone, or it made no board
-    }
-    ranks[r] = progressOf(static_cast<const ProgressBoard*>(board.ptr()), seq);
+    ShmSegment segment;
+    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
+    if (board != nullptr) ranks[r] = progressOf(board, seq);
   }
   return ranks;
+}
+
+std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                   const P2pRecord& rec) {
+  std::vector<int64_t> matching;
+  for (int i = 0; i < rec.nOps && i < kP2pOpsNoted; i++) {
+    const int peer = rec.ops[i].peer;
+    ShmSegment segment;
+    const ProgressBoard* board = peer >= 0 && peer < static_cast<int>(peers.size())
+                                     ? openPeerBoard(commHash, self, peers, peer, &segment)
+                                     : nullptr;
+    matching.push_back(board != nullptr ? static_cast<int64_t>(postedToward(*board, self, rec.ops[i])) : -1);
+  }
+  return matching;
 }
 
 void checkHang(ncclComm* comm) {
@@ -39,12 +65,21 @@ void checkHang(ncclComm* comm) {
   const ProgressBoard* board = comm->progressBoard_.load();
   if (thresholdMs <= 0 || board == nullptr || comm->state_.load() != CommState::kReady) return;
   const int64_t now = monotonicNs();
+  const auto commId = static_cast<unsigned long long>(comm->commHash_);
   OpRecord op{};
-  if (!hangReportDue(*board, comm->hangReportedSeq_.load(), now, thresholdMs * 1000000, &op)) return;
-  comm->hangReportedSeq_.store(op.seq);
-  const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, op.seq);
-  WARN("comm %p (%016llx) %s", static_cast<void*>(comm), static_cast<unsigned long long>(comm->commHash_),
-       hangReport(op, static_cast<double>(now - op.launchNs) * 1e-9, comm->rank_, ranks, now).c_str());
+  if (hangReportDue(*board, comm->hangReportedSeq_.load(), now, thresholdMs * 1000000, &op)) {
+    comm->hangReportedSeq_.store(op.seq);
+    const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, op.seq);
+    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
+         hangReport(op, static_cast<double>(now - op.launchNs) * 1e-9, comm->rank_, ranks, now).c_str());
+  }
+  P2pRecord rec{};
+  if (p2pReportDue(*board, comm->p2pHangReportedSeq_.load(), now, thresholdMs * 1000000, &rec)) {
+    comm->p2pHangReportedSeq_.store(rec.seq);
+    const std::vector<int64_t> matching = gatherMatches(comm->commHash_, comm->rank_, comm->peers_, rec);
+    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
+         p2pHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, matching).c_str());
+  }
 }
 
 }  // namespace braid

@@ -26,7 +26,13 @@ bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs,
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq);
 
-// The watch thread's check of one communicator (the registry is locked).
+// For each operation noted in point-to-point launch `rec` of rank `self`: how many matching
+// operations its peer has posted (postedToward, p2p_progress.h), -1 when its board is not readable.
+std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                   const P2pRecord& rec);
+
+// The watch thread's check of one communicator (the registry is locked): its collectives, then its
+// point-to-point kernels (p2p_progress.h).
 void checkHang(ncclComm* comm);
 
 }  // namespace braid

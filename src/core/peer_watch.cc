@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/hang_watch.h"
+#include "core/p2p_progress.h"
 #include "core/progress_board.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -26,10 +27,13 @@ namespace {
 // part in had completed (the end of a job) harms nothing until the next operation, which then waits
 // for it and gets the communicator marked.
 bool workInFlight(const ncclComm* comm) {
-  // Eager collectives are on the progress board: no CUDA call needed.
+  // Eager kernels are on the progress board: no CUDA call needed.
   const ProgressBoard* board = comm->progressBoard_.load();
-  if (board != nullptr && completedThrough(*board) < launchedThrough(*board)) return true;
-  // Graph replays and point-to-point kernels are not: the latest launch's event covers them.
+  if (board != nullptr && (completedThrough(*board) < launchedThrough(*board) ||
+                           p2pCompletedThrough(*board) < p2pLaunchedThrough(*board))) {
+    return true;
+  }
+  // Graph replays are not: the latest launch's event covers them.
   cudaEvent_t latest = comm->lastLaunch_.load();
   if (latest == nullptr) return false;
   // The communicator's own GPU, whose context exists already: a runtime call on this thread's

@@ -27,9 +27,10 @@ std::string progressBoardName(uint64_t commHash, int rank, int pid) {
   return name;
 }
 
-size_t progressBoardBytes() {
+size_t progressBoardBytes(int nRanks) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (sizeof(ProgressBoard) + page - 1) / page * page;
+  const size_t bytes = sizeof(ProgressBoard) + 2 * sizeof(uint64_t) * static_cast<size_t>(nRanks < 0 ? 0 : nRanks);
+  return (bytes + page - 1) / page * page;
 }
 
 int64_t monotonicNs() {

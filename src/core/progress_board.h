@@ -8,8 +8,11 @@
 //     began (CTA 0) and that each CTA left it.
 // Every rank launches a communicator's collectives in the same order, so the numbers agree across
 // ranks: another rank's board says whether it has reached operation n, and whether its GPU has.
-// Not counted: collectives captured in a CUDA graph (a replay would note an old number again),
-// communicators of one rank, and point-to-point operations (their order differs from rank to rank).
+// Point-to-point kernels are numbered on their own (their order differs from rank to rank); what
+// matches across ranks there is the count of sends from a rank to a peer and of receives the peer
+// posted from it, which the board keeps for every peer (core/p2p_progress.h).
+// Not counted: operations captured in a CUDA graph (a replay would note an old number again) and
+// communicators of one rank.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +23,10 @@
 
 namespace braid {
 
-constexpr uint64_t kProgressBoardMagic = 0x4252414944505231ull;  // "BRAIDPR1"
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505232ull;  // "BRAIDPR2"
 constexpr int kRecentOps = 256;                                  // launches a board describes
+constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
+constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
 
 // One launched collective.
 struct OpRecord {
@@ -37,20 +42,50 @@ struct OpRecord {
   uint32_t pad;
 };
 
+// One send or receive of a point-to-point launch: the index-th (1, 2, ...) this rank posted to or
+// from peer, of `bytes`.
+struct P2pOpNote {
+  uint64_t index;
+  uint64_t bytes;
+  int32_t peer;
+  int32_t isSend;
+};
+
+// One launched point-to-point kernel (a group's sends and receives on this communicator).
+struct P2pRecord {
+  uint64_t seq;      // 0: empty slot
+  int64_t launchNs;  // CLOCK_MONOTONIC
+  int32_t nCtas;     // CTAs of its kernel
+  int32_t nOps;      // its sends and receives (the first kP2pOpsNoted are in ops)
+  P2pOpNote ops[kP2pOpsNoted];
+};
+
 struct ProgressBoard {
   uint64_t magic;
   int32_t rank;
   int32_t pid;
+  int32_t nRanks;  // length of the per-peer counts after the struct (p2pPosted)
+  int32_t pad;
   uint64_t launched;            // seq of the last launch noted; stored after its record
   OpRecord recent[kRecentOps];  // the launch of seq n is in recent[n % kRecentOps]
   DevProgress dev;              // written by this rank's kernels
+  uint64_t p2pLaunched;         // the same for point-to-point kernels
+  P2pRecord recentP2p[kRecentP2pLaunches];
+  DevP2pProgress p2pDev;
+  // Followed by uint64_t posted[2 * nRanks] (p2pPosted): sends posted to each peer, then receives
+  // posted from each peer, counted at launch.
 };
 
 // "/braid-progress-<commHash hex>-<rank>-<pid>": rank's board of one communicator.
 std::string progressBoardName(uint64_t commHash, int rank, int pid);
 
-// Bytes of a board's segment: whole pages (the owner and the readers compute the same).
-size_t progressBoardBytes();
+// Bytes of a board's segment for a communicator of nRanks: whole pages (the owner and the readers
+// compute the same).
+size_t progressBoardBytes(int nRanks);
+
+// The per-peer counts after the board: [peer] sends to peer, [nRanks + peer] receives from it.
+inline uint64_t* p2pPosted(ProgressBoard* board) { return reinterpret_cast<uint64_t*>(board + 1); }
+inline const uint64_t* p2pPosted(const ProgressBoard* board) { return reinterpret_cast<const uint64_t*>(board + 1); }
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes of a host.
 int64_t monotonicNs();

@@ -3,8 +3,8 @@
 // (child_comm.h: configuration, GPU, unique id). Inside a group, everything after the argument
 // checks waits for the outermost ncclGroupEnd, since this thread may drive several ranks of the
 // parent. NCCL_SPLIT_NOCOLOR ranks take part in the exchange and get NULL. config->splitShare is
-// accepted, but the child makes its own connections and buffers: sharing the parent's is not
-// implemented.
+// accepted, but the child makes its own connections and buffers (an INFO line says so): sharing the
+// parent's is not implemented.
 #pragma once
 
 #include <nccl.h>

@@ -109,6 +109,14 @@ struct DevProgress {
   uint64_t ctaDone[kMaxChannels];
 };
 
+// The same for a communicator's point-to-point kernels, numbered on their own (1, 2, ... per
+// communicator): `started` is noted by CTA 0, ctaDone[b] when CTA b leaves.
+constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
+struct DevP2pProgress {
+  uint64_t started;
+  uint64_t ctaDone[kMaxP2pKernelCtas];
+};
+
 // How a kernel moves the data: around the channels' rings, or straight to every peer.
 enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1 };
 
@@ -171,12 +179,14 @@ struct DevP2pArgs {
   uint64_t slotBytes;  // Simple slot of the point-to-point connections; every step but an operation's last is full
   int32_t nCtas;
   int32_t pad;
+  DevP2pProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)
+  uint64_t seq;
   DevP2pCta ctas[kCtas];
   DevP2pSeg segs[kSegs];
 };
 using DevP2pArgsSmall = DevP2pArgs<16, 32>;
 using DevP2pArgsMedium = DevP2pArgs<48, 112>;
-using DevP2pArgsLarge = DevP2pArgs<128, 1024>;
+using DevP2pArgsLarge = DevP2pArgs<kMaxP2pKernelCtas, 1024>;
 static_assert(sizeof(DevP2pArgsMedium) <= 4096, "the medium variant stays within 4 KiB of parameters");
 static_assert(sizeof(DevP2pArgsLarge) <= 32764, "a kernel's parameters are limited to 32764 bytes");
 

@@ -58,5 +58,12 @@ __device__ __forceinline__ void noteOpStarted(const DevWork& work) {
 __device__ __forceinline__ void noteCtaLeft(const DevWork& work) {
   if (work.progress != nullptr && threadIdx.x == 0) stRelaxedSys(&work.progress->ctaDone[blockIdx.x], work.seq);
 }
+// The same for a point-to-point kernel.
+__device__ __forceinline__ void notePeerOpsStarted(DevP2pProgress* progress, uint64_t seq) {
+  if (progress != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stRelaxedSys(&progress->started, seq);
+}
+__device__ __forceinline__ void notePeerCtaLeft(DevP2pProgress* progress, uint64_t seq) {
+  if (progress != nullptr && threadIdx.x == 0) stRelaxedSys(&progress->ctaDone[blockIdx.x], seq);
+}
 
 }  // namespace braid

@@ -71,7 +71,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(path->order_.init(paramInt(ParamId::kGraphMixingSupport) != 0));
   comm->lastLaunch_.store(path->order_.latestEvent());  // for the peer watch (core/peer_watch.h)
   if (comm->nranks_ > 1) {
-    path->progress_.init(comm->commHash_, comm->rank_);
+    path->progress_.init(comm->commHash_, comm->rank_, comm->nranks_);
     comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
   }
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));

@@ -114,6 +114,11 @@ struct P2pLaunchArgs {
   uint64_t largestPart = 0;
   int peerCtas = 0;  // the CTAs of the queues (those that must be resident together)
 
+  int nCtas() const {
+    if (large != nullptr) return large->nCtas;
+    return medium.has_value() ? medium->nCtas : small.nCtas;
+  }
+
   // False if even the large variant cannot hold the work.
   bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
              DevP2pPeer* devPeers, int maxChannels) {
@@ -124,10 +129,14 @@ struct P2pLaunchArgs {
     return buildP2pArgs(queues, selfPairs, devPeers, maxChannels, large.get(), &largestPart, &peerCtas);
   }
 
-  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, bool pdl, cudaStream_t stream) {
+  // progress and seq: where the kernel notes its progress for hang reports (null and 0: nowhere).
+  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, DevP2pProgress* progress, uint64_t seq,
+                     bool pdl, cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
       args.slotBytes = slotBytes;
+      args.progress = progress;
+      args.seq = seq;
       return launchP2pKernel(args, p2pThreads(largestPart), pdl, stream);
     };
     if (large != nullptr) return launchArgs(*large);
@@ -217,7 +226,11 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
       }
     }
   } else {
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, pdl_, stream));
+    uint64_t seq = 0;
+    DevP2pProgress* progress = nullptr;
+    // Not numbered when captured: a replay would note an old number again (progress_board.h).
+    if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &progress);
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, progress, seq, pdl_, stream));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "core/p2p_progress.h"
 #include "util/log.h"
 
 namespace braid {
@@ -13,12 +14,12 @@ ProgressRecorder::~ProgressRecorder() {
   if (registered_) (void)cudaHostUnregister(segment_.ptr());
 }
 
-void ProgressRecorder::init(uint64_t commHash, int rank) {
+void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
   const int pid = static_cast<int>(::getpid());
   const std::string name = progressBoardName(commHash, rank, pid);
   ShmSegment segment;
-  if (ShmSegment::create(name, progressBoardBytes(), "progress board of rank " + std::to_string(rank), &segment) !=
-      ncclSuccess) {
+  if (ShmSegment::create(name, progressBoardBytes(nRanks), "progress board of rank " + std::to_string(rank),
+                         &segment) != ncclSuccess) {
     INFO(kLogInit, "rank %d: no progress board (%s), so no hang reports for this communicator", rank, name.c_str());
     return;
   }
@@ -38,9 +39,11 @@ void ProgressRecorder::init(uint64_t commHash, int rank) {
   auto* board = static_cast<ProgressBoard*>(segment_.ptr());  // zero-filled
   board->rank = rank;
   board->pid = pid;
+  board->nRanks = nRanks;
   __atomic_store_n(&board->magic, kProgressBoardMagic, __ATOMIC_RELEASE);
   board_ = board;
   devProgress_ = reinterpret_cast<DevProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, dev));
+  devP2pProgress_ = reinterpret_cast<DevP2pProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pDev));
 }
 
 void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
@@ -58,6 +61,18 @@ void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* 
   braid::noteLaunch(board_, op);
   work->seq = op.seq;
   work->progress = devProgress_;
+}
+
+void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,
+                                     DevP2pProgress** progress) {
+  *seq = 0;
+  *progress = nullptr;
+  if (board_ == nullptr) return;
+  std::vector<P2pOpPosted> ops;
+  ops.reserve(tasks.size());
+  for (const P2pTask& t : tasks) ops.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
+  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), ops);
+  *progress = devP2pProgress_;
 }
 
 }  // namespace braid

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/progress_board.h"
 #include "device/dev_types.h"
 #include "launch/coll_task.h"
+#include "launch/p2p_task.h"
 #include "util/shm_segment.h"
 
 namespace braid {
@@ -21,17 +23,21 @@ class ProgressRecorder {
   ProgressRecorder& operator=(const ProgressRecorder&) = delete;
 
   // Creates the board (current device: the communicator's). Without one, launches are not counted.
-  void init(uint64_t commHash, int rank);
+  void init(uint64_t commHash, int rank, int nRanks);
   // A collective kernel of nChannels CTAs is about to be launched eagerly: numbers it, notes it on
   // the board, and points `work` at the board. Does nothing without a board.
   void noteLaunch(const CollTask& task, int nChannels, DevWork* work);
+  // The same for a point-to-point kernel of nCtas CTAs moving `tasks` (core/p2p_progress.h): sets
+  // *seq and *progress for the kernel's parameters (0 and null without a board).
+  void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevP2pProgress** progress);
   ProgressBoard* board() const { return board_; }
 
  private:
   ShmSegment segment_;
-  bool registered_ = false;         // segment_ is registered with CUDA
-  ProgressBoard* board_ = nullptr;  // in segment_, once it is usable
-  DevProgress* devProgress_ = nullptr;
+  bool registered_ = false;                   // segment_ is registered with CUDA
+  ProgressBoard* board_ = nullptr;            // in segment_, once it is usable
+  DevProgress* devProgress_ = nullptr;        // the board's dev, as the GPU sees it
+  DevP2pProgress* devP2pProgress_ = nullptr;  // its p2pDev
   uint64_t seq_ = 0;
 };
 

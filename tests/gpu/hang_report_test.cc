@@ -1,8 +1,13 @@
-// Hang diagnosis on real GPUs, one process per GPU: every rank runs AllReduce #1; then every rank
-// but rank 1 launches AllReduce #2 while rank 1 sleeps. With BRAID_HANG_REPORT_MS=300 the waiting
-// ranks each log one WARN naming AllReduce #2, rank 1 as the rank that has not launched it (its last
-// being #1), and themselves as running it. Rank 1 then joins, the AllReduce completes exactly, and
-// rank 1, which never waited, logs no report. Braid only (NVIDIA's NCCL has no such report).
+// Hang diagnosis on real GPUs, one process per GPU, BRAID_HANG_REPORT_MS=300. Braid only (NVIDIA's
+// NCCL has no such report).
+//   - Collectives: every rank runs AllReduce #1; then every rank but rank 1 launches AllReduce #2
+//     while rank 1 sleeps. The waiting ranks each log one WARN naming AllReduce #2, rank 1 as the
+//     rank that has not launched it (its last being #1), and themselves as running it.
+//   - Point-to-point: every rank sends to the next and receives from the previous, twice; rank 1
+//     posts its second exchange late. The rank after rank 1 waits for its receive #2 (a send may
+//     complete into the receiver's FIFO without the receiver): its WARN says that rank 1 has posted
+//     1 send to it, so its receive #2 from rank 1 has no match yet.
+// Rank 1 then joins, the operations complete exactly, and rank 1, which never waited, logs no report.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -12,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,17 +45,33 @@ std::string runningRanks(int n) {
   return out;
 }
 
-TEST(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
-  const int n = std::min(gputest::gpuCount(), 4);
-  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
-  if (colltest::againstReference()) GTEST_SKIP() << "a Braid feature";
-  char dir[] = "/tmp/braid_hang_XXXXXX";
-  ASSERT_NE(nullptr, mkdtemp(dir));
-  const std::string logDir = dir;
-  colltest::ScopedSetenv debug("NCCL_DEBUG", "WARN");
-  colltest::ScopedSetenv debugFile("NCCL_DEBUG_FILE", (logDir + "/log.%p").c_str());
-  colltest::ScopedSetenv reportMs("BRAID_HANG_REPORT_MS", "300");
-  colltest::ScopedSetenv watchMs("BRAID_PEER_WATCH_MS", "100");
+// Each rank logs its WARNs to a file of its own in a temporary directory; reports are due after 300 ms.
+class HangReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    n_ = std::min(gputest::gpuCount(), 4);
+    if (n_ < 2) GTEST_SKIP() << "needs 2 GPUs";
+    if (colltest::againstReference()) GTEST_SKIP() << "a Braid feature";
+    char dir[] = "/tmp/braid_hang_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(dir));
+    logDir_ = dir;
+    debugFile_ = std::make_unique<colltest::ScopedSetenv>("NCCL_DEBUG_FILE", (logDir_ + "/log.%p").c_str());
+  }
+  void TearDown() override {
+    if (!logDir_.empty()) std::filesystem::remove_all(logDir_);
+  }
+
+  int n_ = 0;
+  std::string logDir_;
+  colltest::ScopedSetenv debug_{"NCCL_DEBUG", "WARN"};
+  std::unique_ptr<colltest::ScopedSetenv> debugFile_;
+  colltest::ScopedSetenv reportMs_{"BRAID_HANG_REPORT_MS", "300"};
+  colltest::ScopedSetenv watchMs_{"BRAID_PEER_WATCH_MS", "100"};
+};
+
+TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
+  const int n = n_;
+  const std::string logDir = logDir_;
   EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
               alarm(60);
               CHILD_CUDA(cudaSetDevice(rank));
@@ -92,7 +114,60 @@ TEST(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
                            log.substr(log.find("rank " + std::to_string(rank) + ": AllReduce")).c_str());
               return 0;
             }));
-  std::filesystem::remove_all(logDir);
+}
+
+TEST_F(HangReport, APointToPointSendWithoutItsReceiveIsNamed) {
+  const int n = n_;
+  const std::string logDir = logDir_;
+  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
+              alarm(60);
+              CHILD_CUDA(cudaSetDevice(rank));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
+              cudaStream_t stream = nullptr;
+              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              constexpr size_t kCount = 1 << 20;
+              const int next = (rank + 1) % n;
+              const int prev = (rank + n - 1) % n;
+              int32_t* sendbuf = nullptr;
+              int32_t* recvbuf = nullptr;
+              CHILD_CUDA(cudaMalloc(&sendbuf, kCount * sizeof(int32_t)));
+              CHILD_CUDA(cudaMalloc(&recvbuf, kCount * sizeof(int32_t)));
+              std::vector<int32_t> host(kCount);
+              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank);
+              CHILD_CUDA(cudaMemcpy(sendbuf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              for (int round = 0; round < 2; round++) {
+                if (round == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+                CHILD_CUDA(gputest::poisonSync(recvbuf, 0x5a, kCount * sizeof(int32_t)));
+                CHILD_NCCL(ncclGroupStart());
+                CHILD_NCCL(ncclSend(sendbuf, kCount, ncclInt32, next, comm, stream));
+                CHILD_NCCL(ncclRecv(recvbuf, kCount, ncclInt32, prev, comm, stream));
+                CHILD_NCCL(ncclGroupEnd());
+                CHILD_CUDA(cudaStreamSynchronize(stream));
+              }
+              CHILD_CUDA(cudaMemcpy(host.data(), recvbuf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+              for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i * 7 + prev));
+              CHILD_NCCL(ncclCommDestroy(comm));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(sendbuf));
+              CHILD_CUDA(cudaFree(recvbuf));
+
+              const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
+              if (rank == 1) {
+                CHILD_EXPECT(log.find("has not completed") == std::string::npos);
+                return 0;
+              }
+              if (prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
+              const std::string head = "rank " + std::to_string(rank) + ": point-to-point launch #2 (";
+              const std::string want = "Rank 1 has posted 1 sends to rank " + std::to_string(rank) +
+                                       ", so receive #2 from rank 1 (4194304 bytes) has no match yet.";
+              const bool named = log.find(head) != std::string::npos && log.find(want) != std::string::npos;
+              if (!named)
+                std::fprintf(stderr, "rank %d: no report naming rank 1's missing send; log:\n%s\n", rank, log.c_str());
+              CHILD_EXPECT(named);
+              std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
+              return 0;
+            }));
 }
 
 }  // namespace

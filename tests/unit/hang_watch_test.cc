@@ -33,9 +33,19 @@ OpRecord op(uint64_t seq, int nChannels, CollId coll = CollId::kAllReduce, int64
   return r;
 }
 
-std::unique_ptr<ProgressBoard> emptyBoard() {
-  std::unique_ptr<ProgressBoard> b(new ProgressBoard{});
+// A zeroed board of a communicator of nRanks, with its per-peer counts, in ordinary memory.
+struct TestBoard {
+  std::unique_ptr<uint64_t[]> words;
+  ProgressBoard* get() const { return reinterpret_cast<ProgressBoard*>(words.get()); }
+  ProgressBoard& operator*() const { return *get(); }
+  ProgressBoard* operator->() const { return get(); }
+};
+
+TestBoard emptyBoard(int nRanks = 0, int rank = 0) {
+  TestBoard b{std::make_unique<uint64_t[]>(progressBoardBytes(nRanks) / sizeof(uint64_t))};
   b->magic = kProgressBoardMagic;
+  b->nRanks = nRanks;
+  b->rank = rank;
   return b;
 }
 
@@ -162,10 +172,11 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemory) {
   const int pid = static_cast<int>(::getpid());
   std::vector<ShmSegment> segments(3);
   for (int r = 1; r <= 2; r++) {
-    ASSERT_EQ(ShmSegment::create(progressBoardName(hash, r, pid), progressBoardBytes(), "test", &segments[r]),
+    ASSERT_EQ(ShmSegment::create(progressBoardName(hash, r, pid), progressBoardBytes(5), "test", &segments[r]),
               ncclSuccess);
     auto* b = static_cast<ProgressBoard*>(segments[r].ptr());
     b->magic = kProgressBoardMagic;
+    b->nRanks = 5;
     for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(b, op(s, 1));
     b->dev.started = r == 1 ? 5 : 3;
     b->dev.ctaDone[0] = b->dev.started;
@@ -176,7 +187,7 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemory) {
     peers[r].pid = pid;
     peers[r].pidSpace = r == 3 ? 77 : 42;
   }
-  auto own = emptyBoard();
+  auto own = emptyBoard(5);
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(own.get(), op(s, 1));
   own->dev.started = 5;  // running 5
 
@@ -189,8 +200,12 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemory) {
   EXPECT_EQ(ranks[3].where, Where::kUnknown);  // another pid space
   EXPECT_EQ(ranks[4].where, Where::kUnknown);  // no board
   ShmSegment missing;
-  EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 4, pid), progressBoardBytes(), &missing), ncclSuccess);
-  EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 1, pid), progressBoardBytes() * 2, &missing), ncclSuccess);
+  EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 4, pid), progressBoardBytes(5), &missing), ncclSuccess);
+  EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 1, pid), progressBoardBytes(5) * 2, &missing),
+            ncclSuccess);
+  // A board of a communicator of another size (a stale segment) is not read.
+  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5)[1].where,
+            Where::kUnknown);
 }
 
 }  // namespace

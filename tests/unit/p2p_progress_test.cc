@@ -1,0 +1,164 @@
+// Hang diagnosis of point-to-point kernels on the host: per-peer counts of posted sends and
+// receives, the record of each launch, completion from the kernels' notes, the choice of the launch
+// a report is due for, matching against a peer's board in shared memory, and the report's words.
+// The kernels' side (DevP2pProgress writes) is covered by the GPU test hang_report_test.
+#include "core/p2p_progress.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/hang_watch.h"
+#include "util/shm_segment.h"
+
+namespace braid {
+namespace {
+
+struct TestBoard {
+  std::unique_ptr<uint64_t[]> words;
+  ProgressBoard* get() const { return reinterpret_cast<ProgressBoard*>(words.get()); }
+  ProgressBoard* operator->() const { return get(); }
+};
+
+TestBoard emptyBoard(int nRanks, int rank) {
+  TestBoard b{std::make_unique<uint64_t[]>(progressBoardBytes(nRanks) / sizeof(uint64_t))};
+  b->magic = kProgressBoardMagic;
+  b->nRanks = nRanks;
+  b->rank = rank;
+  return b;
+}
+
+P2pOpPosted send(int peer, uint64_t bytes) { return P2pOpPosted{peer, true, bytes}; }
+P2pOpPosted recv(int peer, uint64_t bytes) { return P2pOpPosted{peer, false, bytes}; }
+
+TEST(P2pProgress, EachPeerAndDirectionIsCountedAndEveryOperationGetsItsIndex) {
+  TestBoard b = emptyBoard(4, 0);
+  // Self operations are not counted (they never wait for anyone); a zero-byte one is, as its match is.
+  EXPECT_EQ(noteP2pLaunch(b.get(), 2, 100, {send(1, 64), recv(1, 32), send(0, 8), recv(0, 8), send(1, 0)}), 1u);
+  EXPECT_EQ(noteP2pLaunch(b.get(), 3, 200, {send(1, 16), recv(3, 16), recv(3, 16)}), 2u);
+  const uint64_t* posted = p2pPosted(b.get());
+  EXPECT_EQ(posted[1], 3u);      // sends to 1
+  EXPECT_EQ(posted[4 + 1], 1u);  // receives from 1
+  EXPECT_EQ(posted[4 + 3], 2u);  // receives from 3
+  EXPECT_EQ(posted[0], 0u);
+  EXPECT_EQ(posted[4 + 0], 0u);
+
+  P2pRecord r{};
+  ASSERT_TRUE(p2pRecordOf(*b.get(), 2, &r));
+  EXPECT_EQ(r.nCtas, 3);
+  ASSERT_EQ(r.nOps, 3);
+  EXPECT_EQ(r.ops[0].index, 3u);  // the third send to rank 1
+  EXPECT_EQ(r.ops[0].isSend, 1);
+  EXPECT_EQ(r.ops[1].index, 1u);
+  EXPECT_EQ(r.ops[2].index, 2u);
+  EXPECT_EQ(r.ops[2].peer, 3);
+  EXPECT_FALSE(p2pRecordOf(*b.get(), 3, &r));
+  EXPECT_FALSE(p2pRecordOf(*b.get(), 0, &r));
+}
+
+TEST(P2pProgress, ALaunchOfManyOperationsNotesTheFirstFewAndCountsAll) {
+  TestBoard b = emptyBoard(2, 0);
+  std::vector<P2pOpPosted> ops(kP2pOpsNoted + 5, send(1, 4));
+  noteP2pLaunch(b.get(), 1, 0, ops);
+  P2pRecord r{};
+  ASSERT_TRUE(p2pRecordOf(*b.get(), 1, &r));
+  EXPECT_EQ(r.nOps, kP2pOpsNoted + 5);
+  EXPECT_EQ(r.ops[kP2pOpsNoted - 1].index, static_cast<uint64_t>(kP2pOpsNoted));
+  EXPECT_EQ(p2pPosted(b.get())[1], static_cast<uint64_t>(kP2pOpsNoted + 5));
+  EXPECT_NE(p2pHangReport(r, 1, 0, std::vector<int64_t>(kP2pOpsNoted, 0)).find("; ...)"), std::string::npos);
+}
+
+uint64_t dueSeq(const ProgressBoard& b, uint64_t reported, int64_t nowNs, int64_t thresholdNs) {
+  P2pRecord r{};
+  return p2pReportDue(b, reported, nowNs, thresholdNs, &r) ? r.seq : 0;
+}
+
+TEST(P2pProgress, CompletionFollowsTheKernelsNotesAndAReportIsDueOncePerLaunch) {
+  TestBoard b = emptyBoard(2, 0);
+  EXPECT_EQ(dueSeq(*b.get(), 0, 1'000'000, 10), 0u);
+  noteP2pLaunch(b.get(), 2, 100, {send(1, 8)});
+  noteP2pLaunch(b.get(), 1, 500, {recv(1, 8)});
+  EXPECT_EQ(p2pCompletedThrough(*b.get()), 0u);
+  EXPECT_EQ(dueSeq(*b.get(), 0, 150, 100), 0u);  // 50 ns old
+  EXPECT_EQ(dueSeq(*b.get(), 0, 200, 100), 1u);
+  EXPECT_EQ(dueSeq(*b.get(), 1, 10'000, 100), 0u);  // reported already
+  b->p2pDev.started = 1;
+  b->p2pDev.ctaDone[0] = 1;  // CTA 1 still in it
+  EXPECT_EQ(p2pCompletedThrough(*b.get()), 0u);
+  b->p2pDev.ctaDone[1] = 1;
+  EXPECT_EQ(p2pCompletedThrough(*b.get()), 1u);
+  EXPECT_EQ(dueSeq(*b.get(), 1, 600, 100), 2u);
+  b->p2pDev.started = 2;
+  EXPECT_EQ(p2pCompletedThrough(*b.get()), 1u);
+  b->p2pDev.ctaDone[0] = 2;
+  EXPECT_EQ(p2pCompletedThrough(*b.get()), 2u);
+  EXPECT_EQ(dueSeq(*b.get(), 1, 10'000, 100), 0u);
+}
+
+TEST(P2pProgress, AMatchIsThePeersCountInTheOtherDirection) {
+  TestBoard mine = emptyBoard(3, 0);
+  TestBoard peer = emptyBoard(3, 1);
+  noteP2pLaunch(mine.get(), 1, 0, {send(1, 8), send(1, 8), recv(1, 8)});
+  noteP2pLaunch(peer.get(), 1, 0, {recv(0, 8), send(0, 8), send(2, 8)});
+  P2pRecord r{};
+  ASSERT_TRUE(p2pRecordOf(*mine.get(), 1, &r));
+  EXPECT_EQ(postedToward(*peer.get(), 0, r.ops[0]), 1u);  // it posted 1 receive from rank 0: send #1 matched
+  EXPECT_EQ(postedToward(*peer.get(), 0, r.ops[1]), 1u);  // send #2 is not
+  EXPECT_EQ(postedToward(*peer.get(), 0, r.ops[2]), 1u);  // its 1 send to rank 0 matches receive #1
+}
+
+TEST(P2pHangReport, NamesEveryOperationAndThePeersWhoseMatchIsMissing) {
+  P2pRecord r{};
+  r.seq = 7;
+  r.nCtas = 3;
+  r.nOps = 3;
+  r.ops[0] = P2pOpNote{5, 4096, 1, 1};
+  r.ops[1] = P2pOpNote{2, 128, 3, 0};
+  r.ops[2] = P2pOpNote{9, 64, 2, 1};
+  EXPECT_EQ(p2pHangReport(r, 61.25, 0, {4, 2, -1}),
+            "rank 0: point-to-point launch #7 (3 operations: send #5 to rank 1 (4096 bytes); receive #2 from rank 3 "
+            "(128 bytes); send #9 to rank 2 (64 bytes)) has not completed 61.2 s after its launch. Rank 1 has posted 4 "
+            "receives from rank 0, so send #5 to rank 1 (4096 bytes) has no match yet. Rank 3 has posted the match of "
+            "receive #2 from rank 3 (128 bytes). Rank 2: not known (another host, or gone). Look at the ranks whose "
+            "match is missing: their code has not called the matching ncclSend/ncclRecv (a missing or reordered call, "
+            "or a different peer), or is stuck before it.");
+  // Every match posted: no advice about missing ones.
+  EXPECT_EQ(p2pHangReport(r, 1, 0, {5, 2, 9}).find("Look at"), std::string::npos);
+}
+
+// Rank 1's board is in shared memory (this process plays it); rank 2 is on another host.
+TEST(P2pHangWatch, MatchesAreReadFromThePeersBoards) {
+  const uint64_t hash = 0xbcde000000000000ull | static_cast<uint64_t>(::getpid()) << 8 | (std::rand() & 0xff);
+  const int pid = static_cast<int>(::getpid());
+  ShmSegment segment;
+  ASSERT_EQ(ShmSegment::create(progressBoardName(hash, 1, pid), progressBoardBytes(3), "test", &segment), ncclSuccess);
+  auto* peerBoard = static_cast<ProgressBoard*>(segment.ptr());
+  peerBoard->magic = kProgressBoardMagic;
+  peerBoard->nRanks = 3;
+  peerBoard->rank = 1;
+  noteP2pLaunch(peerBoard, 1, 0, {recv(0, 8), recv(0, 8), send(0, 8)});
+
+  std::vector<PeerInfo> peers(3);
+  for (int r = 0; r < 3; r++) {
+    peers[r].rank = r;
+    peers[r].pid = pid;
+    peers[r].pidSpace = r == 2 ? 77 : 42;
+  }
+  TestBoard own = emptyBoard(3, 0);
+  noteP2pLaunch(own.get(), 2, 0, {send(1, 8), send(1, 8), send(1, 8), recv(1, 8), recv(2, 8)});
+  P2pRecord r{};
+  ASSERT_TRUE(p2pRecordOf(*own.get(), 1, &r));
+  const std::vector<int64_t> matching = gatherMatches(hash, 0, peers, r);
+  EXPECT_EQ(matching, (std::vector<int64_t>{2, 2, 2, 1, -1}));
+  const std::string text = p2pHangReport(r, 2, 0, matching);
+  EXPECT_NE(text.find("Rank 1 has posted 2 receives from rank 0, so send #3 to rank 1 (8 bytes) has no match yet."),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace braid
