@@ -45,6 +45,16 @@ std::string runningRanks(int n) {
   return out;
 }
 
+// In a rank's process: its GPU, communicator and a non-blocking stream; 0 on success. A minute's
+// alarm ends the process if the test itself hangs.
+int openRank(int n, int rank, const ncclUniqueId& id, ncclComm_t* comm, cudaStream_t* stream) {
+  alarm(60);
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_NCCL(ncclCommInitRank(comm, n, id, rank));
+  CHILD_CUDA(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+  return 0;
+}
+
 // Each rank logs its WARNs to a file of its own in a temporary directory; reports are due after 300 ms.
 class HangReport : public ::testing::Test {
  protected:
@@ -73,12 +83,9 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
   const int n = n_;
   const std::string logDir = logDir_;
   EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
-              alarm(60);
-              CHILD_CUDA(cudaSetDevice(rank));
               ncclComm_t comm = nullptr;
-              CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
               cudaStream_t stream = nullptr;
-              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
               constexpr size_t kCount = 1 << 20;
               int32_t* buf = nullptr;
               CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(int32_t)));
@@ -120,12 +127,9 @@ TEST_F(HangReport, APointToPointSendWithoutItsReceiveIsNamed) {
   const int n = n_;
   const std::string logDir = logDir_;
   EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
-              alarm(60);
-              CHILD_CUDA(cudaSetDevice(rank));
               ncclComm_t comm = nullptr;
-              CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
               cudaStream_t stream = nullptr;
-              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
               constexpr size_t kCount = 1 << 20;
               const int next = (rank + 1) % n;
               const int prev = (rank + n - 1) % n;
