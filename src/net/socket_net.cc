@@ -1,0 +1,235 @@
+#include "net/socket_net.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid::net {
+namespace {
+
+// Sent by each socket of a connection right after the handshake.
+struct Hello {
+  uint64_t connId;
+  uint32_t index;   // 0: the control socket; 1..nSocks: data socket index - 1
+  uint32_t nSocks;  // data sockets of the connection
+};
+
+constexpr size_t kHeaderBytes = 2 * sizeof(uint64_t);
+constexpr std::chrono::milliseconds kConnectTimeout(30000);
+
+uint64_t randomWord() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+int socketNetSocksPerConn() {
+  const int64_t n = paramInt(ParamId::kSocketNthreads) * paramInt(ParamId::kNsocksPerthread);
+  return static_cast<int>(std::clamp<int64_t>(n, 1, kSocketNetMaxSocks));
+}
+
+SocketNetConn::SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend, std::string peer)
+    : ctrl_(std::move(ctrl)),
+      data_(std::move(data)),
+      isSend_(isSend),
+      peer_(std::move(peer)),
+      dataJobs_(data_.size()) {}
+
+SocketNetConn::~SocketNetConn() {
+  for (SocketNetRequest* r : requests_) delete r;
+}
+
+int SocketNetConn::partsFor(size_t bytes) const {
+  const size_t parts = std::max<size_t>(1, bytes / kSocketNetMinPartBytes);
+  return static_cast<int>(std::min<size_t>(parts, data_.size()));
+}
+
+// Part i of n covers [bytes * i / n, bytes * (i + 1) / n): both ends compute it from the size.
+void SocketNetConn::queuePayload(SocketNetRequest* req) {
+  if (req->size == 0) return;
+  if (req->size <= kSocketNetInlineBytes) {
+    ctrlJobs_.push_back(Job{req, req->data, req->size, 0});
+    req->jobsLeft++;
+    return;
+  }
+  const int n = partsFor(req->size);
+  for (int i = 0; i < n; i++) {
+    const size_t begin = req->size * i / n;
+    const size_t end = req->size * (i + 1) / n;
+    dataJobs_[i].push_back(Job{req, req->data + begin, end - begin, 0});
+    req->jobsLeft++;
+  }
+}
+
+ncclResult_t SocketNetConn::post(bool isSend, void* data, size_t bytes, int tag, SocketNetRequest** out) {
+  *out = nullptr;
+  if (error_ != ncclSuccess) return error_;
+  if (isSend != isSend_) {
+    WARN("net/socket: a %s posted on the %s end of the connection to %s", isSend ? "send" : "receive",
+         isSend_ ? "sending" : "receiving", peer_.c_str());
+    return ncclInternalError;
+  }
+  auto req = std::make_unique<SocketNetRequest>();
+  req->isSend = isSend;
+  req->data = static_cast<char*>(data);
+  req->capacity = bytes;
+  req->tag = tag;
+  if (isSend) {
+    req->size = bytes;
+    req->header[0] = bytes;
+    req->header[1] = static_cast<uint64_t>(static_cast<uint32_t>(tag));
+    req->headerDone = true;
+    ctrlJobs_.push_back(Job{req.get(), reinterpret_cast<char*>(req->header), kHeaderBytes, 0});
+    req->jobsLeft = 1;
+    queuePayload(req.get());
+  }
+  requests_.push_back(req.get());
+  *out = req.release();
+  return ncclSuccess;
+}
+
+void SocketNetConn::fail(ncclResult_t error) {
+  if (error_ == ncclSuccess) error_ = error;
+  for (SocketNetRequest* r : requests_) r->error = error_;
+}
+
+// Moves the front jobs of one socket until it would block. A receive's header, once complete,
+// queues its payload.
+ncclResult_t SocketNetConn::progressSocket(Socket* socket, std::deque<Job>* jobs) {
+  for (;;) {
+    if (socket == &ctrl_) queueNextHeader();
+    if (jobs->empty()) return ncclSuccess;
+    Job& job = jobs->front();
+    if (job.bytes > job.done) {
+      if (isSend_) {
+        NCCLCHECK(socket->sendSome(job.ptr, job.bytes, &job.done));
+      } else {
+        bool closed = false;
+        NCCLCHECK(socket->recvSome(job.ptr, job.bytes, &job.done, &closed));
+        if (closed) {
+          WARN("net/socket: the connection from %s was closed by the peer with %zu of %zu bytes of a message to come",
+               peer_.c_str(), job.bytes - job.done, job.bytes);
+          return ncclRemoteError;
+        }
+      }
+    }
+    if (job.done < job.bytes) return ncclSuccess;  // would block
+    SocketNetRequest* req = job.req;
+    const bool isHeader = !isSend_ && job.ptr == reinterpret_cast<char*>(req->header);
+    jobs->pop_front();
+    req->jobsLeft--;
+    if (!isHeader) continue;
+    req->headerDone = true;
+    req->size = req->header[0];
+    if (req->size > req->capacity) {
+      WARN("net/socket: %s sent a message of %zu bytes (tag %d) into a receive of %zu bytes", peer_.c_str(), req->size,
+           static_cast<int>(static_cast<uint32_t>(req->header[1])), req->capacity);
+      return ncclInvalidUsage;
+    }
+    queuePayload(req);
+    nextHeader_++;
+  }
+}
+
+// Receive side: the control socket reads the next receive's header once it has nothing else to
+// read (an inline payload comes before the next header).
+void SocketNetConn::queueNextHeader() {
+  if (isSend_ || !ctrlJobs_.empty() || nextHeader_ >= requests_.size()) return;
+  SocketNetRequest* req = requests_[nextHeader_];
+  ctrlJobs_.push_back(Job{req, reinterpret_cast<char*>(req->header), kHeaderBytes, 0});
+  req->jobsLeft++;
+}
+
+ncclResult_t SocketNetConn::progress() {
+  if (error_ != ncclSuccess) return error_;
+  ncclResult_t r = progressSocket(&ctrl_, &ctrlJobs_);
+  for (size_t i = 0; i < data_.size() && r == ncclSuccess; i++) r = progressSocket(&data_[i], &dataJobs_[i]);
+  if (r != ncclSuccess) fail(r);
+  return r;
+}
+
+ncclResult_t SocketNetConn::test(SocketNetRequest* req, bool* done, size_t* size) {
+  *done = false;
+  const auto it = std::find(requests_.begin(), requests_.end(), req);
+  if (it == requests_.end()) {
+    WARN("net/socket: test() of a request that is not pending on the connection to %s", peer_.c_str());
+    return ncclInternalError;
+  }
+  const ncclResult_t r = progress();
+  if (r != ncclSuccess) return r;
+  if (req->jobsLeft > 0 || !req->headerDone) return ncclSuccess;
+  *done = true;
+  if (size != nullptr) *size = req->size;
+  // A finished receive has its header, so it sits before nextHeader_.
+  if (!isSend_) nextHeader_--;
+  requests_.erase(it);
+  delete req;
+  return ncclSuccess;
+}
+
+ncclResult_t SocketNetListener::listen(const SocketAddress& local, SocketNetHandle* handle,
+                                       std::unique_ptr<SocketNetListener>* out) {
+  const uint64_t magic = randomWord();
+  Socket listener;
+  NCCLCHECK(Socket::listen(local, magic, SocketType::kNetSocket, &listener));
+  *handle = SocketNetHandle{};
+  handle->magic = magic;
+  handle->addr = listener.localAddress();
+  auto l = std::make_unique<SocketNetListener>();
+  l->acceptor_ = SocketAcceptor(std::move(listener), sizeof(Hello));
+  *out = std::move(l);
+  return ncclSuccess;
+}
+
+ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
+  out->reset();
+  NCCLCHECK(acceptor_.progress());
+  AcceptedConnection c;
+  while (acceptor_.takeReady(&c)) {
+    Hello hello{};
+    std::memcpy(&hello, c.hello.data(), sizeof(hello));
+    if (hello.nSocks < 1 || hello.nSocks > kSocketNetMaxSocks || hello.index > hello.nSocks) {
+      INFO(kLogNet, "net/socket: dropped a connection from %s with a bad hello (socket %u of %u)",
+           socketAddressToString(c.socket.peerAddress()).c_str(), hello.index, hello.nSocks);
+      continue;
+    }
+    Partial& p = partial_[hello.connId];
+    if (p.sockets.empty()) p.sockets.resize(hello.nSocks + 1);
+    if (p.sockets.size() != hello.nSocks + 1 || p.sockets[hello.index].valid()) continue;  // inconsistent: ignore
+    p.sockets[hello.index] = std::move(c.socket);
+    if (++p.arrived < static_cast<int>(p.sockets.size())) continue;
+    std::vector<Socket> sockets = std::move(p.sockets);
+    partial_.erase(hello.connId);
+    const std::string peer = "net peer " + socketAddressToString(sockets[0].peerAddress());
+    Socket ctrl = std::move(sockets[0]);
+    sockets.erase(sockets.begin());
+    *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets), false, peer);
+    return ncclSuccess;  // one per call; the rest stay queued in the acceptor
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::unique_ptr<SocketNetConn>* out) {
+  nSocks = std::clamp(nSocks, 1, kSocketNetMaxSocks);
+  const uint64_t connId = randomWord();
+  const std::string peer = "net peer " + socketAddressToString(handle.addr);
+  const Deadline deadline = Deadline::after(kConnectTimeout);
+  std::vector<Socket> sockets(nSocks + 1);
+  for (int i = 0; i <= nSocks; i++) {
+    NCCLCHECK(Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, peer, false, deadline, &sockets[i]));
+    const Hello hello{connId, static_cast<uint32_t>(i), static_cast<uint32_t>(nSocks)};
+    NCCLCHECK(sockets[i].sendAll(&hello, sizeof(hello), deadline));
+  }
+  Socket ctrl = std::move(sockets[0]);
+  sockets.erase(sockets.begin());
+  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets), true, peer);
+  return ncclSuccess;
+}
+
+}  // namespace braid::net

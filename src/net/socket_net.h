@@ -1,0 +1,127 @@
+// The built-in socket network ("Socket"): the engine behind Braid's ncclNet table for hosts
+// without another network (net/socket_net_plugin.cc exposes it with the plugin ABI).
+//
+// A connection is one control socket and nSocks data sockets (NCCL_SOCKET_NTHREADS x
+// NCCL_NSOCKS_PERTHREAD), all TCP on the interface of the listening side. Every socket starts with
+// the handshake of util/socket.h (type kNetSocket, the listener's random magic) and a hello naming
+// its connection and its index, so one listener can take several connections at once.
+//
+// Messages go in order, each a header {bytes, tag} on the control socket, then the payload: on the
+// control socket too when it is small (at most kSocketNetInlineBytes), else split into up to nSocks
+// contiguous parts, part i on data socket i, which both ends compute from the size alone. Several
+// messages may be in flight; each socket moves its parts in message order. A receive learns the
+// size from the header: a larger message than the receive's buffer is an error (named, not a
+// silent truncation), a smaller one completes with its size.
+//
+// Progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
+// many connections. A peer that closes or resets its end fails the connection's requests with
+// ncclRemoteError and one WARN naming the peer.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/socket.h"
+
+namespace braid::net {
+
+constexpr size_t kSocketNetInlineBytes = size_t{64} * 1024;   // messages up to this travel on the control socket
+constexpr size_t kSocketNetMinPartBytes = size_t{64} * 1024;  // a larger message uses one data socket per this much
+constexpr int kSocketNetMaxSocks = 64;
+
+// What a listener publishes for connectors; fits in a plugin handle (128 bytes).
+struct SocketNetHandle {
+  uint64_t magic;
+  SocketAddress addr;
+  uint32_t pad;
+};
+static_assert(sizeof(SocketNetHandle) <= 128, "a net handle is at most 128 bytes");
+
+// One send or receive.
+struct SocketNetRequest {
+  bool isSend = false;
+  char* data = nullptr;
+  size_t capacity = 0;  // a send: its size; a receive: its buffer's
+  size_t size = 0;      // bytes moved: a send's size, a receive's message size once its header came
+  int tag = 0;
+  int jobsLeft = 0;  // parts not yet moved (a receive: counted once its header came)
+  bool headerDone = false;
+  ncclResult_t error = ncclSuccess;
+  uint64_t header[2]{};  // {bytes, tag} as sent or received
+};
+
+// A connection's sockets and their queues of work; the send and the receive ends share it.
+class SocketNetConn {
+ public:
+  SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend, std::string peer);
+  ~SocketNetConn();
+  SocketNetConn(const SocketNetConn&) = delete;
+  SocketNetConn& operator=(const SocketNetConn&) = delete;
+
+  int nSocks() const { return static_cast<int>(data_.size()); }
+  // Queues a send or a receive; its memory stays the caller's until test() says it is done.
+  [[nodiscard]] ncclResult_t post(bool isSend, void* data, size_t bytes, int tag, SocketNetRequest** out);
+  // Moves what can move now, then reports whether `req` is done (and frees it when it is).
+  [[nodiscard]] ncclResult_t test(SocketNetRequest* req, bool* done, size_t* size);
+
+ private:
+  struct Job {
+    SocketNetRequest* req;
+    char* ptr;
+    size_t bytes;
+    size_t done;
+  };
+  // The parts of a message of `bytes` over the data sockets: how many (1..nSocks).
+  int partsFor(size_t bytes) const;
+  void queuePayload(SocketNetRequest* req);
+  [[nodiscard]] ncclResult_t progress();
+  [[nodiscard]] ncclResult_t progressSocket(Socket* socket, std::deque<Job>* jobs);
+  void queueNextHeader();
+  void fail(ncclResult_t error);
+
+  Socket ctrl_;
+  std::vector<Socket> data_;
+  bool isSend_;
+  std::string peer_;
+  std::deque<SocketNetRequest*> requests_;  // posted, not yet handed back done
+  std::deque<Job> ctrlJobs_;
+  std::vector<std::deque<Job>> dataJobs_;
+  size_t nextHeader_ = 0;  // receive side: index in requests_ of the first receive without its header
+  ncclResult_t error_ = ncclSuccess;
+};
+
+// A listener: accepts whole connections (control socket and every data socket).
+class SocketNetListener {
+ public:
+  // Listens on `local` (port 0: ephemeral) and fills *handle for the connectors.
+  [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, SocketNetHandle* handle,
+                                           std::unique_ptr<SocketNetListener>* out);
+  // Non-blocking: *out stays null until a connection has all its sockets.
+  [[nodiscard]] ncclResult_t accept(std::unique_ptr<SocketNetConn>* out);
+
+ private:
+  struct Partial {
+    std::vector<Socket> sockets;  // [0] control, [1..nSocks] data
+    int arrived = 0;
+  };
+  SocketAcceptor acceptor_;
+  std::map<uint64_t, Partial> partial_;  // by connection id
+};
+
+// Connects to a listener with nSocks data sockets. Blocking only for TCP's own connect, which a
+// listening peer's kernel completes without the peer's help, so two ranks that connect to each
+// other before accepting do not deadlock.
+[[nodiscard]] ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks,
+                                            std::unique_ptr<SocketNetConn>* out);
+
+// Data sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, within 1..kSocketNetMaxSocks.
+int socketNetSocksPerConn();
+
+}  // namespace braid::net

@@ -1,0 +1,214 @@
+// The built-in socket network over loopback: whole connections from a listener, messages of every
+// size class (empty, inline, split over the data sockets) with random contents arriving intact and
+// in order, several in flight, two connections on one listener, a receive too small for its
+// message, and a peer process killed in the middle of a message.
+#include "net/socket_net.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace braid::net {
+namespace {
+
+// 127.0.0.1, port 0 (the listener takes an ephemeral one).
+SocketAddress loopback() {
+  SocketAddress a{};
+  EXPECT_EQ(socketAddressParse("127.0.0.1:1", AF_INET, "test", &a), ncclSuccess);
+  socketAddressSetPort(&a, 0);
+  return a;
+}
+
+// Accepts one connection, polling; fails the test after 10 s.
+std::unique_ptr<SocketNetConn> acceptOne(SocketNetListener* l) {
+  std::unique_ptr<SocketNetConn> conn;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (conn == nullptr && std::chrono::steady_clock::now() < until) {
+    EXPECT_EQ(l->accept(&conn), ncclSuccess);
+    if (conn == nullptr) usleep(1000);
+  }
+  EXPECT_NE(conn, nullptr);
+  return conn;
+}
+
+struct Pair {
+  std::unique_ptr<SocketNetListener> listener;
+  std::unique_ptr<SocketNetConn> send;
+  std::unique_ptr<SocketNetConn> recv;
+};
+
+Pair connectPair(int nSocks) {
+  Pair p;
+  SocketNetHandle handle{};
+  EXPECT_EQ(SocketNetListener::listen(loopback(), &handle, &p.listener), ncclSuccess);
+  EXPECT_EQ(socketNetConnect(handle, nSocks, &p.send), ncclSuccess);
+  p.recv = acceptOne(p.listener.get());
+  return p;
+}
+
+std::vector<char> randomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<char> v(n);
+  for (char& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+// Tests both ends until every request is done; false after 20 s or on an error.
+bool drive(SocketNetConn* send, std::vector<SocketNetRequest*>* sends, SocketNetConn* recv,
+           std::vector<SocketNetRequest*>* recvs, std::vector<size_t>* recvSizes) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  size_t left = sends->size() + recvs->size();
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    for (SocketNetRequest*& r : *sends) {
+      bool done = false;
+      if (r == nullptr) continue;
+      if (send->test(r, &done, nullptr) != ncclSuccess) return false;
+      if (done) r = nullptr, left--;
+    }
+    for (size_t i = 0; i < recvs->size(); i++) {
+      bool done = false;
+      if ((*recvs)[i] == nullptr) continue;
+      if (recv->test((*recvs)[i], &done, &(*recvSizes)[i]) != ncclSuccess) return false;
+      if (done) (*recvs)[i] = nullptr, left--;
+    }
+  }
+  return left == 0;
+}
+
+TEST(SocketNet, MessagesOfEverySizeArriveIntactAndInOrder) {
+  Pair p = connectPair(4);
+  ASSERT_NE(p.recv, nullptr);
+  EXPECT_EQ(p.recv->nSocks(), 4);
+  // Empty, tiny, at and around the inline limit, split over 1..4 sockets, odd sizes.
+  const std::vector<size_t> sizes = {0,      1,       4095, kSocketNetInlineBytes, kSocketNetInlineBytes + 1,
+                                     200001, 3 << 20, 7,    (8 << 20) + 13,        kSocketNetMinPartBytes * 2};
+  std::vector<std::vector<char>> payloads, outputs;
+  std::vector<SocketNetRequest*> sends, recvs;
+  for (size_t i = 0; i < sizes.size(); i++) {
+    payloads.push_back(randomBytes(sizes[i], static_cast<uint32_t>(i + 1)));
+    outputs.emplace_back(sizes[i] + 100, static_cast<char>(0x5a));  // receives larger than their messages
+  }
+  // Receives are posted first for half the messages, after the sends for the rest.
+  for (size_t i = 0; i < sizes.size() / 2; i++) {
+    SocketNetRequest* r = nullptr;
+    ASSERT_EQ(p.recv->post(false, outputs[i].data(), outputs[i].size(), static_cast<int>(i), &r), ncclSuccess);
+    recvs.push_back(r);
+  }
+  for (size_t i = 0; i < sizes.size(); i++) {
+    SocketNetRequest* r = nullptr;
+    ASSERT_EQ(p.send->post(true, payloads[i].data(), sizes[i], static_cast<int>(i), &r), ncclSuccess);
+    sends.push_back(r);
+  }
+  for (size_t i = sizes.size() / 2; i < sizes.size(); i++) {
+    SocketNetRequest* r = nullptr;
+    ASSERT_EQ(p.recv->post(false, outputs[i].data(), outputs[i].size(), static_cast<int>(i), &r), ncclSuccess);
+    recvs.push_back(r);
+  }
+  std::vector<size_t> got(sizes.size(), 12345);
+  ASSERT_TRUE(drive(p.send.get(), &sends, p.recv.get(), &recvs, &got));
+  for (size_t i = 0; i < sizes.size(); i++) {
+    EXPECT_EQ(got[i], sizes[i]) << "message " << i;
+    EXPECT_EQ(std::memcmp(outputs[i].data(), payloads[i].data(), sizes[i]), 0) << "message " << i;
+    EXPECT_EQ(outputs[i][sizes[i]], 0x5a) << "message " << i << " wrote past its size";
+  }
+}
+
+TEST(SocketNet, TwoConnectionsOnOneListenerAreTakenApart) {
+  SocketNetHandle handle{};
+  std::unique_ptr<SocketNetListener> listener;
+  ASSERT_EQ(SocketNetListener::listen(loopback(), &handle, &listener), ncclSuccess);
+  std::unique_ptr<SocketNetConn> a, b;
+  ASSERT_EQ(socketNetConnect(handle, 2, &a), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 3, &b), ncclSuccess);
+  std::unique_ptr<SocketNetConn> first = acceptOne(listener.get());
+  std::unique_ptr<SocketNetConn> second = acceptOne(listener.get());
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(first->nSocks() + second->nSocks(), 5);
+  SocketNetConn* fromB = first->nSocks() == 3 ? first.get() : second.get();
+  // A message from b arrives on the connection with b's three data sockets.
+  std::vector<char> payload = randomBytes(1 << 20, 7), out(1 << 20);
+  SocketNetRequest *s = nullptr, *r = nullptr;
+  ASSERT_EQ(b->post(true, payload.data(), payload.size(), 0, &s), ncclSuccess);
+  ASSERT_EQ(fromB->post(false, out.data(), out.size(), 0, &r), ncclSuccess);
+  std::vector<SocketNetRequest*> sends{s}, recvs{r};
+  std::vector<size_t> got(1);
+  ASSERT_TRUE(drive(b.get(), &sends, fromB, &recvs, &got));
+  EXPECT_EQ(out, payload);
+}
+
+TEST(SocketNet, AMessageLargerThanItsReceiveIsAnErrorNotATruncation) {
+  Pair p = connectPair(1);
+  ASSERT_NE(p.recv, nullptr);
+  std::vector<char> payload(1000, 1), out(500);
+  SocketNetRequest *s = nullptr, *r = nullptr;
+  ASSERT_EQ(p.send->post(true, payload.data(), payload.size(), 3, &s), ncclSuccess);
+  ASSERT_EQ(p.recv->post(false, out.data(), out.size(), 3, &r), ncclSuccess);
+  ncclResult_t result = ncclSuccess;
+  bool done = false;
+  for (int i = 0; i < 10000 && result == ncclSuccess && !done; i++) {
+    size_t size = 0;
+    bool sent = false;
+    (void)p.send->test(s, &sent, nullptr);
+    result = p.recv->test(r, &done, &size);
+  }
+  EXPECT_EQ(result, ncclInvalidUsage);
+  // The connection stays failed.
+  SocketNetRequest* again = nullptr;
+  EXPECT_EQ(p.recv->post(false, out.data(), out.size(), 4, &again), ncclInvalidUsage);
+}
+
+// The sender is another process, killed with SIGKILL in the middle of a 64 MiB message: it sends
+// what the sockets' buffers take while nobody reads (a few MiB), then dies; only then does the
+// receive start, so the message is cut short every time.
+TEST(SocketNet, APeerKilledMidMessageFailsTheReceiveWithRemoteError) {
+  SocketNetHandle handle{};
+  std::unique_ptr<SocketNetListener> listener;
+  ASSERT_EQ(SocketNetListener::listen(loopback(), &handle, &listener), ncclSuccess);
+  int accepted[2];
+  ASSERT_EQ(pipe(accepted), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::unique_ptr<SocketNetConn> send;
+    if (socketNetConnect(handle, 2, &send) != ncclSuccess) _exit(2);
+    char go = 0;
+    if (read(accepted[0], &go, 1) != 1) _exit(3);
+    std::vector<char> payload(64 << 20, 9);
+    SocketNetRequest* s = nullptr;
+    if (send->post(true, payload.data(), payload.size(), 0, &s) != ncclSuccess) _exit(4);
+    bool done = false;
+    for (int i = 0; i < 200; i++) (void)send->test(s, &done, nullptr);  // fills the socket buffers
+    raise(SIGKILL);
+  }
+  std::unique_ptr<SocketNetConn> recv = acceptOne(listener.get());
+  ASSERT_NE(recv, nullptr);
+  ASSERT_EQ(write(accepted[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  std::vector<char> out(64 << 20);
+  SocketNetRequest* r = nullptr;
+  ASSERT_EQ(recv->post(false, out.data(), out.size(), 0, &r), ncclSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  ncclResult_t result = ncclSuccess;
+  bool done = false;
+  while (result == ncclSuccess && !done && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    size_t size = 0;
+    result = recv->test(r, &done, &size);
+  }
+  EXPECT_FALSE(done);
+  EXPECT_EQ(result, ncclRemoteError);
+  close(accepted[0]);
+  close(accepted[1]);
+}
+
+}  // namespace
+}  // namespace braid::net
