@@ -162,7 +162,7 @@ std::string netIfToString(const NetIf& netIf) {
   return netIf.name + " " + host + state;
 }
 
-ncclResult_t netIfFindBootstrap(const SocketAddress* commId, NetIf* out) {
+ncclResult_t netIfFindUsable(const SocketAddress* commId, std::vector<NetIf>* out) {
   NetIfPolicy policy;
   policy.ifname = paramString(ParamId::kSocketIfname);
   const std::string& familyText = paramString(ParamId::kSocketFamily);
@@ -184,12 +184,19 @@ ncclResult_t netIfFindBootstrap(const SocketAddress* commId, NetIf* out) {
     std::string seen;
     for (const NetIf& netIf : all) seen += (seen.empty() ? "" : ", ") + netIfToString(netIf);
     WARN(
-        "No usable network interface for bootstrap (NCCL_SOCKET_IFNAME=\"%s\", NCCL_SOCKET_FAMILY=\"%s\"; an "
+        "No usable network interface (NCCL_SOCKET_IFNAME=\"%s\", NCCL_SOCKET_FAMILY=\"%s\"; an "
         "interface must be up and running); this host has: %s",
         policy.ifname.c_str(), familyText.c_str(), seen.empty() ? "no IP interfaces" : seen.c_str());
     return ncclSystemError;
   }
-  *out = chosen.front();
+  *out = std::move(chosen);
+  return ncclSuccess;
+}
+
+ncclResult_t netIfFindBootstrap(const SocketAddress* commId, NetIf* out) {
+  std::vector<NetIf> usable;
+  NCCLCHECK(netIfFindUsable(commId, &usable));
+  *out = usable.front();
   INFO(kLogBootstrap | kLogInit, "Bootstrap interface: %s", netIfToString(*out).c_str());
   return ncclSuccess;
 }

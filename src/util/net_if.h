@@ -50,6 +50,11 @@ std::vector<NetIf> netIfSelect(const std::vector<NetIf>& all, const NetIfPolicy&
 // "eth0 192.0.2.2/AF_INET", for messages.
 std::string netIfToString(const NetIf& netIf);
 
+// Every usable interface under NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY (read now) and `commId`
+// (may be null), best first; when none fits: one WARN that lists what the host has, and
+// ncclSystemError.
+[[nodiscard]] ncclResult_t netIfFindUsable(const SocketAddress* commId, std::vector<NetIf>* out);
+
 // The interface the bootstrap listens on, under NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY (read
 // now, so paramsReset() takes effect) and `commId` (may be null). When none fits: one WARN that
 // lists what the host has, and ncclSystemError.
