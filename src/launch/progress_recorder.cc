@@ -68,10 +68,9 @@ void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCta
   *seq = 0;
   *progress = nullptr;
   if (board_ == nullptr) return;
-  std::vector<P2pOpPosted> ops;
-  ops.reserve(tasks.size());
-  for (const P2pTask& t : tasks) ops.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
-  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), ops);
+  p2pOps_.clear();  // kept between launches: no allocation on the launch path once it has grown
+  for (const P2pTask& t : tasks) p2pOps_.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
+  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), p2pOps_);
   *progress = devP2pProgress_;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/p2p_progress.h"
 #include "core/progress_board.h"
 #include "device/dev_types.h"
 #include "launch/coll_task.h"
@@ -39,6 +40,7 @@ class ProgressRecorder {
   DevProgress* devProgress_ = nullptr;        // the board's dev, as the GPU sees it
   DevP2pProgress* devP2pProgress_ = nullptr;  // its p2pDev
   uint64_t seq_ = 0;
+  std::vector<P2pOpPosted> p2pOps_;  // noteP2pLaunch's scratch
 };
 
 }  // namespace braid

@@ -14,6 +14,7 @@
 #include "core/hang_report.h"
 #include "core/progress_board.h"
 #include "device/dev_types.h"
+#include "progress_board_test_util.h"
 #include "util/shm_segment.h"
 
 namespace braid {
@@ -33,21 +34,8 @@ OpRecord op(uint64_t seq, int nChannels, CollId coll = CollId::kAllReduce, int64
   return r;
 }
 
-// A zeroed board of a communicator of nRanks, with its per-peer counts, in ordinary memory.
-struct TestBoard {
-  std::unique_ptr<uint64_t[]> words;
-  ProgressBoard* get() const { return reinterpret_cast<ProgressBoard*>(words.get()); }
-  ProgressBoard& operator*() const { return *get(); }
-  ProgressBoard* operator->() const { return get(); }
-};
-
-TestBoard emptyBoard(int nRanks = 0, int rank = 0) {
-  TestBoard b{std::make_unique<uint64_t[]>(progressBoardBytes(nRanks) / sizeof(uint64_t))};
-  b->magic = kProgressBoardMagic;
-  b->nRanks = nRanks;
-  b->rank = rank;
-  return b;
-}
+using testutil::emptyBoard;
+using testutil::TestBoard;
 
 TEST(ProgressBoard, WhereARankIsFollowsLaunchesStartsAndEveryCtaLeaving) {
   auto b = emptyBoard();

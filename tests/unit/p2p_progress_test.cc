@@ -13,24 +13,14 @@
 #include <vector>
 
 #include "core/hang_watch.h"
+#include "progress_board_test_util.h"
 #include "util/shm_segment.h"
 
 namespace braid {
 namespace {
 
-struct TestBoard {
-  std::unique_ptr<uint64_t[]> words;
-  ProgressBoard* get() const { return reinterpret_cast<ProgressBoard*>(words.get()); }
-  ProgressBoard* operator->() const { return get(); }
-};
-
-TestBoard emptyBoard(int nRanks, int rank) {
-  TestBoard b{std::make_unique<uint64_t[]>(progressBoardBytes(nRanks) / sizeof(uint64_t))};
-  b->magic = kProgressBoardMagic;
-  b->nRanks = nRanks;
-  b->rank = rank;
-  return b;
-}
+using testutil::emptyBoard;
+using testutil::TestBoard;
 
 P2pOpPosted send(int peer, uint64_t bytes) { return P2pOpPosted{peer, true, bytes}; }
 P2pOpPosted recv(int peer, uint64_t bytes) { return P2pOpPosted{peer, false, bytes}; }
