@@ -456,7 +456,7 @@ TEST_P(Graph, MixingSupportParameter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, Graph, ::testing::Values(2, 4),
+INSTANTIATE_TEST_SUITE_P(Gpus, Graph, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
 
 }  // namespace

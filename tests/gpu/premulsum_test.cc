@@ -260,7 +260,7 @@ TEST_P(PreMulSum, GraphReplayReadsTheDeviceScalarAgain) {
             }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, PreMulSum, ::testing::Values(2, 4),
+INSTANTIATE_TEST_SUITE_P(Gpus, PreMulSum, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
 
 // One rank: no peer, but the premultiplication still happens (out of place and in place); and the

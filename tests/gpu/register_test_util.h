@@ -323,7 +323,7 @@ class GpusAndMode : public ::testing::TestWithParam<std::tuple<int, gputest::Mod
 
 inline auto gpusAndModes() {
   return ::testing::Combine(
-      ::testing::Values(2, 4),
+      ::testing::Values(2, 4, 8),
       ::testing::Values(gputest::Mode::kProcesses, gputest::Mode::kOneThread, gputest::Mode::kThreads));
 }
 
