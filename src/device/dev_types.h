@@ -13,6 +13,10 @@
 //   - head: in the sender's memory. The receiver stores the absolute number of steps it has consumed
 //     (for every protocol); the sender may fill step s of protocol p once s < head + kFifoSlots[p]
 //     (every step up to s - kFifoSlots[p], the last one that used the slot, has been consumed).
+//   - NET (another host): both ends' FIFOs are in their own pinned host memory, and a proxy thread on
+//     each side (proxy/proxy.h) moves filled slots over the network: the sender's proxy follows its
+//     tail (and the step sizes in DevSendConn::sizes) and advances its head once a slot is sent; the
+//     receiver's proxy posts a receive per free slot and advances its tail as they land. Simple only.
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
 //     DevComm at the end of each kernel). headSeen, persisted the same way, is a head value the
 //     sender read earlier: head only grows, so it stays a lower bound, and a sender re-reads head
@@ -62,6 +66,9 @@ struct DevSendConn {
   uint64_t* head;           // in this sender's memory; written by the receiver
   uint64_t step;            // next step to fill
   uint64_t headSeen;        // a head value read before (LL, LL128)
+  // NET connections only (else null): kFifoSlotsSimple words in host memory where the Simple sender
+  // stores each step's payload bytes before it posts the tail, for the proxy that ships the slot.
+  uint32_t* sizes;
 };
 
 // Receiver's view of one connection.

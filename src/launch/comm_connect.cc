@@ -3,6 +3,7 @@
 // channel's ring neighbours, then (where topo allows direct algorithms) every pair of ranks once
 // per direct channel. Collective: all ranks run it for the same (first) operation.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "cuda/capture_mode.h"
@@ -38,11 +39,12 @@ std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
 plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) const {
   plan::CommModel model{};
   model.nranks = comm_->nranks_;
-  model.nNodes = 1;
+  model.nNodes = topo_.nNodes;
   model.maxChannels = topo_.nChannels;
   model.bwPerChannelGBps = topo_.bwPerChannelGBps;
   for (int p = 0; p < kNumProtos; p++) model.hopLatencyUs[p] = topo_.hopLatencyUs[p];
   model.ll128Ok = topo_.ll128Ok;
+  model.llOk = topo_.llOk;
   model.maxDirectChannels = topo_.nDirectChannels;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
@@ -70,6 +72,19 @@ ncclResult_t CommDataPath::buildRings() {
   return ncclSuccess;
 }
 
+ncclResult_t CommDataPath::ensureNetwork() {
+  if (proxy_ != nullptr) return ncclSuccess;
+  NCCLCHECK(net::Network::open(comm_->commHash_, &network_));
+  ncclComm* comm = comm_;
+  char name[64];
+  std::snprintf(name, sizeof(name), "rank %d proxy", comm_->rank_);
+  proxy_ = std::make_unique<proxy::Proxy>(name, [comm](ncclResult_t error) {
+    ncclResult_t expected = ncclSuccess;
+    comm->asyncError_.compare_exchange_strong(expected, error);
+  });
+  return ncclSuccess;
+}
+
 transport::Context CommDataPath::transportContext() const {
   transport::Context ctx{};
   ctx.rank = comm_->rank_;
@@ -84,6 +99,8 @@ transport::Context CommDataPath::transportContext() const {
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
   ctx.abortFlag = &comm_->abortFlag_;
+  ctx.network = network_.get();
+  ctx.proxy = proxy_.get();
   return ctx;
 }
 
@@ -164,6 +181,7 @@ ncclResult_t CommDataPath::connectAll() {
 ncclResult_t CommDataPath::connectRingsAndDirect() {
   auto start = std::chrono::steady_clock::now();
   NCCLCHECK(buildRings());
+  if (topo_.nNodes > 1) NCCLCHECK(ensureNetwork());
   NCCLCHECK(connectAll());
   connected_ = true;
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

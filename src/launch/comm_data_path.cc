@@ -111,6 +111,7 @@ ncclResult_t CommDataPath::launchPending() {
   registered.resize(tasks.size());  // no exchange ran: every operation takes the copy path
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
+  if (proxy_ != nullptr && (!tasks.empty() || !p2p.empty())) proxy_->kick();  // wake it before the kernels need it
   for (size_t i = 0; i < tasks.size(); i++) NCCLCHECK(launchOne(tasks[i], registered[i]));
   if (!p2p.empty()) NCCLCHECK(launchP2p(p2p));
   return ncclSuccess;

@@ -21,7 +21,9 @@
 #include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
+#include "net/network.h"
 #include "plan/plan.h"
+#include "proxy/proxy.h"
 #include "register/registry.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
@@ -30,7 +32,14 @@ namespace braid {
 
 // The transport that carries a pair topo chose (kNone never gets this far: topo fails first).
 inline transport::Kind transportKind(topo::TransportKind kind) {
-  return kind == topo::TransportKind::kP2p ? transport::Kind::kP2p : transport::Kind::kShm;
+  switch (kind) {
+    case topo::TransportKind::kP2p:
+      return transport::Kind::kP2p;
+    case topo::TransportKind::kNet:
+      return transport::Kind::kNet;
+    default:
+      return transport::Kind::kShm;
+  }
 }
 
 // The communicator's ranks as topo describes them.
@@ -120,6 +129,8 @@ class CommDataPath final : public DataPathBase {
                                           std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const;
   [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
   [[nodiscard]] ncclResult_t buildRings();
+  // The network and the proxy thread, made the first time a connection crosses hosts.
+  [[nodiscard]] ncclResult_t ensureNetwork();
   transport::Context transportContext() const;
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
   [[nodiscard]] ncclResult_t connectDirect(transport::Context ctx, DevComm* dev);
@@ -132,6 +143,9 @@ class CommDataPath final : public DataPathBase {
   plan::Filter filter_{};
   bool connected_ = false;
   topo::Topology topo_{};
+  // Declared before connections_, which use them: destroyed after them (proxy before network).
+  std::unique_ptr<net::Network> network_;
+  std::unique_ptr<proxy::Proxy> proxy_;
   std::vector<std::unique_ptr<transport::Connections>> connections_;  // rings, then direct channels
   DeviceState device_;
   plan::CommModel model_{};
@@ -145,6 +159,7 @@ class CommDataPath final : public DataPathBase {
   std::vector<topo::Link> p2pLinks_;
   uint64_t p2pSlotBytes_ = 0;
   int p2pChannels_ = 0;
+  std::vector<int> p2pPeerChannels_;    // per peer: p2pChannels_, or fewer to a peer on another host
   std::vector<uint64_t> p2pRecvCount_;  // receives issued per peer, numbering the count check's messages
   int p2pResidentCtas_ = 0;             // CTAs every rank's GPU holds at once: a larger group could deadlock
   cudaEvent_t joinEvent_ = nullptr;     // brings a group's other streams into its launch stream

@@ -18,6 +18,10 @@
 namespace braid {
 namespace {
 
+// Point-to-point channels to a peer on another host: each is a network connection per direction
+// moved by the proxy, which gains nothing from many.
+constexpr int kP2pNetChannels = 2;
+
 // The tag of the link description two ranks exchange before they connect.
 constexpr int kP2pLinkTag = transport::kTransportTagBase + transport::kP2pTagOffset + 15;
 
@@ -60,6 +64,7 @@ ncclResult_t CommDataPath::connectP2p() {
     NCCLCHECK(device_.allocP2pPeers(nranks));
     p2pConnected_.assign(nranks, 0);
     p2pDirectPair_.assign(nranks, 0);
+    p2pPeerChannels_.assign(nranks, p2pChannels_);
   }
   std::vector<int> peers;
   for (const P2pTask& task : p2pQueue_) {
@@ -67,6 +72,9 @@ ncclResult_t CommDataPath::connectP2p() {
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  for (int peer : peers) {
+    if (comm_->peers_[peer].hostHash != comm_->peers_[comm_->rank_].hostHash) NCCLCHECK(ensureNetwork());
+  }
   transport::Context ctx = transportContext();
   ctx.buffBytes[kProtoLL] = 0;
   ctx.buffBytes[kProtoLL128] = 0;
@@ -89,21 +97,24 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
     return ncclSystemError;
   }
   transport::Kind k = transportKind(kind);
-  std::vector<transport::ChannelLinks> channels(p2pChannels_, transport::ChannelLinks{peer, k, peer, k});
+  // Both ends see the pair as NET, so both split its operations over the same, fewer, channels.
+  const int nChannels = kind == topo::TransportKind::kNet ? std::min(p2pChannels_, kP2pNetChannels) : p2pChannels_;
+  p2pPeerChannels_[peer] = nChannels;
+  std::vector<transport::ChannelLinks> channels(nChannels, transport::ChannelLinks{peer, k, peer, k});
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
   std::unique_ptr<transport::Connections> conns;
   NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
   connections_.push_back(std::move(conns));
   DevP2pPeer entry{};
-  for (int c = 0; c < p2pChannels_; c++) {
+  for (int c = 0; c < nChannels; c++) {
     entry.send[c] = send[c];
     entry.recv[c] = recv[c];
   }
   NCCLCHECK(device_.uploadP2pPeer(peer, entry));
   p2pConnected_[peer] = 1;
   p2pDirectPair_[peer] = kind == topo::TransportKind::kP2p ? 1 : 0;
-  INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, p2pChannels_,
+  INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, nChannels,
        topo::transportName(kind), static_cast<unsigned long long>(p2pSlotBytes_));
   return ncclSuccess;
 }

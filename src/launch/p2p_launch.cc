@@ -61,12 +61,14 @@ bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, int channel, i
 // *peerCtas: the CTAs of the queues (those that must be resident together).
 template <typename Args>
 bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-                  DevP2pPeer* devPeers, int maxChannels, Args* args, uint64_t* largestPart, int* peerCtas) {
+                  DevP2pPeer* devPeers, const std::vector<int>& peerChannels, Args* args, uint64_t* largestPart,
+                  int* peerCtas) {
   int nSegs = 0;
   args->nCtas = 0;
   *largestPart = 0;
   for (const auto& [key, ops] : queues) {
     const auto [peer, isSend] = key;
+    const int maxChannels = peerChannels[peer];
     int queueChannels = 0;
     for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, plan::p2pChannelsFor(op->bytes, maxChannels));
     auto segmentAt = [](const P2pTask* op, uint64_t offset) {
@@ -121,12 +123,13 @@ struct P2pLaunchArgs {
 
   // False if even the large variant cannot hold the work.
   bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-             DevP2pPeer* devPeers, int maxChannels) {
-    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, &small, &largestPart, &peerCtas)) return true;
-    if (buildP2pArgs(queues, selfPairs, devPeers, maxChannels, &medium.emplace(), &largestPart, &peerCtas)) return true;
+             DevP2pPeer* devPeers, const std::vector<int>& peerChannels) {
+    if (buildP2pArgs(queues, selfPairs, devPeers, peerChannels, &small, &largestPart, &peerCtas)) return true;
+    if (buildP2pArgs(queues, selfPairs, devPeers, peerChannels, &medium.emplace(), &largestPart, &peerCtas))
+      return true;
     medium.reset();
     large = std::make_unique<DevP2pArgsLarge>();
-    return buildP2pArgs(queues, selfPairs, devPeers, maxChannels, large.get(), &largestPart, &peerCtas);
+    return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, large.get(), &largestPart, &peerCtas);
   }
 
   // progress and seq: where the kernel notes its progress for hang reports (null and 0: nowhere).
@@ -208,7 +211,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   const SelfPairs noPairs;
   const SelfPairs& kernelSelf = queues.empty() ? noPairs : selfPairs;
   P2pLaunchArgs args;
-  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pChannels_);
+  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pPeerChannels_);
   if (!fits || args.peerCtas > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN(

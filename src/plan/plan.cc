@@ -154,6 +154,11 @@ ncclResult_t checkModel(const CommModel& model, CollId coll) {
   return ncclSuccess;
 }
 
+bool protoUsable(const CommModel& model, ProtoId proto) {
+  if ((proto == kProtoLL && !model.llOk) || (proto == kProtoLL128 && !model.ll128Ok)) return false;
+  return slotChunkCap(model, proto) != 0;
+}
+
 void logDecision(CollId coll, size_t bytes, const Decision& d) {
   INFO(kLogTuning, "%s %zu bytes -> %s/%s, %d channels x %d threads, chunk %u bytes, %.1f us", collName(coll), bytes,
        algoName(d.algo), protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.estimatedUs);
@@ -209,7 +214,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   if (filter.algo[c][kAlgoRing]) {
     for (int p = 0; p < kNumProtos; ++p) {
       ProtoId proto = static_cast<ProtoId>(p);
-      if (!filter.proto[c][p] || (proto == kProtoLL128 && !model.ll128Ok) || slotChunkCap(model, proto) == 0) continue;
+      if (!filter.proto[c][p] || !protoUsable(model, proto)) continue;
       double us = estimateUs(model, coll, proto, model.maxChannels, bytes);
       if (!found || us < d.estimatedUs) {
         d.algo = kAlgoRing;
@@ -220,7 +225,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
     }
   }
   if (model.maxDirectChannels > 0 && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoLL] &&
-      slotChunkCap(model, kProtoLL) != 0) {
+      protoUsable(model, kProtoLL)) {
     double us = estimateDirectUs(model, coll, model.maxDirectChannels, bytes);
     if (!found || us < d.estimatedUs) {
       d.algo = kAlgoDirect;
@@ -232,8 +237,9 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   if (!found) {
     WARN(
         "NCCL_ALGO / NCCL_PROTO leave no usable algorithm and protocol for %s on this communicator (Braid has Ring "
-        "with LL, Simple%s, and %s)",
-        collName(coll), model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
+        "with %s%s, and %s)",
+        collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts move Simple slots only)",
+        model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
         model.maxDirectChannels > 0 ? "Direct with LL" : "no Direct here: some pair is not NVLink P2P");
     return ncclInvalidUsage;
   }

@@ -50,12 +50,13 @@ struct Filter {
 // Per communicator, filled by the caller from topo and the parameters.
 struct CommModel {
   int nranks;
-  int nNodes;                             // 1 for now
+  int nNodes;                             // hosts among the ranks (topo)
   int maxChannels;                        // channels connected (topo's nChannels), 1..kMaxChannels
   int maxDirectChannels;                  // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
   double bwPerChannelGBps;                // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];        // topo: per-hop latency by protocol (see tuning_constants.h)
   bool ll128Ok;                           // LL128 allowed on every hop
+  bool llOk;                              // LL allowed on every hop (no hop crosses the network)
   uint32_t slotPayloadBytes[kNumProtos];  // payload of one FIFO slot: Simple slotBytes, LL slotBytes/2,
                                           // LL128 slotBytes*120/128
   int nthreadsOverride;                   // NCCL_NTHREADS or -1 (<= 0: automatic)
@@ -76,7 +77,7 @@ struct Decision {
 // sendcount*elemsize*nranks for AllGather, recvcount*elemsize*nranks for ReduceScatter.
 // nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
 // algorithm; NCCL does the same), estimate 0.
-// The candidates are Ring with every protocol usable on this communicator (LL128 needs ll128Ok) and
+// The candidates are Ring with every protocol usable on this communicator (LL needs llOk, LL128 ll128Ok) and
 // Direct with LL (where maxDirectChannels > 0); the least estimated time wins. If the filter leaves
 // no candidate for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and the collective,
 // ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside 1..kMaxChannels,

@@ -28,6 +28,11 @@ constexpr double kLocalBw = 5000.0;
 // by NCCL 2.28's PCI / NVLink ratios (nccl-facts §4.2); not measured, no PCIe-only machine was lent.
 constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {1.6, 2.2, 2.9};
 constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
+// A ring with a NET hop: its proxies' round trip over the network. Simple only (LL and LL128 are
+// never chosen there); the value is the order of the socket network on loopback, not a fit.
+constexpr std::array<double, kNumProtos> kNetHopLatency = {0, 0, 15.0};
+// The socket network's bandwidth per connection, GB/s (not a fit either; only Simple competes).
+constexpr double kNetBw = 1.5;
 
 // Expansions the ring search may make over all levels but the last; the last (every pair allowed)
 // never backtracks, so the search costs at most this plus nranks steps whatever the input.
@@ -43,7 +48,7 @@ Link pairLink(const std::vector<Link>& links, int n, int i, int j) {
 }
 
 TransportKind chooseTransport(const Link& link, const TopoParams& params) {
-  if (link.path == PathType::kNet) return TransportKind::kNone;  // no network transport yet
+  if (link.path == PathType::kNet) return TransportKind::kNet;
   if (link.p2pOk && !params.p2pDisable && link.path <= params.p2pLevel) return TransportKind::kP2p;
   if (!params.shmDisable) return TransportKind::kShm;
   return TransportKind::kNone;
@@ -54,18 +59,34 @@ bool isNvlinkP2p(const Link& link, TransportKind kind) {
 }
 
 // Order of preference of a hop (higher is better): NVLink P2P by lanes, then PCIe P2P, then SHM,
-// nearer paths first within each.
+// nearer paths first within each, then the network.
 int hopScore(const Link& link, TransportKind kind) {
   int nearness = static_cast<int>(PathType::kNet) - static_cast<int>(link.path);
   if (isNvlinkP2p(link, kind)) return 30000 + link.nvlinks;
   if (kind == TransportKind::kP2p) return 20000 + nearness;
   if (kind == TransportKind::kShm) return 10000 + nearness;
+  if (kind == TransportKind::kNet) return 1000;
   return 0;
 }
 
 double hopBandwidth(const Link& link, TransportKind kind) {
+  if (kind == TransportKind::kNet) return kNetBw;
   if (isNvlinkP2p(link, kind)) return kNvlinkLaneBw * link.nvlinks;
   return link.path == PathType::kSys ? kInterSocketBw : kPciBw;
+}
+
+// Hosts among the ranks: classes of ranks joined by links that are not kNet.
+int countNodes(int n, const std::vector<Link>& links) {
+  std::vector<int> node(n, -1);
+  int nodes = 0;
+  for (int i = 0; i < n; ++i) {
+    if (node[i] >= 0) continue;
+    for (int j = i; j < n; ++j) {
+      if (node[j] < 0 && (j == i || pairLink(links, n, i, j).path != PathType::kNet)) node[j] = nodes;
+    }
+    nodes++;
+  }
+  return nodes;
 }
 
 // Depth-first search for a Hamiltonian cycle from rank 0 using hops scored >= minScore, trying the
@@ -146,15 +167,11 @@ ncclResult_t checkTransports(const Topology& topo, const TopoParams& params) {
     for (int j = i + 1; j < n; ++j) {
       if (topo.transport[i * n + j] != TransportKind::kNone) continue;
       Link link = pairLink(topo.links, n, i, j);
-      if (link.path == PathType::kNet) {
-        WARN("ranks %d and %d are on different hosts and Braid has no network transport yet", i, j);
-      } else {
-        WARN(
-            "ranks %d and %d have no transport: P2P is %s (path %s, NVML P2P %s, NCCL_P2P_LEVEL %s) and SHM is "
-            "disabled (NCCL_SHM_DISABLE=1); unset NCCL_SHM_DISABLE or allow P2P",
-            i, j, params.p2pDisable ? "disabled (NCCL_P2P_DISABLE=1)" : "not possible", pathTypeName(link.path),
-            link.p2pOk ? "ok" : "not supported", pathTypeName(params.p2pLevel));
-      }
+      WARN(
+          "ranks %d and %d have no transport: P2P is %s (path %s, NVML P2P %s, NCCL_P2P_LEVEL %s) and SHM is "
+          "disabled (NCCL_SHM_DISABLE=1); unset NCCL_SHM_DISABLE or allow P2P",
+          i, j, params.p2pDisable ? "disabled (NCCL_P2P_DISABLE=1)" : "not possible", pathTypeName(link.path),
+          link.p2pOk ? "ok" : "not supported", pathTypeName(params.p2pLevel));
       return ncclSystemError;
     }
   }
@@ -177,6 +194,7 @@ bool ringHasDedicatedLinks(const std::vector<int>& ring, const Topology& topo) {
 void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topology* topo) {
   int n = topo->nranks;
   bool allNvlink = true;
+  bool anyNet = false;
   int minLanes = 0;
   double minBw = 0;
   for (int k = 0; k < n; ++k) {
@@ -191,16 +209,20 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
     } else {
       allNvlink = false;
     }
+    anyNet = anyNet || kind == TransportKind::kNet;
   }
   // NVLink: two channels per lane of the narrowest hop (NCCL duplicates its rings the same way),
   // capped by default; PCIe and SHM gain nothing from more than two.
   int channels = allNvlink ? std::min(2 * minLanes, kDefaultMaxNvlChannels) : kDefaultPcieChannels;
+  if (anyNet) channels = kDefaultNetChannels;
   int maxChannels = std::clamp(params.maxChannels, 1, kMaxChannels);
   int minChannels = std::clamp(params.minChannels, 1, maxChannels);
   topo->nChannels = std::clamp(channels, minChannels, maxChannels);
   topo->ll128Ok = allNvlink;
-  topo->bwPerChannelGBps = minBw / topo->nChannels;
-  topo->hopLatencyUs = allNvlink ? kNvlinkHopLatency : kPciHopLatency;
+  topo->llOk = !anyNet;
+  // A NET hop's bandwidth is per connection, and every channel has its own connections.
+  topo->bwPerChannelGBps = anyNet ? minBw : minBw / topo->nChannels;
+  topo->hopLatencyUs = anyNet ? kNetHopLatency : allNvlink ? kNvlinkHopLatency : kPciHopLatency;
 }
 
 // Direct channels where every pair is P2P over NVLink, bounded like the rings' channels.
@@ -241,6 +263,7 @@ ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const Top
     }
   }
   NCCLCHECK(checkTransports(topo, params));
+  topo.nNodes = countNodes(nranks, links);
   if (nranks == 1) {
     topo.nChannels = 1;
     topo.rings.assign(1, std::vector<int>{0});

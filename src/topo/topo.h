@@ -41,7 +41,7 @@ struct Link {
   bool switched = false;  // some of the lanes go through an NVSwitch (shared by all of the GPU's peers)
 };
 
-enum class TransportKind : int { kNone = 0, kP2p = 1, kShm = 2 };
+enum class TransportKind : int { kNone = 0, kP2p = 1, kShm = 2, kNet = 3 };
 
 struct TopoParams {
   bool p2pDisable;
@@ -62,7 +62,7 @@ TopoParams topoParamsFromEnv(int configMinCtas, int configMaxCtas);
 // 0-5 (LOC PIX PXB PHB SYS SYS). Returns false for anything else.
 bool parsePathType(const std::string& text, PathType* out);
 const char* pathTypeName(PathType path);        // "NVL", "PXB", ...
-const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
+const char* transportName(TransportKind kind);  // "P2P", "SHM", "NET", "none"
 
 // The row of links from ranks[self] to every rank, detected locally through NVML. Ranks with another
 // hostHash are kNet; ranks[self] itself is kLoc. Without NVML (or when it fails): one INFO line and
@@ -74,6 +74,10 @@ const char* transportName(TransportKind kind);  // "P2P", "SHM", "none"
 // 16 / 24 / 32 channels, the CTAs' copy loop being the limit rather than NVLink.
 constexpr int kDefaultMaxNvlChannels = 32;
 constexpr int kDefaultPcieChannels = 2;  // P2P over PCIe and SHM rings
+// Rings that cross hosts: each NET hop of a channel is one network connection per direction and
+// its proxy traffic; the built-in socket network moves ~1-3 GB/s per connection over loopback, so
+// a few channels fill what one proxy thread per rank can copy.
+constexpr int kDefaultNetChannels = 4;
 
 // Channels of the direct algorithms (every rank connected to every other, see dev_types.h): where
 // every pair of ranks is P2P over NVLink and nranks <= kMaxDirectPeers + 1. One transport call
@@ -87,14 +91,18 @@ struct Topology {
   int nChannels = 0;                              // rings built (each becomes one CTA of a collective)
   std::vector<std::vector<int>> rings;            // nChannels rings, each a permutation of 0..nranks-1
   bool ll128Ok = false;                           // every hop of every ring is P2P over NVLink (false for 1 rank)
+  bool llOk = true;                               // no hop crosses the network (NET moves Simple slots only)
+  int nNodes = 1;                                 // hosts among the ranks (ranks linked by kNet are on others)
   int nDirectChannels = 0;                        // 0: no direct algorithms on this communicator
   double bwPerChannelGBps = 0;                    // model bandwidth of one channel
   std::array<double, kNumProtos> hopLatencyUs{};  // model latency of one ring hop, by ProtoId
 };
 
 // Pure and deterministic: the same inputs on every rank give the same Topology. A pair's transport
-// is decided on the worse of its two directions (path, nvlinks, p2pOk), so both ends agree: P2P if
-// p2pOk && !p2pDisable && path <= p2pLevel, else SHM (same host and !shmDisable), else kNone.
+// is decided on the worse of its two directions (path, nvlinks, p2pOk), so both ends agree: NET
+// between hosts (path kNet), else P2P if p2pOk && !p2pDisable && path <= p2pLevel, else SHM
+// (!shmDisable), else kNone. Rings cross between hosts as few times as the search finds (every
+// hop within a host scores above every NET hop).
 // ncclSystemError + WARN naming the pair when some pair (i != j) has kNone; ncclInvalidArgument for
 // malformed input (nranks < 1, links of the wrong size).
 [[nodiscard]] ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const TopoParams& params,

@@ -89,6 +89,8 @@ const char* transportName(TransportKind kind) {
       return "P2P";
     case TransportKind::kShm:
       return "SHM";
+    case TransportKind::kNet:
+      return "NET";
     case TransportKind::kNone:
       break;
   }

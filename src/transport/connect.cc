@@ -24,6 +24,7 @@
 #include "transport/connect_internal.h"
 #include "transport/layout.h"
 #include "transport/memory.h"
+#include "transport/net_connect.h"
 #include "transport/transport.h"
 #include "transport/uds.h"
 #include "util/check.h"
@@ -73,15 +74,18 @@ class ConnectionsImpl final : public Connections {
   ~ConnectionsImpl() override {
     DeviceGuard guard;
     if (cudaSetDevice(cudaDev_) != cudaSuccess) (void)cudaGetLastError();
+    net_.reset();                                 // off the proxy, connections closed, host FIFOs freed
     while (!blocks_.empty()) blocks_.pop_back();  // reverse order of creation: imports first
   }
   Block* keep(std::unique_ptr<Block> block) {
     blocks_.push_back(std::move(block));
     return blocks_.back().get();
   }
+  void keepNet(std::unique_ptr<NetLinks> net) { net_ = std::move(net); }
 
  private:
   int cudaDev_;
+  std::unique_ptr<NetLinks> net_;
   std::vector<std::unique_ptr<Block>> blocks_;
 };
 
@@ -266,14 +270,23 @@ ncclResult_t importAll(Session* s) {
   return ncclSuccess;
 }
 
-ncclResult_t runSession(Session* s, std::vector<DevSendConn>* send, std::vector<DevRecvConn>* recv) {
+// The groups of one host (P2P, SHM) in s->groups; the NET ones around them (net_connect.h).
+ncclResult_t runSession(Session* s, NetConnect* net, size_t nChannels, std::vector<DevSendConn>* send,
+                        std::vector<DevRecvConn>* recv) {
+  NCCLCHECK(net->listen());
   NCCLCHECK(prepare(s));
   NCCLCHECK(allocateAll(s));
   NCCLCHECK(sendDescs(s));
   NCCLCHECK(recvDescs(s));
   NCCLCHECK(sendFds(s));
   NCCLCHECK(importAll(s));
+  NCCLCHECK(net->establish(s->deadline));
   fillConns(s->groups, s->ctx.buffBytes, send, recv);
+  send->resize(nChannels, DevSendConn{});
+  recv->resize(nChannels, DevRecvConn{});
+  std::unique_ptr<NetLinks> links;
+  NCCLCHECK(net->finish(send, recv, &links));
+  s->conns->keepNet(std::move(links));
   return ncclSuccess;
 }
 
@@ -284,7 +297,13 @@ ncclResult_t connectChannels(const Context& ctx, const std::vector<ChannelLinks>
                              std::vector<DevRecvConn>* recv) {
   out->reset();
   NCCLCHECK(checkContext(ctx, channels));
-  Session s{ctx, makeGroups(ctx, channels), nullptr};
+  std::vector<Group> all = makeGroups(ctx, channels);
+  std::vector<Group> local;
+  std::vector<Group> remote;
+  for (Group& g : all) (g.kind == Kind::kNet ? remote : local).push_back(std::move(g));
+  std::vector<Group*> remotePtrs(remote.size());
+  for (size_t i = 0; i < remote.size(); ++i) remotePtrs[i] = &remote[i];
+  Session s{ctx, std::move(local), nullptr};
   s.serial = gConnectSerial.fetch_add(1, std::memory_order_relaxed);
   s.deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
   s.me = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
@@ -292,7 +311,8 @@ ncclResult_t connectChannels(const Context& ctx, const std::vector<ChannelLinks>
   CUDACHECK_AT(s.me, cudaSetDevice(ctx.cudaDev));
   auto conns = std::make_unique<ConnectionsImpl>(ctx.cudaDev);
   s.conns = conns.get();
-  NCCLCHECK(runSession(&s, send, recv));
+  NetConnect net(ctx, std::move(remotePtrs));
+  NCCLCHECK(runSession(&s, &net, channels.size(), send, recv));
   *out = std::move(conns);
   return ncclSuccess;
 }

@@ -20,13 +20,13 @@ std::string describe(const Context& ctx, const Group& g) {
   std::string text = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
   text += g.role == Role::kSend ? " -> " : " <- ";
   text += "peer rank " + std::to_string(g.peer) + " (GPU " + std::to_string(ctx.peers[g.peer].cudaDev) + "), ";
-  text += g.kind == Kind::kP2p ? "P2P" : "SHM";
+  text += g.kind == Kind::kP2p ? "P2P" : g.kind == Kind::kShm ? "SHM" : "NET";
   text += g.role == Role::kSend ? " send" : " recv";
   text += ", channels " + channelList(g.channels);
   return text;
 }
 
-bool validKind(Kind kind) { return kind == Kind::kP2p || kind == Kind::kShm; }
+bool validKind(Kind kind) { return kind == Kind::kP2p || kind == Kind::kShm || kind == Kind::kNet; }
 
 ncclResult_t checkPeer(const Context& ctx, int channel, int peer, Kind kind, const char* dir) {
   if (peer < 0 || peer >= ctx.nranks || !validKind(kind)) {
@@ -34,7 +34,7 @@ ncclResult_t checkPeer(const Context& ctx, int channel, int peer, Kind kind, con
          static_cast<int>(kind), ctx.nranks);
     return ncclInternalError;
   }
-  if (ctx.peers[peer].hostHash != ctx.peers[ctx.rank].hostHash) {
+  if (kind != Kind::kNet && ctx.peers[peer].hostHash != ctx.peers[ctx.rank].hostHash) {
     WARN("Rank %d: channel %d %s peer rank %d is on another host; P2P and SHM connect ranks of one host only", ctx.rank,
          channel, dir, peer);
     return ncclInternalError;
@@ -133,7 +133,7 @@ void fillConns(const std::vector<Group>& groups, const size_t buffBytes[kNumProt
       auto* head = reinterpret_cast<uint64_t*>(sendBase + sendLayout.counterOffset(i));
       size_t c = static_cast<size_t>(g.channels[i]);
       if (g.role == Role::kSend) {
-        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0};
+        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0, nullptr};
       } else {
         (*recv)[c] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0};
       }

@@ -1,5 +1,5 @@
-// Connections between the ranks of one host: the FIFOs of device/dev_types.h, in memory that both
-// ends' GPUs can reach.
+// Connections between ranks: the FIFOs of device/dev_types.h, in memory that both ends' GPUs can
+// reach (ranks of one host), or in each side's host memory with the network between them (NET).
 //
 // P2P: GPU memory. The receiver's buffers and tail live in its GPU, the sender's head in the
 // sender's GPU; each side maps the other's block. Within one process (ranks as threads) the raw
@@ -9,6 +9,9 @@
 // SHM: pinned host memory mapped into both GPUs (cudaHostAlloc within one process; a POSIX shared
 // memory segment registered with cudaHostRegister across processes), the receiver's buffers and
 // tail in a segment the receiver creates, the head in one the sender creates.
+//
+// NET: ranks on other hosts (net_connect.h): each side's FIFO in its own pinned host memory, one
+// network connection per channel and direction, the slots moved by the communicator's proxy.
 //
 // Memory is batched: one block per (peer, direction, kind) holds the counters and buffers of every
 // channel that uses that peer (layout in transport/layout.h).
@@ -30,13 +33,20 @@
 #include "bootstrap/bootstrap.h"
 #include "device/dev_types.h"
 
+namespace braid::net {
+class Network;
+}
+namespace braid::proxy {
+class Proxy;
+}
+
 namespace braid::transport {
 
 // Bootstrap tags used by connectChannels (no other user may use this range).
 constexpr int kTransportTagBase = 0x42520000;
 constexpr int kP2pTagOffset = 16;
 
-enum class Kind : int { kP2p = 1, kShm = 2 };
+enum class Kind : int { kP2p = 1, kShm = 2, kNet = 3 };
 
 // Channels one connectChannels call connects (a 64-bit mask names them in the peers' messages).
 constexpr int kMaxConnectChannels = 64;
@@ -59,6 +69,10 @@ struct Context {
       buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
   const std::atomic<int>* abortFlag;
   int tagOffset = 0;  // 0: collective connections; kP2pTagOffset: point-to-point ones
+  // NET channels only (null when the call has none): the communicator's network and proxy, which
+  // must outlive the Connections.
+  net::Network* network = nullptr;
+  proxy::Proxy* proxy = nullptr;
 };
 
 // Per channel: this rank sends to sendPeer and receives from recvPeer.

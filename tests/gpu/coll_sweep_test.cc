@@ -85,6 +85,7 @@ struct Resources {
   size_t sendCap = 0;
   size_t recvCap = 0;
   unsigned streamFlags = cudaStreamDefault;
+  int ranksPerHost = 0;  // > 0: processes only; rank r sets NCCL_HOSTID to emulated host r / ranksPerHost
 };
 
 Resources resourcesFor(const std::vector<Case>& cases, int nranks) {
@@ -316,6 +317,9 @@ int rankBody(int rank, int nranks, const ncclUniqueId& id, const Resources& s, c
   ctx.rank = rank;
   ctx.nranks = nranks;
   ctx.dev = rank;
+  if (s.ranksPerHost > 0) {
+    setenv("NCCL_HOSTID", ("braid-sweep-host-" + std::to_string(rank / s.ranksPerHost)).c_str(), 1);
+  }
   CHILD_CUDA(cudaSetDevice(rank));
   CHILD_NCCL(ncclCommInitRank(&ctx.comm, nranks, id, rank));
   if (allocRank(ctx, s) != 0) return 1;
@@ -612,6 +616,21 @@ TEST_P(CollSweep, AllCollsDirect) {
   reducedWithEnv({{"NCCL_ALGO", "Direct"}});
 }
 
+// Ranks on emulated hosts (NCCL_HOSTID differs per host): every ring crosses between them over the
+// socket network on loopback, through the proxy. 4 GPUs: 2 hosts of 2 and 4 hosts of 1; 2 GPUs: 2 of 1.
+TEST_P(CollSweep, AllCollsAcrossEmulatedHosts) {
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
+    SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
+    Resources s = resourcesFor(cases, nranks());
+    s.ranksPerHost = perHost;
+    EXPECT_EQ(
+        0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
+        << cases.size() << " cases; " << seedText();
+  }
+}
+
 // Random reals on float and double, every op: relative tolerance 1e-5 (float) / 1e-12 (double)
 // times nranks, Max/Min exact.
 TEST_P(CollSweep, RealValuedFloats) {
@@ -668,7 +687,7 @@ TEST_P(CollSweep, NonBlockingStream) {
 TEST_P(CollSweep, ChainWithoutSyncProcesses) { chain(Mode::kProcesses); }
 TEST_P(CollSweep, ChainWithoutSyncOneThread) { chain(Mode::kOneThread); }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, CollSweep, ::testing::Values(2, 4),
+INSTANTIATE_TEST_SUITE_P(Gpus, CollSweep, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
 
 }  // namespace

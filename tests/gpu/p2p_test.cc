@@ -150,8 +150,8 @@ using gputest::Mode;
 using gputest::modeName;
 using Body = gputest::RanksBody<Rank>;
 
-int withRanks(int nranks, Mode mode, const Body& body) {
-  return gputest::withRanks<Rank>(nranks, mode, kWatchdogSeconds, body);
+int withRanks(int nranks, Mode mode, const Body& body, int ranksPerHost = 0) {
+  return gputest::withRanks<Rank>(nranks, mode, kWatchdogSeconds, body, ranksPerHost);
 }
 
 // One exchange of the pattern, every local rank's operations in one group.
@@ -276,6 +276,32 @@ TEST_P(P2p, UngroupedPairsInBothOrders) {
                 int rc = verify(r, p, 9);
                 return rc | release(r);
               }));
+  }
+}
+
+// Ranks on emulated hosts (NCCL_HOSTID), so every pair of hosts talks over the socket network on
+// loopback: ring shifts of several sizes, then every pair with random sizes and self sends.
+TEST_P(P2p, AcrossEmulatedHosts) {
+  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  const int n = this->n();
+  for (int perHost = n / 2; perHost >= 1; perHost /= 2) {
+    SCOPED_TRACE(std::to_string(n / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
+    EXPECT_EQ(0, withRanks(
+                     n, Mode::kProcesses,
+                     [n](std::vector<Rank>& ranks) {
+                       uint64_t seed = 31;
+                       for (size_t bytes : {size_t{1}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{9 << 20}}) {
+                         if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
+                       }
+                       Pattern p{n, [](int, int) { return 2; },
+                                 [](int s, int d, int k) -> size_t {
+                                   uint8_t r = pattern(5, s, d, k, 7);
+                                   return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
+                                 },
+                                 3};
+                       return exchange(ranks, p, seed);
+                     },
+                     perHost));
   }
 }
 
@@ -513,7 +539,7 @@ TEST_P(P2p, BadArgumentsAreRefused) {
       }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, P2p, ::testing::Values(2, 4),
+INSTANTIATE_TEST_SUITE_P(Gpus, P2p, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -25,9 +26,11 @@ inline const char* modeName(Mode m) {
 template <typename R>
 using RanksBody = std::function<int(std::vector<R>&)>;
 
-// One rank's communicator and stream around body (processes and threads).
+// One rank's communicator and stream around body (processes and threads). ranksPerHost > 0 (one
+// process per rank only): the rank sets NCCL_HOSTID to emulated host rank / ranksPerHost first.
 template <typename R>
-int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>& body) {
+int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>& body, int ranksPerHost = 0) {
+  if (ranksPerHost > 0) setenv("NCCL_HOSTID", ("braid-test-host-" + std::to_string(rank / ranksPerHost)).c_str(), 1);
   std::vector<R> ranks(1);
   ranks[0].rank = rank;
   CHILD_CUDA(cudaSetDevice(rank));
@@ -39,8 +42,9 @@ int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>&
 }
 
 // Runs body in `mode` on ranks 0..nranks-1 (GPU r for rank r); a watchdog alarm kills a hung run.
+// ranksPerHost > 0 emulates hosts of that many ranks (kProcesses only, see runOneRank).
 template <typename R>
-int withRanks(int nranks, Mode mode, unsigned watchdogSeconds, const RanksBody<R>& body) {
+int withRanks(int nranks, Mode mode, unsigned watchdogSeconds, const RanksBody<R>& body, int ranksPerHost = 0) {
   if (mode == Mode::kOneThread) {
     return runInChild([&] {
       alarm(watchdogSeconds);
@@ -67,7 +71,7 @@ int withRanks(int nranks, Mode mode, unsigned watchdogSeconds, const RanksBody<R
   }
   return runRanksInProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
     alarm(watchdogSeconds);
-    return runOneRank<R>(nranks, rank, id, body);
+    return runOneRank<R>(nranks, rank, id, body, ranksPerHost);
   });
 }
 

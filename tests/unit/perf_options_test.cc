@@ -146,6 +146,18 @@ TEST(PerfOptions, Layouts) {
   Options none;
   ASSERT_TRUE(parse({"all_reduce"}, &none));
   EXPECT_FALSE(resolveLayout(&none, 0, &why));
+  // --hosts: NCCL_HOSTID is per process, so hosts must split the processes evenly.
+  Options hosts;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "--hosts", "2"}, &hosts));
+  ASSERT_TRUE(resolveLayout(&hosts, 4, &why)) << why;
+  EXPECT_EQ(hosts.layout.hosts, 2);
+  Options oddHosts;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "--hosts", "3"}, &oddHosts));
+  EXPECT_FALSE(resolveLayout(&oddHosts, 4, &why));
+  EXPECT_NE(why.find("--hosts"), std::string::npos) << why;
+  Options threadHosts;
+  ASSERT_TRUE(parse({"all_reduce", "-t", "4", "--hosts", "2"}, &threadHosts));
+  EXPECT_FALSE(resolveLayout(&threadHosts, 4, &why));
 }
 
 TEST(PerfOptions, SweepAndRows) {

@@ -32,6 +32,7 @@ CommModel hopperModel(int nranks, bool ll128Ok = true) {
   const double hopUs[kNumProtos] = {1.6, 2.2, 2.9};  // topo's NVLink values
   for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = hopUs[p];
   m.ll128Ok = ll128Ok;
+  m.llOk = true;
   m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSlots[kProtoSimple];
   m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSlots[kProtoLL] / 2;
   m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSlots[kProtoLL128] * 120 / 128;
@@ -212,6 +213,17 @@ TEST(PlanDecide, FilterWithoutRingOrProtocolIsInvalidUsage) {
   EXPECT_NE(warn.find("NCCL_PROTO"), std::string::npos) << warn;
   EXPECT_NE(warn.find("ReduceScatter"), std::string::npos) << warn;
   EXPECT_EQ(decideOk(m, onlyLl128, CollId::kReduceScatter, 4096).proto, kProtoLL128);
+
+  // Rings across hosts move Simple slots only: LL is never chosen, and a filter of LL alone leaves nothing.
+  CommModel net = hopperModel(8, /*ll128Ok=*/false);
+  net.llOk = false;
+  net.nNodes = 2;
+  for (size_t bytes : {size_t{8}, size_t{4096}, size_t{1} << 26}) {
+    EXPECT_EQ(decideOk(net, allowAll(), CollId::kAllReduce, bytes).proto, kProtoSimple) << bytes;
+  }
+  EXPECT_EQ(decide(net, parse(nullptr, "LL"), CollId::kAllGather, 64, &d), ncclInvalidUsage);
+  warn = logLastError();
+  EXPECT_NE(warn.find("cross hosts"), std::string::npos) << warn;
 }
 
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {

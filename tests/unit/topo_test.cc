@@ -285,11 +285,62 @@ TEST_F(TopoTest, ShmAndP2pDisabledIsAnErrorNamingThePair) {
   ASSERT_EQ(buildTopology(1, uniformLinks(1, PathType::kLoc, 0, true), params, &topo), ncclSuccess);
 }
 
-TEST_F(TopoTest, OtherHostIsAnErrorForNow) {
-  std::vector<Link> links = uniformLinks(2, PathType::kNet, 0, false);
+// Hosts of `perNode` NVLink-connected GPUs each (ranks numbered node by node, the way NCCL_HOSTID
+// emulation lays them out), every pair across hosts kNet.
+std::vector<Link> nodesOfNvlink(int nodes, int perNode) {
+  const int n = nodes * perNode;
+  std::vector<Link> links = uniformLinks(n, PathType::kNet, 0, false);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && i / perNode == j / perNode) links[i * n + j] = Link{PathType::kNvl, 18, true, true};
+    }
+  }
+  return links;
+}
+
+// The hops of a ring that cross the network.
+int netHops(const Topology& topo, const std::vector<int>& ring) {
+  const int n = topo.nranks;
+  int hops = 0;
+  for (int k = 0; k < n; ++k) hops += topo.transport[ring[k] * n + ring[(k + 1) % n]] == TransportKind::kNet ? 1 : 0;
+  return hops;
+}
+
+TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
+  const TopoParams params = defaultParams();
+  for (int nodes : {2, 4}) {
+    const int perNode = 4 / nodes;
+    Topology topo;
+    ASSERT_EQ(buildTopology(4, nodesOfNvlink(nodes, perNode), params, &topo), ncclSuccess);
+    expectWellFormed(topo, params);
+    EXPECT_EQ(topo.nNodes, nodes);
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        if (i == j) continue;
+        EXPECT_EQ(topo.transport[i * 4 + j], i / perNode == j / perNode ? TransportKind::kP2p : TransportKind::kNet)
+            << i << "->" << j;
+      }
+    }
+    // Each host is entered and left once per ring: as many NET hops as hosts.
+    for (const auto& ring : topo.rings) EXPECT_EQ(netHops(topo, ring), nodes);
+    EXPECT_EQ(topo.nChannels, kDefaultNetChannels);
+    EXPECT_FALSE(topo.llOk);
+    EXPECT_FALSE(topo.ll128Ok);
+    EXPECT_EQ(topo.nDirectChannels, 0);
+    EXPECT_GT(topo.bwPerChannelGBps, 0);
+  }
+  // Scattered numbering (hosts {0,2} and {1,3}): the search still crosses only twice.
+  std::vector<Link> links = uniformLinks(4, PathType::kNet, 0, false);
+  setPair(&links, 4, 0, 2, Link{PathType::kNvl, 18, true, true});
+  setPair(&links, 4, 1, 3, Link{PathType::kNvl, 18, true, true});
   Topology topo;
-  EXPECT_EQ(buildTopology(2, links, defaultParams(), &topo), ncclSystemError);
-  EXPECT_TRUE(contains(logLastError(), "different hosts")) << logLastError();
+  ASSERT_EQ(buildTopology(4, links, params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nNodes, 2);
+  for (const auto& ring : topo.rings) EXPECT_EQ(netHops(topo, ring), 2);
+  // One host: no NET, LL allowed.
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nNodes, 1);
+  EXPECT_TRUE(topo.llOk);
 }
 
 TEST_F(TopoTest, ChannelBoundsFromConfigAndEnvironment) {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -208,6 +209,11 @@ void decodeSteps(Child* c, int threads) {
 [[noreturn]] void childMain(const LaunchConfig& cfg, int p, const std::vector<int>& idPipes, int resultFd,
                             const WorkerBody& body, const IdMaker& makeId) {
   const int procs = cfg.layout.procs;
+  if (cfg.layout.hosts > 0) {
+    // Before the library reads it: at the first communicator of this process.
+    const int host = p / (procs / cfg.layout.hosts);
+    setenv("NCCL_HOSTID", ("braid-perf-host-" + std::to_string(host)).c_str(), 1);
+  }
   IdShare ids([&](ncclUniqueId* id) {
     if (p != 0) return readAll(idPipes[2 * p], id, sizeof(*id));
     if (!makeId(id)) return false;

@@ -136,6 +136,7 @@ bool Parser::one(const char* a) {
   }
   if (!std::strcmp(a, "--runs")) return intFlag(a, 1, 1000, &o.runs);
   if (!std::strcmp(a, "--timeout")) return intFlag(a, 0, 1000000, &o.timeoutSec);
+  if (!std::strcmp(a, "--hosts")) return intFlag(a, 1, 4096, &o.hosts);
   if (!std::strcmp(a, "--csv")) {
     o.csv = true;
     return true;
@@ -209,6 +210,9 @@ void printUsage(const char* argv0) {
       "                  (user buffer registration: zero-copy where the library has it) (0)\n"
       "  -a 0|1|2|3      time reported over ranks: rank 0, mean, min, max (3)\n"
       "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"
+      "  --hosts H       emulate H hosts: the processes, in rank order, split into H equal groups, each\n"
+      "                  with its own NCCL_HOSTID, so that traffic between groups takes the network\n"
+      "                  (set NCCL_SOCKET_IFNAME=lo to keep it on this machine)\n"
       "compare:\n"
       "  --compare LIB   run the same benchmark in child processes against this binary's library and\n"
       "                  against LIB (another libnccl.so.2), alternating, and print medians and ratios\n"
@@ -329,6 +333,12 @@ bool resolveLayout(Options* opt, int visibleGpus, std::string* why) {
     *why = std::to_string(n) + " ranks need as many GPUs; " + std::to_string(visibleGpus) + " visible";
     return false;
   }
+  if (opt->hosts > 0 && (l.procs % opt->hosts != 0)) {
+    *why = "--hosts " + std::to_string(opt->hosts) + " needs a multiple of that many processes (" +
+           std::to_string(l.procs) + " here; NCCL_HOSTID is per process)";
+    return false;
+  }
+  l.hosts = opt->hosts;
   if (!opt->isComm && collTraits(opt->coll).hasRoot && opt->root >= n) {
     *why = "root " + std::to_string(opt->root) + " is not below the " + std::to_string(n) + " ranks";
     return false;

@@ -18,6 +18,7 @@ struct Layout {
   int procs = 1;
   int threads = 1;
   int gpus = 1;
+  int hosts = 0;  // > 0: processes split into this many emulated hosts (--hosts)
   int nranks() const { return procs * threads * gpus; }
   int workers() const { return procs * threads; }
 };
@@ -57,6 +58,7 @@ struct Options {
   std::string compareLib;  // --compare PATH: also run against this libnccl.so.2 and print ratios
   int runs = 3;            // --runs: fresh processes per library in --compare (median taken)
   int timeoutSec = 0;      // --timeout: give up when no rank reports for this long (0: never)
+  int hosts = 0;           // --hosts: emulate this many hosts (NCCL_HOSTID per process; 0: off)
 };
 
 // Parses argv; prints usage or the reason and returns false on bad input.

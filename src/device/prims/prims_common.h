@@ -106,6 +106,7 @@ struct ProtoState {
   // The registered peer buffer minus ours (0 without registration): kStepDirectSend, the next rank's
   // receive buffer minus ours; kStepReadRecv, the previous rank's send buffer minus ours.
   intptr_t directDelta;
+  uint32_t* sendSizes;  // DevSendConn::sizes (NET connections; else null)
 };
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
@@ -130,7 +131,8 @@ __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvCo
                     send != nullptr ? send->headSeen : 0,
                     scalar,
                     AbortWatch(abortFlag, shared),
-                    0};
+                    0,
+                    send != nullptr ? send->sizes : nullptr};
 }
 
 // This CTA's ring channel (comm->channels[blockIdx.x]).

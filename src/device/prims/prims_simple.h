@@ -191,7 +191,15 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
   const bool directOut = send && (flags & kStepDirectSend) != 0;
   const bool readIn = recv && (flags & kStepReadRecv) != 0;
   const bool readOut = send && (flags & kStepReadSend) != 0;  // no slot used: nothing to wait for
-  if (s.tid == 0 && !s.abort.aborted()) simpleWait(s, recv, send && !directOut && !readOut);
+  const bool viaSlot = send && !directOut && !readOut;
+  if (s.tid == 0 && !s.abort.aborted()) {
+    simpleWait(s, recv, viaSlot);
+    // NET: the step's bytes for the proxy; the poster's fence before the tail publishes them with the payload.
+    if (viaSlot && s.sendSizes != nullptr) {
+      *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kFifoSlotsSimple]) =
+          static_cast<uint32_t>(nelem * static_cast<int64_t>(sizeof(T)));
+    }
+  }
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (!s.abort.aborted()) {
     const T* fifoIn = nullptr;

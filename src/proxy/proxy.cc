@@ -1,0 +1,215 @@
+#include "proxy/proxy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid::proxy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxSlots = 16;
+constexpr int kFirstSleepUs = 20;
+constexpr int kLongestSleepUs = 1000;
+
+const char* resultName(ncclResult_t res) {
+  switch (res) {
+    case ncclRemoteError:
+      return "the peer closed or reset the connection (ncclRemoteError)";
+    case ncclSystemError:
+      return "a system call failed (ncclSystemError)";
+    case ncclInternalError:
+      return "internal error";
+    default:
+      return "error";
+  }
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+struct Proxy::Fifo {
+  NetFifo io;
+  uint64_t posted = 0;  // steps handed to the network
+  uint64_t done = 0;    // steps whose transfer completed (published as head or tail)
+  void* requests[kMaxSlots] = {};
+  bool failed = false;
+};
+
+struct Proxy::Batch {
+  uint64_t key = 0;
+  std::vector<Fifo> fifos;
+};
+
+Proxy::Proxy(std::string name, ErrorSink onError)
+    : name_(std::move(name)),
+      onError_(std::move(onError)),
+      spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Proxy::~Proxy() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    changes_.store(true, std::memory_order_release);
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+uint64_t Proxy::add(std::vector<NetFifo> fifos) {
+  auto batch = std::make_unique<Batch>();
+  for (NetFifo& io : fifos) {
+    Fifo f;
+    f.io = std::move(io);
+    f.io.slots = std::clamp(f.io.slots, 1, kMaxSlots);
+    batch->fifos.push_back(std::move(f));
+  }
+  uint64_t key = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    key = nextKey_++;
+    batch->key = key;
+    pendingAdds_.push_back(std::move(batch));
+    changeSerial_++;
+    changes_.store(true, std::memory_order_release);
+  }
+  wake_.notify_all();
+  return key;
+}
+
+void Proxy::remove(uint64_t key) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  pendingRemoves_.push_back(key);
+  const uint64_t serial = ++changeSerial_;
+  changes_.store(true, std::memory_order_release);
+  wake_.notify_all();
+  applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
+}
+
+void Proxy::kick() {
+  kicks_.fetch_add(1, std::memory_order_relaxed);
+  wake_.notify_all();
+}
+
+void Proxy::applyChanges() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& batch : pendingAdds_) batches_.push_back(std::move(batch));
+    pendingAdds_.clear();
+    for (uint64_t key : pendingRemoves_) {
+      batches_.erase(std::remove_if(batches_.begin(), batches_.end(), [&](const auto& b) { return b->key == key; }),
+                     batches_.end());
+    }
+    pendingRemoves_.clear();
+    appliedSerial_ = changeSerial_;
+    changes_.store(false, std::memory_order_relaxed);
+  }
+  applied_.notify_all();
+}
+
+bool Proxy::progress(Fifo* f) {
+  NetFifo& io = f->io;
+  bool moved = false;
+  auto fail = [&](ncclResult_t res, const char* call) {
+    WARN("%s: %s: network %s %s failed: %s; this connection stops (abort the communicator)", name_.c_str(),
+         io.what.c_str(), io.net->name, call, resultName(res));
+    f->failed = true;
+    if (onError_) onError_(res);
+    return true;
+  };
+  // Post: sends of the steps the GPU filled, or receives into the slots it released.
+  const uint64_t limit = io.isSend ? __atomic_load_n(io.tail, __ATOMIC_ACQUIRE)
+                                   : __atomic_load_n(io.head, __ATOMIC_ACQUIRE) + static_cast<uint64_t>(io.slots);
+  while (f->posted < limit && f->posted < f->done + static_cast<uint64_t>(io.slots)) {
+    const int slot = static_cast<int>(f->posted % static_cast<uint64_t>(io.slots));
+    void* data = io.buff + static_cast<size_t>(slot) * io.slotBytes;
+    void* request = nullptr;
+    ncclResult_t res;
+    if (io.isSend) {
+      const size_t bytes = *reinterpret_cast<const volatile uint32_t*>(&io.sizes[slot]);
+      res = io.net->isend(io.comm, data, bytes, io.tag, io.mhandle, nullptr, &request);
+    } else {
+      size_t size = io.slotBytes;
+      int tag = io.tag;
+      void* mhandle = io.mhandle;
+      res = io.net->irecv(io.comm, 1, &data, &size, &tag, &mhandle, nullptr, &request);
+    }
+    if (res != ncclSuccess) return fail(res, io.isSend ? "isend" : "irecv");
+    if (request == nullptr) break;  // the network is busy: later
+    f->requests[slot] = request;
+    f->posted++;
+    moved = true;
+  }
+  // Complete, in order, and publish.
+  while (f->done < f->posted) {
+    const int slot = static_cast<int>(f->done % static_cast<uint64_t>(io.slots));
+    int finished = 0;
+    int size = 0;
+    const ncclResult_t res = io.net->test(f->requests[slot], &finished, &size);
+    if (res != ncclSuccess) return fail(res, "test");
+    if (finished == 0) break;
+    f->requests[slot] = nullptr;
+    f->done++;
+    __atomic_store_n(io.isSend ? io.head : io.tail, f->done, __ATOMIC_RELEASE);
+    moved = true;
+  }
+  return moved;
+}
+
+bool Proxy::progressAll() {
+  bool moved = false;
+  for (auto& batch : batches_) {
+    for (Fifo& f : batch->fifos) {
+      if (!f.failed && progress(&f)) moved = true;
+    }
+  }
+  return moved;
+}
+
+void Proxy::run() {
+  Clock::time_point lastProgress = Clock::now();
+  uint64_t seenKicks = kicks_.load(std::memory_order_relaxed);
+  int sleepUs = kFirstSleepUs;
+  while (true) {
+    if (changes_.load(std::memory_order_acquire)) {
+      bool stopping = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping = stop_;
+      }
+      applyChanges();
+      if (stopping) return;
+    }
+    const bool moved = progressAll();
+    const uint64_t kicks = kicks_.load(std::memory_order_relaxed);
+    const Clock::time_point now = Clock::now();
+    if (moved || kicks != seenKicks) {
+      lastProgress = now;
+      seenKicks = kicks;
+      sleepUs = kFirstSleepUs;
+      continue;
+    }
+    if (now - lastProgress < std::chrono::microseconds(spinUs_)) {
+      cpuRelax();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, std::chrono::microseconds(sleepUs), [&] {
+      return stop_ || changeSerial_ != appliedSerial_ || kicks_.load(std::memory_order_relaxed) != seenKicks;
+    });
+    sleepUs = std::min(sleepUs * 2, kLongestSleepUs);
+  }
+}
+
+}  // namespace braid::proxy

@@ -1,0 +1,99 @@
+// The proxy: one host thread per communicator that moves NET connections' FIFO slots between pinned
+// host memory and the network (device/dev_types.h describes the FIFO; transport/net_connect.cc
+// makes the connections).
+//
+// Send FIFO: the GPU fills a slot, stores the step's bytes in sizes[slot], then publishes tail
+// (fence first). The proxy sends every step below tail in order, at most kFifoSlotsSimple at once,
+// and publishes head = steps whose send completed, which lets the GPU reuse those slots.
+// Receive FIFO: the proxy keeps a receive posted on every slot the GPU has released (step < head +
+// slots), and publishes tail = steps received, in order; the GPU consumes them and advances head.
+// Steps are absolute and never reset, like the GPU's, so the proxy needs no knowledge of the
+// operations: it follows the counters.
+//
+// Idle: while data moves the thread polls; BRAID_PROXY_SPIN_US after its last progress it sleeps
+// between polls, 20 us at first and up to 1 ms, so an idle communicator costs no core. kick()
+// (called at every launch that uses the network) ends a sleep at once. A CUDA graph replay does
+// not kick: its first step may wait up to 1 ms for the proxy to wake.
+//
+// Errors: a network call that fails (a peer that closed or reset its connection) stops that FIFO,
+// logs one WARN naming the connection (rank, peer, host, channel) and reports the error through
+// the callback given at creation (the communicator's async error). The GPU side then waits until
+// the communicator is aborted. The thread makes no CUDA call.
+#pragma once
+
+#include <nccl.h>
+#include <nccl_net.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace braid::proxy {
+
+// The host side of one NET connection, one direction, one channel. Pointers are into pinned host
+// memory that stays valid until remove() has returned.
+struct NetFifo {
+  bool isSend = false;
+  const ncclNet_v11_t* net = nullptr;
+  void* comm = nullptr;     // sendComm or recvComm
+  void* mhandle = nullptr;  // regMr of `buff`
+  char* buff = nullptr;     // slots x slotBytes
+  int slots = 0;
+  size_t slotBytes = 0;
+  uint64_t* tail = nullptr;         // send: the GPU's; receive: the proxy's
+  uint64_t* head = nullptr;         // send: the proxy's; receive: the GPU's
+  const uint32_t* sizes = nullptr;  // send only: bytes of the step in each slot
+  int tag = 0;
+  std::string what;  // "rank 0 -> rank 2 (host ...), channel 1": leads the WARN of a failure
+};
+
+class Proxy {
+ public:
+  using ErrorSink = std::function<void(ncclResult_t)>;
+  // Starts the thread. `name` prefixes its log lines; onError is called from the thread.
+  Proxy(std::string name, ErrorSink onError);
+  ~Proxy();  // stops the thread; FIFOs still attached are dropped without further network calls
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Starts moving `fifos`; returns a key for remove().
+  uint64_t add(std::vector<NetFifo> fifos);
+  // Stops moving the FIFOs added under `key` and returns once the thread no longer touches them
+  // (their requests in flight are abandoned: the connections are about to be closed).
+  void remove(uint64_t key);
+  // Work is coming (a launch that uses the network): poll now.
+  void kick();
+
+ private:
+  struct Fifo;
+  struct Batch;
+  void run();
+  bool progressAll();
+  bool progress(Fifo* f);
+  void applyChanges();
+
+  std::string name_;
+  ErrorSink onError_;
+  int64_t spinUs_;
+  std::mutex mutex_;
+  std::condition_variable wake_;     // kick, add, remove, stop
+  std::condition_variable applied_;  // the thread took the pending changes
+  std::vector<std::unique_ptr<Batch>> pendingAdds_;
+  std::vector<uint64_t> pendingRemoves_;
+  uint64_t nextKey_ = 1;
+  uint64_t changeSerial_ = 0;   // bumped by add/remove
+  uint64_t appliedSerial_ = 0;  // what the thread has taken
+  bool stop_ = false;
+  std::atomic<uint64_t> kicks_{0};
+  std::atomic<bool> changes_{false};
+  std::vector<std::unique_ptr<Batch>> batches_;  // the thread's own
+  std::thread thread_;
+};
+
+}  // namespace braid::proxy
