@@ -2,10 +2,12 @@
 // the context its init returned for this communicator. Everything above drives a network through
 // this, the built-in socket network and (later) external plugins alike.
 //
-// Choice: NCCL_NET names a network ("Socket" is built in; the match is case-insensitive, as NCCL's);
-// unset, the first one with a device. NCCL_NET_PLUGIN is read but external plugins are not loaded
-// yet: one INFO line says so and the built-in network is used (what NCCL does when a plugin fails
-// to load).
+// Choice, as NCCL 2.28 makes it (docs/net-plugin-abi.md §1.2): the external plugins of
+// NCCL_NET_PLUGIN (a comma list of library names or paths, a bare name also tried as
+// libnccl-net-<name>.so; unset: libnccl-net.so if there is one; "none": no plugin), each seen
+// through its newest table from v11 down to v8, then the built-in "Socket". The first that
+// initializes and has a device wins; NCCL_NET restricts the choice to the network of that name
+// (case-insensitive). A plugin that fails to load gets one line, and the next candidate is tried.
 #pragma once
 
 #include <nccl.h>

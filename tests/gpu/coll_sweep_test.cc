@@ -631,6 +631,20 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHosts) {
   }
 }
 
+// The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
+// NCCL_NET_PLUGIN: two emulated hosts.
+TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
+  ScopedSetenv net("NCCL_NET", "ExampleTCP");
+  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  Resources s = resourcesFor(cases, nranks());
+  s.ranksPerHost = nranks() / 2;
+  EXPECT_EQ(0,
+            runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
+      << cases.size() << " cases; " << seedText();
+}
+
 // Random reals on float and double, every op: relative tolerance 1e-5 (float) / 1e-12 (double)
 // times nranks, Max/Min exact.
 TEST_P(CollSweep, RealValuedFloats) {

@@ -1,0 +1,17 @@
+// Older net plugin tables (v10, v9, v8) seen as the current one (v11), so that everything above
+// drives one shape. What each shim adds or drops is in docs/net-plugin-abi.md §1.1: v10 and older
+// initialize once per process (counted), v10 takes the traffic class at connect, v9 and v8 have no
+// phandle, v8 moves int sizes (messages up to 1 GiB) and knows fewer properties.
+//
+// One plugin per version per process (the shims keep the wrapped table in a static, as NCCL's do).
+#pragma once
+
+#include <nccl_net.h>
+
+namespace braid::net {
+
+const ncclNet_v11_t* shimV10(const ncclNet_v10_t* plugin);
+const ncclNet_v11_t* shimV9(const ncclNet_v9_t* plugin);
+const ncclNet_v11_t* shimV8(const ncclNet_v8_t* plugin);
+
+}  // namespace braid::net
