@@ -29,6 +29,19 @@ void copyCommon(const P& from, ncclNetProperties_v11_t* to) {
   to->maxMultiRequestSize = 1;
 }
 
+// v9 and v10 share one properties layout: all of v11's but maxMultiRequestSize.
+ncclResult_t v9OrV10Props(ncclResult_t (*get)(int, ncclNetProperties_v10_t*), int dev, ncclNetProperties_v11_t* props) {
+  ncclNetProperties_v10_t p{};
+  const ncclResult_t res = get(dev, &p);
+  if (res != ncclSuccess) return res;
+  copyCommon(p, props);
+  props->forceFlush = p.forceFlush;
+  props->vProps = p.vProps;
+  props->maxP2pBytes = p.maxP2pBytes;
+  props->maxCollBytes = p.maxCollBytes;
+  return ncclSuccess;
+}
+
 // Per-process init of a v10-or-older plugin: the first communicator's init calls it, the context
 // each communicator gets back holds only its config.
 struct OnceInit {
@@ -62,17 +75,7 @@ ncclResult_t v10Init(void** ctx, uint64_t, ncclNetCommConfig_v11_t* config, nccl
                      ncclProfilerCallback_t prof) {
   return initOnce(&g10Init, ctx, config, [&] { return g10->init(log, prof); });
 }
-ncclResult_t v10Props(int dev, ncclNetProperties_v11_t* props) {
-  ncclNetProperties_v10_t p{};
-  const ncclResult_t res = g10->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
-  copyCommon(p, props);
-  props->forceFlush = p.forceFlush;
-  props->vProps = p.vProps;
-  props->maxP2pBytes = p.maxP2pBytes;
-  props->maxCollBytes = p.maxCollBytes;
-  return ncclSuccess;
-}
+ncclResult_t v10Props(int dev, ncclNetProperties_v11_t* props) { return v9OrV10Props(g10->getProperties, dev, props); }
 ncclResult_t v10Listen(void*, int dev, void* handle, void** listenComm) { return g10->listen(dev, handle, listenComm); }
 ncclResult_t v10Connect(void* ctx, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t** devComm) {
   return g10->connect(dev, static_cast<ncclNetCommConfig_v10_t*>(ctx), handle, sendComm, devComm);
@@ -87,17 +90,7 @@ ncclResult_t v9Init(void** ctx, uint64_t, ncclNetCommConfig_v11_t* config, ncclD
                     ncclProfilerCallback_t) {
   return initOnce(&g9Init, ctx, config, [&] { return g9->init(log); });
 }
-ncclResult_t v9Props(int dev, ncclNetProperties_v11_t* props) {
-  ncclNetProperties_v9_t p{};
-  const ncclResult_t res = g9->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
-  copyCommon(p, props);
-  props->forceFlush = p.forceFlush;
-  props->vProps = p.vProps;
-  props->maxP2pBytes = p.maxP2pBytes;
-  props->maxCollBytes = p.maxCollBytes;
-  return ncclSuccess;
-}
+ncclResult_t v9Props(int dev, ncclNetProperties_v11_t* props) { return v9OrV10Props(g9->getProperties, dev, props); }
 ncclResult_t v9Listen(void*, int dev, void* handle, void** listenComm) { return g9->listen(dev, handle, listenComm); }
 ncclResult_t v9Connect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t** devComm) {
   return g9->connect(dev, handle, sendComm, devComm);
