@@ -120,6 +120,7 @@ struct Session {
   const CudaDriver* driver = nullptr;
   bool useCuMem = false;
   UdsSocket uds;
+  std::vector<std::pair<FdNote, UniqueFd>> earlyFds;  // arrived before importAll asked for them
   uint64_t serial = 0;
   Deadline deadline;
   std::string me;
@@ -212,7 +213,31 @@ ncclResult_t recvDescs(Session* s) {
   return ncclSuccess;
 }
 
+// Keeps a datagram that arrived (possibly before its group is imported); drops strangers.
+void keepFd(Session* s, const FdNote& note, UniqueFd fd) {
+  if (note.magic != kFdNoteMagic || note.commHash != s->ctx.commHash) {
+    INFO(kLogInit | kLogP2p, "%s: dropped a file descriptor datagram of another communicator", s->me.c_str());
+    return;
+  }
+  s->earlyFds.emplace_back(note, std::move(fd));
+}
+
+// Takes in every datagram already queued on this rank's socket.
+ncclResult_t drainFds(Session* s) {
+  while (true) {
+    FdNote note{};
+    UniqueFd fd;
+    bool got = false;
+    NCCLCHECK(s->uds.tryRecvFd(&note, sizeof(note), &fd, s->me, &got));
+    if (!got) return ncclSuccess;
+    keepFd(s, note, std::move(fd));
+  }
+}
+
+// Every rank sends before it imports, so a rank drains its own socket whenever a peer's is full:
+// with 8 ranks all-to-all, 14 datagrams head for each socket, more than its queue holds.
 ncclResult_t sendFds(Session* s) {
+  auto drain = [s] { return drainFds(s); };
   for (Group& g : s->groups) {
     if (!g.exportFd.valid()) continue;
     if (g.peerUds.empty()) {
@@ -221,39 +246,35 @@ ncclResult_t sendFds(Session* s) {
     }
     FdNote note{
         kFdNoteMagic, s->ctx.commHash, s->ctx.rank, static_cast<int32_t>(g.role), static_cast<int32_t>(g.kind), 0};
-    NCCLCHECK(s->uds.sendFd(g.peerUds, g.exportFd.get(), &note, sizeof(note), s->deadline, g.what));
+    NCCLCHECK(s->uds.sendFd(g.peerUds, g.exportFd.get(), &note, sizeof(note), s->deadline, g.what, drain));
     g.exportFd.reset();  // the datagram holds its own reference until the peer takes it
   }
   return ncclSuccess;
 }
 
 // Receives datagrams until the one for `g` has arrived; others (for later groups) are kept.
-ncclResult_t takeFd(Session* s, Group* g, std::vector<std::pair<FdNote, UniqueFd>>* early) {
+ncclResult_t takeFd(Session* s, Group* g) {
   Role peerRole = opposite(g->role);
+  auto& early = s->earlyFds;
   while (true) {
-    for (auto it = early->begin(); it != early->end(); ++it) {
+    for (auto it = early.begin(); it != early.end(); ++it) {
       if (it->first.fromRank == g->peer && it->first.role == static_cast<int32_t>(peerRole) &&
           it->first.kind == static_cast<int32_t>(g->kind)) {
         g->importFd = std::move(it->second);
-        early->erase(it);
+        early.erase(it);
         return ncclSuccess;
       }
     }
     FdNote note{};
     UniqueFd fd;
     NCCLCHECK(s->uds.recvFd(&note, sizeof(note), &fd, s->deadline, g->what));
-    if (note.magic != kFdNoteMagic || note.commHash != s->ctx.commHash) {
-      INFO(kLogInit | kLogP2p, "%s: dropped a file descriptor datagram of another communicator", s->me.c_str());
-      continue;
-    }
-    early->emplace_back(note, std::move(fd));
+    keepFd(s, note, std::move(fd));
   }
 }
 
 ncclResult_t importAll(Session* s) {
-  std::vector<std::pair<FdNote, UniqueFd>> early;
   for (Group& g : s->groups) {
-    if (static_cast<Mechanism>(g.peerInfo.mechanism) == Mechanism::kCuMemFd) NCCLCHECK(takeFd(s, &g, &early));
+    if (static_cast<Mechanism>(g.peerInfo.mechanism) == Mechanism::kCuMemFd) NCCLCHECK(takeFd(s, &g));
     ImportArgs args{s->driver, s->ctx.cudaDev, g.peerCudaDev, g.what};
     if (args.driver == nullptr && g.importFd.valid()) NCCLCHECK(cudaDriver(&args.driver));
     std::unique_ptr<Block> block;

@@ -78,7 +78,8 @@ ncclResult_t UdsSocket::bind(const std::string& name, const std::string& what, U
 }
 
 ncclResult_t UdsSocket::sendFd(const std::string& dest, int fd, const void* payload, size_t bytes,
-                               const Deadline& deadline, const std::string& what) const {
+                               const Deadline& deadline, const std::string& what,
+                               const std::function<ncclResult_t()>& whileFull) const {
   sockaddr_un addr;
   socklen_t len = abstractAddress(dest, &addr);
   iovec iov{const_cast<void*>(payload), bytes};
@@ -114,6 +115,7 @@ ncclResult_t UdsSocket::sendFd(const std::string& dest, int fd, const void* payl
            dest.c_str(), deadline.timeoutSeconds());
       return ncclRemoteError;
     }
+    if (whileFull) NCCLCHECK(whileFull());
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -155,6 +157,13 @@ ncclResult_t receiveOne(int sock, void* payload, size_t bytes, UniqueFd* fd, con
 }
 
 }  // namespace
+
+ncclResult_t UdsSocket::tryRecvFd(void* payload, size_t bytes, UniqueFd* fd, const std::string& what, bool* got) const {
+  Received result = Received::kDropped;
+  while (result == Received::kDropped) NCCLCHECK(receiveOne(fd_.get(), payload, bytes, fd, what, &result));
+  *got = result == Received::kAccepted;
+  return ncclSuccess;
+}
 
 ncclResult_t UdsSocket::recvFd(void* payload, size_t bytes, UniqueFd* fd, const Deadline& deadline,
                                const std::string& what) const {

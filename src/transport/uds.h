@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "util/socket.h"
@@ -40,10 +41,18 @@ class UdsSocket {
   [[nodiscard]] static ncclResult_t bind(const std::string& name, const std::string& what, UdsSocket* out);
 
   // Sends one datagram with `payload` and `fd` attached to the socket bound at `dest`; retries
-  // while the receiver's queue is full, until the deadline. `what` describes the transfer for
-  // messages. The caller may close `fd` as soon as this returns.
+  // while the receiver's queue is full, until the deadline, calling `whileFull` (when given)
+  // before each retry. A receive queue holds only net.unix.max_dgram_qlen datagrams (10 by
+  // default), so ranks that all send to each other at once must drain their own socket there
+  // (tryRecvFd), or every rank waits on a full peer and none reads. `what` describes the transfer
+  // for messages. The caller may close `fd` as soon as this returns.
   [[nodiscard]] ncclResult_t sendFd(const std::string& dest, int fd, const void* payload, size_t bytes,
-                                    const Deadline& deadline, const std::string& what) const;
+                                    const Deadline& deadline, const std::string& what,
+                                    const std::function<ncclResult_t()>& whileFull = nullptr) const;
+
+  // recvFd without waiting: *got says whether a datagram was taken.
+  [[nodiscard]] ncclResult_t tryRecvFd(void* payload, size_t bytes, UniqueFd* fd, const std::string& what,
+                                       bool* got) const;
 
   // Waits for the next datagram of exactly `bytes` bytes that carries one descriptor; others are
   // dropped (with their descriptors closed). The received descriptor is close-on-exec.

@@ -19,11 +19,13 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/connect_internal.h"
 #include "transport/layout.h"
 #include "transport/uds.h"
+#include "util/check.h"
 #include "util/shm_segment.h"
 #include "util/socket.h"
 
@@ -180,6 +182,68 @@ TEST(TransportUds, SendToMissingSocketFailsAtOnce) {
   EXPECT_EQ(client.sendFd("braid-test-nobody-" + uniqueSuffix(), 0, &note, sizeof(note),
                           Deadline::after(milliseconds(60000)), "test"),
             ncclRemoteError);
+}
+
+// Every socket sends to every other at once, more datagrams each than a receive queue holds
+// (net.unix.max_dgram_qlen, 10 by default): this finishes only because a sender drains its own
+// socket while a peer's is full, as connect.cc does for 8 ranks all-to-all.
+TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
+  constexpr int kRanks = 12;
+  constexpr int kPerPeer = 2;
+  std::vector<UdsSocket> sockets(kRanks);
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "rank " + std::to_string(r), &sockets[r]),
+              ncclSuccess);
+  int pipeFds[2];
+  ASSERT_EQ(::pipe(pipeFds), 0);
+  UniqueFd readEnd(pipeFds[0]);
+  UniqueFd writeEnd(pipeFds[1]);
+  std::vector<std::vector<int>> seen(kRanks, std::vector<int>(kRanks, 0));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int me = 0; me < kRanks; ++me) {
+    threads.emplace_back([&, me] {
+      const Deadline deadline = Deadline::after(milliseconds(20000));
+      const UdsSocket& sock = sockets[me];
+      int received = 0;
+      auto take = [&](const Note& note, UniqueFd fd) {
+        if (fd.valid() && note.tag < kRanks) seen[me][note.tag]++;
+        received++;
+      };
+      auto drain = [&]() -> ncclResult_t {
+        Note note{};
+        UniqueFd fd;
+        bool got = true;
+        while (got) {
+          NCCLCHECK(sock.tryRecvFd(&note, sizeof(note), &fd, "drain", &got));
+          if (got) take(note, std::move(fd));
+        }
+        return ncclSuccess;
+      };
+      for (int k = 0; k < kPerPeer; ++k) {
+        for (int peer = 0; peer < kRanks; ++peer) {
+          if (peer == me) continue;
+          Note note{static_cast<uint64_t>(me), k, 0};
+          if (sock.sendFd(sockets[peer].name(), readEnd.get(), &note, sizeof(note), deadline, "send", drain) !=
+              ncclSuccess)
+            failures++;
+        }
+      }
+      while (received < kPerPeer * (kRanks - 1) && failures.load() == 0) {
+        Note note{};
+        UniqueFd fd;
+        if (sock.recvFd(&note, sizeof(note), &fd, deadline, "recv") != ncclSuccess) {
+          failures++;
+          break;
+        }
+        take(note, std::move(fd));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int me = 0; me < kRanks; ++me)
+    for (int from = 0; from < kRanks; ++from) EXPECT_EQ(seen[me][from], from == me ? 0 : kPerPeer) << me << " " << from;
 }
 
 TEST(TransportUds, NameInUseIsAnError) {
