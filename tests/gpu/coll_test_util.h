@@ -9,9 +9,10 @@
 //    divided by nranks and truncated toward zero. Compared exactly.
 //  - Float types, InputKind::kExact: small integers, chosen so that every partial result (any
 //    order of reduction, with or without a pre-multiplication by 1/nranks) is exactly
-//    representable in fp8 e5m2, the narrowest type, for nranks <= 4: Sum/Max/Min in [-2, 2],
-//    Prod in {-2, -1, 1, 2}, Avg nranks * [-2, 2]. Sum/Prod/Max/Min are compared exactly; Avg may
-//    differ by one ulp of the type (an implementation may divide before or after summing).
+//    representable in fp8 e5m2, the narrowest type, for nranks <= 8: Sum/Max/Min in [-2, 2]
+//    ([-1, 1] above 4 ranks), Prod in {-2, -1, 1, 2}, Avg nranks times those. Sum/Prod/Max/Min
+//    are compared exactly; Avg may differ by one ulp of the type (an implementation may divide
+//    before or after summing).
 //  - Float types, InputKind::kReal: uniform reals in [0.5, 1.5); Max/Min exact, the others within
 //    a relative error of 1e-5 * nranks (float, half...) or 1e-12 * nranks (double).
 //  - +0 and -0 compare equal; copies (Broadcast, AllGather, untouched input) compare bit for bit.
@@ -146,7 +147,9 @@ inline double floatInputValue(const InputSpec& in, int rank, size_t index) {
   if (in.kind == InputKind::kReal) return 0.5 + static_cast<double>(h >> 11) * 0x1.0p-53;
   static const double kProd[] = {-2.0, -1.0, 1.0, 2.0};
   if (in.op == ncclProd) return kProd[h & 3];
-  double small = static_cast<double>(static_cast<int>(h % 5) - 2);
+  // Partial sums must stay within [-8, 8], e5m2's exact integers: [-2, 2] on 4 ranks, [-1, 1] on 8.
+  const int reach = in.nranks <= 4 ? 2 : 1;
+  double small = static_cast<double>(static_cast<int>(h % (2 * reach + 1)) - reach);
   return in.op == ncclAvg ? small * in.nranks : small;
 }
 
