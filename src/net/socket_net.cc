@@ -35,11 +35,11 @@ int socketNetSocksPerConn() {
 }
 
 SocketNetConn::SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend, std::string peer)
-    : ctrl_(std::move(ctrl)),
-      data_(std::move(data)),
-      isSend_(isSend),
-      peer_(std::move(peer)),
-      dataJobs_(data_.size()) {}
+    : ctrl_(std::move(ctrl)), data_(std::move(data)), isSend_(isSend), peer_(std::move(peer)), dataJobs_(data_.size()) {
+  const int64_t timeoutMs = paramInt(ParamId::kNetSocketTimeoutMs);
+  ctrl_.setUnansweredTimeout(timeoutMs);
+  for (Socket& s : data_) s.setUnansweredTimeout(timeoutMs);
+}
 
 SocketNetConn::~SocketNetConn() {
   for (SocketNetRequest* r : requests_) delete r;

@@ -15,7 +15,8 @@
 //
 // Progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
 // many connections. A peer that closes or resets its end fails the connection's requests with
-// ncclRemoteError and one WARN naming the peer.
+// ncclRemoteError and one WARN naming the peer; so does a peer whose host stops acknowledging for
+// BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through the kernel's TCP timeouts.
 #pragma once
 
 #include <nccl.h>

@@ -56,6 +56,28 @@ const char* connectHint(int err, bool retryRefused) {
   return "";
 }
 
+// What a failed send or receive on an established connection says about the peer.
+const char* transferErrorHint(int err) {
+  switch (err) {
+    case EPIPE:
+    case ECONNRESET:
+      return ": the peer closed the connection (it exited or aborted)";
+    case ETIMEDOUT:
+      return ": the peer's host acknowledged nothing for too long (a dropped link, or the host is down)";
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+      return ": the peer's host is no longer reachable (a link or route went down)";
+    default:
+      return "";
+  }
+}
+
+ncclResult_t transferErrorResult(int err) {
+  const bool peerGone =
+      err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH;
+  return peerGone ? ncclRemoteError : ncclSystemError;
+}
+
 }  // namespace
 
 Socket::Socket(int fd, const SocketAddress& local, const SocketAddress& peer) : fd_(fd), local_(local), peer_(peer) {}
@@ -199,6 +221,24 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
   }
 }
 
+void Socket::setUnansweredTimeout(int64_t ms) {
+  if (ms <= 0 || fd_ < 0) return;
+  const unsigned int userTimeout = static_cast<unsigned int>(std::min<int64_t>(ms, INT32_MAX));
+  // Probe an idle connection after half the timeout, then every quarter: the kernel aborts at the
+  // first probe check past the timeout, so a silent peer is noticed within about 1.25x of it.
+  const int idleS = static_cast<int>(std::clamp<int64_t>(ms / 2000, 1, 32767));
+  const int intervalS = static_cast<int>(std::clamp<int64_t>(ms / 4000, 1, 32767));
+  const int one = 1;
+  if (setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
+      setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idleS, sizeof(idleS)) != 0 ||
+      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &intervalS, sizeof(intervalS)) != 0) {
+    int err = errno;
+    INFO(kSocketLogSubsys, "Could not set a %" PRId64 " ms timeout on the connection to %s: %s (errno %d)", ms,
+         peerName().c_str(), strerror(err), err);
+  }
+}
+
 ncclResult_t Socket::sendSome(const void* data, size_t bytes, size_t* done) {
   const char* p = static_cast<const char*>(data);
   while (*done < bytes) {
@@ -210,9 +250,8 @@ ncclResult_t Socket::sendSome(const void* data, size_t bytes, size_t* done) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ncclSuccess;
     int err = errno;
-    WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err,
-         err == EPIPE || err == ECONNRESET ? ": the peer closed the connection (it exited or aborted)" : "");
-    return err == EPIPE || err == ECONNRESET ? ncclRemoteError : ncclSystemError;
+    WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
+    return transferErrorResult(err);
   }
   return ncclSuccess;
 }
@@ -234,8 +273,8 @@ ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* clos
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
     int err = errno;
-    WARN("Receive from %s failed: %s (errno %d)", peerName().c_str(), strerror(err), err);
-    return ncclSystemError;
+    WARN("Receive from %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
+    return transferErrorResult(err);
   }
   return ncclSuccess;
 }

@@ -133,6 +133,13 @@ class Socket {
   [[nodiscard]] ncclResult_t sendSome(const void* data, size_t bytes, size_t* done);
   [[nodiscard]] ncclResult_t recvSome(void* data, size_t bytes, size_t* done, bool* closed);
 
+  // Makes the kernel abort the connection (ETIMEDOUT, which sendSome/recvSome report as
+  // ncclRemoteError) once the peer's host has acknowledged nothing for `ms`: sent data
+  // unacknowledged (TCP_USER_TIMEOUT), or, on an idle connection, keepalive probes unanswered.
+  // Without it a dropped link leaves a waiting receiver blocked for hours. 0 keeps the kernel's
+  // defaults.
+  void setUnansweredTimeout(int64_t ms);
+
  private:
   Socket(int fd, const SocketAddress& local, const SocketAddress& peer);
   [[nodiscard]] ncclResult_t waitReady(short events, const Deadline& deadline, const char* what);
