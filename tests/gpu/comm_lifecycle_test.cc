@@ -32,7 +32,7 @@ int checkQueries(ncclComm_t comm, int nranks, int rank, int dev) {
 }
 
 TEST(CommLifecycle, InitAllOneToAllGpus) {
-  for (int n = 1; n <= std::min(gpuCount(), 4); n++) {
+  for (int n = 1; n <= gputest::allGpuRanks(); n++) {
     SCOPED_TRACE("ndev " + std::to_string(n));
     EXPECT_EQ(0, runInChild([n] {
                 std::vector<ncclComm_t> comms(n, nullptr);
@@ -47,7 +47,7 @@ TEST(CommLifecycle, InitAllOneToAllGpus) {
 }
 
 TEST(CommLifecycle, InitAllWithDevlistInReverseOrder) {
-  const int n = std::min(gpuCount(), 4);
+  const int n = gputest::allGpuRanks();
   EXPECT_EQ(0, runInChild([n] {
               std::vector<int> devs(n);
               for (int i = 0; i < n; i++) devs[i] = n - 1 - i;
@@ -62,7 +62,7 @@ TEST(CommLifecycle, InitAllWithDevlistInReverseOrder) {
 }
 
 TEST(CommLifecycle, InitRankOneProcessPerGpu) {
-  for (int n = 1; n <= std::min(gpuCount(), 4); n++) {
+  for (int n = 1; n <= gputest::allGpuRanks(); n++) {
     SCOPED_TRACE("nranks " + std::to_string(n));
     EXPECT_EQ(0, runRanksInProcesses(n, [n](int rank, const ncclUniqueId& id) {
                 CHILD_CUDA(cudaSetDevice(rank));
@@ -77,7 +77,7 @@ TEST(CommLifecycle, InitRankOneProcessPerGpu) {
 }
 
 TEST(CommLifecycle, InitRankInsideGroupFromOneThread) {
-  const int n = std::min(gpuCount(), 4);
+  const int n = gputest::allGpuRanks();
   EXPECT_EQ(0, runInChild([n] {
               ncclUniqueId id;
               CHILD_NCCL(ncclGetUniqueId(&id));
@@ -99,7 +99,7 @@ TEST(CommLifecycle, InitRankInsideGroupFromOneThread) {
 }
 
 TEST(CommLifecycle, ScalableInitWithTwoRoots) {
-  const int n = std::min(gpuCount(), 4);
+  const int n = gputest::allGpuRanks();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
   EXPECT_EQ(0, runInChild([n] {
               ncclUniqueId ids[2];
@@ -188,7 +188,7 @@ TEST(CommLifecycle, ConfigLayoutsAndBadConfig) {
 
 // 200 init/destroy cycles of a communicator over every GPU: device and host memory stay flat.
 TEST(CommLifecycle, TwoHundredCyclesKeepMemoryFlat) {
-  const int n = std::min(gpuCount(), 4);
+  const int n = gputest::allGpuRanks();
   EXPECT_EQ(0, runInChild([n] {
               std::vector<ncclComm_t> comms(n);
               std::vector<size_t> freeBefore(n);
@@ -224,7 +224,7 @@ TEST(CommLifecycle, TwoHundredCyclesKeepMemoryFlat) {
 // Repeated jobs of one process per GPU, each with a fresh unique id: no state of an earlier job
 // (ports, root threads) gets in the way of the next.
 TEST(CommLifecycle, RepeatedJobsOneProcessPerGpu) {
-  const int n = std::min(gpuCount(), 4);
+  const int n = gputest::allGpuRanks();
   for (int cycle = 0; cycle < 5; cycle++) {
     ASSERT_EQ(0, runRanksInProcesses(n,
                                      [n](int rank, const ncclUniqueId& id) {

@@ -17,6 +17,9 @@ namespace gputest {
 // Number of GPUs, asked in a child process.
 int gpuCount();
 
+// The ranks of tests that use every GPU: all of them, up to 8 (the largest machine they run on).
+inline int allGpuRanks() { return gpuCount() < 8 ? gpuCount() : 8; }
+
 // Runs body(rank) in `nranks` child processes; rank 0's unique id (made in the child of rank 0
 // when makeId is true) is passed to all of them. Returns the number of ranks that failed (exit
 // code != 0 or killed).

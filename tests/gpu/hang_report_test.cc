@@ -59,7 +59,7 @@ int openRank(int n, int rank, const ncclUniqueId& id, ncclComm_t* comm, cudaStre
 class HangReport : public ::testing::Test {
  protected:
   void SetUp() override {
-    n_ = std::min(gputest::gpuCount(), 4);
+    n_ = gputest::allGpuRanks();
     if (n_ < 2) GTEST_SKIP() << "needs 2 GPUs";
     if (colltest::againstReference()) GTEST_SKIP() << "a Braid feature";
     char dir[] = "/tmp/braid_hang_XXXXXX";

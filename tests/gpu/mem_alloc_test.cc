@@ -102,7 +102,7 @@ TEST(MemAlloc, EveryPeerGpuThatCanReachItMayReadAndWrite) {
 
 // The guide's use: communication buffers from ncclMemAlloc, here an AllReduce on every GPU.
 TEST(MemAlloc, BuffersOfACollective) {
-  const int n = gputest::gpuCount() < 4 ? gputest::gpuCount() : 4;
+  const int n = gputest::allGpuRanks();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
   EXPECT_EQ(0, gputest::runInChild([n] {
               alarm(kWatchdogSeconds);
