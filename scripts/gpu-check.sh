@@ -6,6 +6,7 @@
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
 #   SKIP_TESTS=1 SKIP_CHECKS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 #   GPU_TESTS="premulsum|split|hang" bash scripts/gpu-check.sh   # only the GPU tests whose names match
+#   PERF_RANGE="-b 4 -e 4G -f 4" bash scripts/gpu-check.sh        # the sizes of the collective sweeps (8 GPUs: to 4 GiB)
 # Everything takes longer than one 10-minute device call on 4 GPUs (the GPU tests alone ~12 min,
 # gpu_coll_sweep_test ~5 of them): split a run with GPU_TESTS, SKIP_TESTS and PERF_OPS.
 set -uo pipefail
@@ -66,7 +67,8 @@ if [ "${SKIP_COMM:-0}" != 1 ]; then
 fi
 # Collectives, one process per GPU, every GPU, against NVIDIA NCCL in the same run.
 for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall}; do
-  run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" -b 8 -e 1G -f 8 -w 5 -n 20 -c 0 --runs 3
+  # shellcheck disable=SC2086 # PERF_RANGE is a list of options
+  run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" ${PERF_RANGE:--b 8 -e 1G -f 8} -w 5 -n 20 -c 0 --runs 3
 done
 # Small AllReduce inside a replayed CUDA graph (nccl-tests -G).
 run_perf "all_reduce-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 8 -e 64K -f 8 -w 20 -n 100 -G 20 -c 0 --runs 3
