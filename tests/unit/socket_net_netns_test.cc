@@ -1,7 +1,9 @@
-// The built-in socket network between two network namespaces joined by a veth pair: the closest one
-// machine gets to two hosts, with a link that can be taken down. Messages of every size class cross
-// intact; a peer killed mid-stream and a link dropped mid-stream both end in ncclRemoteError on the
-// surviving side(s) within the timeout (BRAID_NET_SOCKET_TIMEOUT_MS), never a hang.
+// The built-in socket network between two network namespaces joined by two veth pairs: the closest
+// one machine gets to two hosts with two NICs, whose links can be taken down. Messages of every size
+// class cross intact; a peer killed mid-stream and a link dropped mid-stream both end in
+// ncclRemoteError on the surviving side(s) within the timeout (BRAID_NET_SOCKET_TIMEOUT_MS), never a
+// hang; the two links are two devices of the plugin table, and a link down fails only the
+// connections made on its device.
 //
 // Each end is a child process that enters its namespace with setns(); they meet through pipes.
 // Needs root (ip netns, veth): skipped with a message where namespaces cannot be made.
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "net/socket_net.h"
+#include "net/socket_net_plugin.h"
 #include "util/params.h"
 
 namespace braid::net {
@@ -31,8 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable across processes
 
-constexpr const char* kAddrA = "10.213.0.1";
-constexpr const char* kAddrB = "10.213.0.2";
 constexpr size_t kStreamBytes = size_t{4} << 20;
 
 int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
@@ -121,25 +122,71 @@ StreamResult stream(SocketNetConn* conn, bool isSend, std::chrono::seconds limit
   return out;
 }
 
+// One message through the plugin table (as the proxy moves them): registers, posts, tests until
+// done, an error, or `limit`; ncclInProgress if it never finished.
+ncclResult_t moveOne(const ncclNet_v11_t& net, void* comm, bool isSend, std::vector<char>* buf,
+                     std::chrono::milliseconds limit) {
+  void* mh = nullptr;
+  ncclResult_t r = net.regMr(comm, buf->data(), buf->size(), NCCL_PTR_HOST, &mh);
+  if (r != ncclSuccess) return r;
+  void* req = nullptr;
+  if (isSend) {
+    r = net.isend(comm, buf->data(), buf->size(), 1, mh, nullptr, &req);
+  } else {
+    void* data[1] = {buf->data()};
+    size_t sizes[1] = {buf->size()};
+    int tags[1] = {1};
+    void* mhs[1] = {mh};
+    r = net.irecv(comm, 1, data, sizes, tags, mhs, nullptr, &req);
+  }
+  int done = 0;
+  const auto until = Clock::now() + limit;
+  while (r == ncclSuccess && done == 0 && Clock::now() < until) r = net.test(req, &done, nullptr);
+  (void)net.deregMr(comm, mh);
+  return r == ncclSuccess && done == 0 ? ncclInProgress : r;
+}
+
 class SocketNetNetns : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string id = std::to_string(getpid());
     nsA_ = "braid-a-" + id;
     nsB_ = "braid-b-" + id;
-    vethA_ = "bra" + id;
-    vethB_ = "brb" + id;
     if (sh("ip netns add " + nsA_) != 0)
       GTEST_SKIP() << "'ip netns add' failed: this test needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and iproute2";
     created_ = true;
     ASSERT_EQ(sh("ip netns add " + nsB_), 0);
-    ASSERT_EQ(sh("ip link add " + vethA_ + " netns " + nsA_ + " type veth peer name " + vethB_ + " netns " + nsB_), 0);
-    ASSERT_EQ(sh("ip -n " + nsA_ + " addr add " + kAddrA + "/24 dev " + vethA_), 0);
-    ASSERT_EQ(sh("ip -n " + nsB_ + " addr add " + kAddrB + "/24 dev " + vethB_), 0);
     for (const std::string& ns : {nsA_, nsB_}) ASSERT_EQ(sh("ip -n " + ns + " link set lo up"), 0);
-    ASSERT_EQ(sh("ip -n " + nsA_ + " link set " + vethA_ + " up"), 0);
-    ASSERT_EQ(sh("ip -n " + nsB_ + " link set " + vethB_ + " up"), 0);
+    // Two links, as two NICs: k = 0, 1 joins braK<pid> (10.213.k.1) in A to brbK<pid> (10.213.k.2) in B.
+    ifPrefixA_ = "bra" + id;
+    ifPrefixB_ = "brb" + id;
+    for (int k = 0; k < 2; k++) {
+      const std::string a = vethA(k);
+      const std::string b = ifPrefixB_ + std::to_string(k);
+      ASSERT_EQ(sh("ip link add " + a + " netns " + nsA_ + " type veth peer name " + b + " netns " + nsB_), 0);
+      ASSERT_EQ(sh("ip -n " + nsA_ + " addr add " + addrA(k) + "/24 dev " + a), 0);
+      ASSERT_EQ(sh("ip -n " + nsB_ + " addr add 10.213." + std::to_string(k) + ".2/24 dev " + b), 0);
+      ASSERT_EQ(sh("ip -n " + nsA_ + " link set " + a + " up"), 0);
+      ASSERT_EQ(sh("ip -n " + nsB_ + " link set " + b + " up"), 0);
+    }
+    // A veth pair reports carrier a moment after both ends are up; until then the interfaces are
+    // not "running" and the Socket network will not list them.
+    for (int k = 0; k < 2; k++) {
+      ASSERT_TRUE(waitRunning(nsA_, vethA(k))) << vethA(k);
+      ASSERT_TRUE(waitRunning(nsB_, ifPrefixB_ + std::to_string(k))) << ifPrefixB_ << k;
+    }
   }
+
+  static bool waitRunning(const std::string& ns, const std::string& dev) {
+    for (int i = 0; i < 500; i++) {
+      if (sh("ip -n " + ns + " link show dev " + dev + " | grep -q LOWER_UP") == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  std::string vethA(int k) const { return ifPrefixA_ + std::to_string(k); }
+  static std::string addrA(int k) { return "10.213." + std::to_string(k) + ".1"; }
 
   void TearDown() override {
     for (pid_t pid : children_) {
@@ -147,7 +194,7 @@ class SocketNetNetns : public ::testing::Test {
       waitpid(pid, nullptr, 0);
     }
     if (!created_) return;
-    sh("ip netns del " + nsA_);  // takes the veth pair with it
+    sh("ip netns del " + nsA_);  // takes the veth pairs with it
     sh("ip netns del " + nsB_);
   }
 
@@ -182,7 +229,7 @@ class SocketNetNetns : public ::testing::Test {
       setenv("BRAID_NET_SOCKET_TIMEOUT_MS", timeout.c_str(), 1);
       paramsReset();
       SocketAddress local{};
-      if (socketAddressParse(std::string(kAddrA) + ":1", AF_INET, "test", &local) != ncclSuccess) return 2;
+      if (socketAddressParse(addrA(0) + ":1", AF_INET, "test", &local) != ncclSuccess) return 2;
       socketAddressSetPort(&local, 0);
       SocketNetHandle handle{};
       std::unique_ptr<SocketNetListener> listener;
@@ -203,7 +250,7 @@ class SocketNetNetns : public ::testing::Test {
     });
   }
 
-  std::string nsA_, nsB_, vethA_, vethB_;
+  std::string nsA_, nsB_, ifPrefixA_, ifPrefixB_;
   bool created_ = false;
   std::vector<pid_t> children_;
   std::unique_ptr<Pipe> handle_;
@@ -263,7 +310,7 @@ TEST_F(SocketNetNetns, ADroppedLinkFailsBothEndsWithinTheTimeout) {
   ASSERT_TRUE(ready.get(c, 2));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // data is flowing
   const auto downAt = Clock::now();
-  ASSERT_EQ(sh("ip -n " + nsA_ + " link set " + vethA_ + " down"), 0);
+  ASSERT_EQ(sh("ip -n " + nsA_ + " link set " + vethA(0) + " down"), 0);
   for (int end = 0; end < 2; end++) {
     StreamResult r;
     ASSERT_TRUE(results.get(&r, sizeof(r)));
@@ -309,6 +356,115 @@ TEST_F(SocketNetNetns, APeerKilledMidStreamIsARemoteErrorAtOnce) {
   EXPECT_GT(r.bytes, 0u);
   EXPECT_LT(seconds, 2.0) << "the receiver waited for the timeout instead of seeing the reset";
   EXPECT_EQ(reap(pidA_), 0);
+}
+
+// Two links are two devices of the Socket network, and each device's connections travel on their
+// own link: after link 0 goes down, the connection made on device 1 still carries a message intact
+// and the one on device 0 fails with ncclRemoteError (the proxy's channels spread over devices,
+// so a dead NIC fails the communicator instead of hanging it).
+TEST_F(SocketNetNetns, TwoLinksAreTwoDevicesAndALinkDownFailsOnlyItsConnections) {
+  constexpr size_t kBytes = size_t{1} << 20;
+  Pipe handles;
+  Pipe ready;
+  Pipe go;
+  Pipe results;
+  auto openNet = [](const std::string& ifPrefix, void** ctx) {
+    setenv("NCCL_SOCKET_IFNAME", ifPrefix.c_str(), 1);
+    setenv("BRAID_NET_SOCKET_TIMEOUT_MS", "1500", 1);
+    paramsReset();
+    ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+    int ndev = 0;
+    if (socketNetPlugin().init(ctx, 7, &config, nullptr, nullptr) != ncclSuccess) return -1;
+    if (socketNetPlugin().devices(&ndev) != ncclSuccess) return -1;
+    return ndev;
+  };
+  const std::string prefixA = ifPrefixA_;
+  const std::string prefixB = ifPrefixB_;
+  pidA_ = spawnIn(nsA_, [&, prefixA]() {
+    const ncclNet_v11_t& net = socketNetPlugin();
+    void* ctx = nullptr;
+    if (openNet(prefixA, &ctx) != 2) return 2;
+    char handle[2][NCCL_NET_HANDLE_MAXSIZE];
+    void* listen[2] = {};
+    void* recv[2] = {};
+    for (int d = 0; d < 2; d++) {
+      ncclNetProperties_v11_t props{};
+      if (net.getProperties(d, &props) != ncclSuccess || std::string(props.name) != prefixA + std::to_string(d))
+        return 3;
+      if (net.listen(ctx, d, handle[d], &listen[d]) != ncclSuccess) return 4;
+    }
+    if (!handles.put(handle, sizeof(handle))) return 5;
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while ((recv[0] == nullptr || recv[1] == nullptr) && Clock::now() < until) {
+      for (int d = 0; d < 2; d++)
+        if (recv[d] == nullptr && net.accept(listen[d], &recv[d], nullptr) != ncclSuccess) return 6;
+    }
+    if (recv[0] == nullptr || recv[1] == nullptr) return 7;
+    int32_t result[4] = {-1, -1, -1, -1};  // round 1 on devices 0 and 1, then round 2
+    for (int round = 0; round < 2; round++) {
+      if (round == 1) {
+        char c = 0;
+        if (!ready.put("a", 1) || !go.get(&c, 1)) return 8;
+      }
+      for (int d = 1; d >= 0; d--) {  // device 1 first: device 0 waits for its timeout in round 2
+        std::vector<char> buf(kBytes, 0);
+        const ncclResult_t r = moveOne(net, recv[d], false, &buf, std::chrono::seconds(10));
+        const bool intact = buf == patternBytes(kBytes, static_cast<uint32_t>(10 * round + d));
+        result[2 * round + d] = r == ncclSuccess && !intact ? -2 : r;
+      }
+    }
+    return results.put(result, sizeof(result)) ? 0 : 9;
+  });
+  pidB_ = spawnIn(nsB_, [&, prefixB]() {
+    const ncclNet_v11_t& net = socketNetPlugin();
+    void* ctx = nullptr;
+    if (openNet(prefixB, &ctx) != 2) return 2;
+    char handle[2][NCCL_NET_HANDLE_MAXSIZE];
+    if (!handles.get(handle, sizeof(handle))) return 3;
+    void* send[2] = {};
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while ((send[0] == nullptr || send[1] == nullptr) && Clock::now() < until) {
+      for (int d = 0; d < 2; d++)
+        if (send[d] == nullptr && net.connect(ctx, d, handle[d], &send[d], nullptr) != ncclSuccess) return 4;
+    }
+    if (send[0] == nullptr || send[1] == nullptr) return 5;
+    for (int round = 0; round < 2; round++) {
+      if (round == 1) {
+        char c = 0;
+        if (!ready.put("b", 1) || !go.get(&c, 1)) return 6;
+      }
+      for (int d = 1; d >= 0; d--) {
+        std::vector<char> buf = patternBytes(kBytes, static_cast<uint32_t>(10 * round + d));
+        // Round 2 on device 0 may fail or may end in the socket's buffers: A's side decides.
+        if (moveOne(net, send[d], true, &buf, std::chrono::seconds(10)) != ncclSuccess && !(round == 1 && d == 0))
+          return 10 + 2 * round + d;
+      }
+    }
+    char c = 0;
+    (void)go.get(&c, 1);  // stay connected until A has its results
+    return 0;
+  });
+  handles.closeWrite();
+  ready.closeWrite();
+  results.closeWrite();
+  char c[2];
+  if (!ready.get(c, 2)) {
+    go.closeWrite();  // a child waiting for it ends
+    const int a = reap(pidA_);
+    FAIL() << "a child failed in round 1: exit codes A " << a << ", B " << reap(pidB_);
+  }
+  ASSERT_EQ(sh("ip -n " + nsA_ + " link set " + vethA(0) + " down"), 0);
+  ASSERT_TRUE(go.put("gg", 2));
+  int32_t result[4];
+  const bool got = results.get(result, sizeof(result));
+  ASSERT_TRUE(go.put("g", 1));
+  EXPECT_EQ(reap(pidA_), 0);
+  EXPECT_EQ(reap(pidB_), 0);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(result[0], ncclSuccess) << "round 1, device 0 (-2: the data differed)";
+  EXPECT_EQ(result[1], ncclSuccess) << "round 1, device 1";
+  EXPECT_EQ(result[2], ncclRemoteError) << "round 2, device 0, its link down";
+  EXPECT_EQ(result[3], ncclSuccess) << "round 2, device 1, its link up";
 }
 
 }  // namespace
