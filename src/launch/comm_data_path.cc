@@ -1,10 +1,13 @@
 #include "launch/comm_data_path.h"
 
+#include <algorithm>
+
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
 #include "device/reduce/work_scalar.h"
+#include "launch/replay_wake.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -111,9 +114,25 @@ ncclResult_t CommDataPath::launchPending() {
   registered.resize(tasks.size());  // no exchange ran: every operation takes the copy path
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
-  if (proxy_ != nullptr && (!tasks.empty() || !p2p.empty())) proxy_->kick();  // wake it before the kernels need it
+  if (proxy_ != nullptr && (!tasks.empty() || !p2p.empty())) {
+    proxy_->kick();  // wake it before the kernels need it
+    NCCLCHECK(wakeProxyOnReplays(tasks, p2p));
+  }
   for (size_t i = 0; i < tasks.size(); i++) NCCLCHECK(launchOne(tasks[i], registered[i]));
   if (!p2p.empty()) NCCLCHECK(launchP2p(p2p));
+  return ncclSuccess;
+}
+
+// Captured launches get a host node that kicks the proxy at each replay (launch/replay_wake.h), one
+// per stream of the group that is being captured.
+ncclResult_t CommDataPath::wakeProxyOnReplays(const std::vector<CollTask>& tasks, const std::vector<P2pTask>& p2p) {
+  std::vector<cudaStream_t> streams;
+  streams.reserve(tasks.size() + p2p.size());
+  for (const CollTask& t : tasks) streams.push_back(t.stream);
+  for (const P2pTask& t : p2p) streams.push_back(t.stream);
+  std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (cudaStream_t stream : streams) NCCLCHECK(addReplayWake(stream, proxy_->kicker()));
   return ncclSuccess;
 }
 

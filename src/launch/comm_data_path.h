@@ -98,6 +98,7 @@ class CommDataPath final : public DataPathBase {
 
   explicit CommDataPath(ncclComm* comm) : comm_(comm) {}
   [[nodiscard]] ncclResult_t launchOne(const CollTask& task, const RegisteredLaunch& registered);
+  [[nodiscard]] ncclResult_t wakeProxyOnReplays(const std::vector<CollTask>& tasks, const std::vector<P2pTask>& p2p);
   // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
   // with the peers that decides it (collective, in the connect phase).
   bool needsRegExchange() const;

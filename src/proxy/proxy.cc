@@ -53,11 +53,17 @@ struct Proxy::Batch {
 Proxy::Proxy(std::string name, ErrorSink onError)
     : name_(std::move(name)),
       onError_(std::move(onError)),
-      spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)) {
+      spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)),
+      kicker_(std::make_shared<ProxyKicker>()) {
+  kicker_->proxy_ = this;
   thread_ = std::thread([this] { run(); });
 }
 
 Proxy::~Proxy() {
+  {
+    std::lock_guard<std::mutex> lock(kicker_->mutex_);
+    kicker_->proxy_ = nullptr;  // a kick in progress has finished; later ones do nothing
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -95,6 +101,11 @@ void Proxy::remove(uint64_t key) {
   changes_.store(true, std::memory_order_release);
   wake_.notify_all();
   applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
+}
+
+void ProxyKicker::kick() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (proxy_ != nullptr) proxy_->kick();
 }
 
 void Proxy::kick() {

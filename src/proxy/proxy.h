@@ -12,8 +12,9 @@
 //
 // Idle: while data moves the thread polls; BRAID_PROXY_SPIN_US after its last progress it sleeps
 // between polls, 20 us at first and up to 1 ms, so an idle communicator costs no core. kick()
-// (called at every launch that uses the network) ends a sleep at once. A CUDA graph replay does
-// not kick: its first step may wait up to 1 ms for the proxy to wake.
+// (called at every launch that uses the network) ends a sleep at once; a captured launch adds a
+// host node to its graph that kicks through a ProxyKicker, so a replay wakes the proxy as well
+// (launch/replay_wake.h).
 //
 // Errors: a network call that fails (a peer that closed or reset its connection) stops that FIFO,
 // logs one WARN naming the connection (rank, peer, host, channel) and reports the error through
@@ -53,6 +54,20 @@ struct NetFifo {
   std::string what;  // "rank 0 -> rank 2 (host ...), channel 1": leads the WARN of a failure
 };
 
+class Proxy;
+
+// Kicks a proxy from code that may outlive it: a CUDA graph's host node holds one, and a graph can
+// be replayed (wrongly) after its communicator is gone. A kick after the proxy's end does nothing.
+class ProxyKicker {
+ public:
+  void kick();
+
+ private:
+  friend class Proxy;
+  std::mutex mutex_;
+  Proxy* proxy_ = nullptr;  // null once the proxy is destroyed
+};
+
 class Proxy {
  public:
   using ErrorSink = std::function<void(ncclResult_t)>;
@@ -69,6 +84,8 @@ class Proxy {
   void remove(uint64_t key);
   // Work is coming (a launch that uses the network): poll now.
   void kick();
+  // A kicker for this proxy that stays safe to use after its end.
+  std::shared_ptr<ProxyKicker> kicker() const { return kicker_; }
 
  private:
   struct Fifo;
@@ -93,6 +110,7 @@ class Proxy {
   std::atomic<uint64_t> kicks_{0};
   std::atomic<bool> changes_{false};
   std::vector<std::unique_ptr<Batch>> batches_;  // the thread's own
+  std::shared_ptr<ProxyKicker> kicker_;
   std::thread thread_;
 };
 

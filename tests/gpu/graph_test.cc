@@ -4,7 +4,8 @@
 // connection, peers never contacted before) inside the capture; replays with new inputs each time,
 // checked exactly; eager operations on another stream interleaved with the replays; 10,000 replays;
 // one graph holding the operations of two communicators; memory flat over 1,000
-// capture/instantiate/destroy cycles; NCCL_GRAPH_MIXING_SUPPORT.
+// capture/instantiate/destroy cycles; NCCL_GRAPH_MIXING_SUPPORT; replays across emulated hosts that
+// wake the sleeping proxies.
 //
 // Data: element i of rank r's input at replay `it` is value(it, r, i), small signed integers, so
 // every expected output is computed exactly on the host. Outputs are poisoned before every replay.
@@ -12,10 +13,13 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll_test_util.h"
@@ -436,6 +440,42 @@ int countEventNodes(Rank& r, size_t* records, size_t* waits) {
 
 // NCCL_GRAPH_MIXING_SUPPORT=1 (default) orders a graph against the communicator's other work with
 // external event nodes; 0 leaves them out. Both replay correctly.
+// Across emulated hosts a replay makes no host call, so only the graph's host node
+// (launch/replay_wake.h) wakes the proxies, which sleep up to 1 ms between polls once idle. Each
+// replay follows 30 ms of idle; without the wake-up a replay waits for the proxies' polls (about
+// 1 ms or more), with it the median stays far below that. Results are checked every time.
+TEST_P(Graph, ReplaysAcrossEmulatedHostsWakeTheProxies) {
+  if (colltest::againstReference()) GTEST_SKIP() << "times Braid's proxy wake-up";
+  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<Rank>(
+                   n, Mode::kProcesses, kWatchdogSeconds,
+                   [n](std::vector<Rank>& ranks) {
+                     Rank& r = ranks[0];
+                     if (allocate(r, n, 16) != 0) return 1;
+                     int rc = capture(ranks, 1u << kAllReduce, cudaStreamCaptureModeGlobal);
+                     std::vector<double> us;
+                     for (int it = 1; rc == 0 && it <= 15; it++) {
+                       if (prepareReplay(r, it) != 0) return 1;
+                       CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                       std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the proxies fall asleep
+                       const auto start = std::chrono::steady_clock::now();
+                       CHILD_CUDA(cudaGraphLaunch(r.exec, r.stream));
+                       CHILD_CUDA(cudaStreamSynchronize(r.stream));
+                       us.push_back(
+                           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+                       rc |= checkOutput(r, kAllReduce, it, r.out[kAllReduce]);
+                     }
+                     std::sort(us.begin(), us.end());
+                     const double median = us.empty() ? 0.0 : us[us.size() / 2];
+                     std::fprintf(stderr, "rank %d: replay after 30 ms idle, median %.0f us (%.0f-%.0f)\n", r.rank,
+                                  median, us.empty() ? 0.0 : us.front(), us.empty() ? 0.0 : us.back());
+                     CHILD_EXPECT(rc != 0 || median < 600.0);
+                     return rc | release(r);
+                   },
+                   n / 2));
+}
+
 TEST_P(Graph, MixingSupportParameter) {
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's graph structure";
   const int n = this->n();

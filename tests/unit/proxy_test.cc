@@ -189,5 +189,32 @@ TEST_F(ProxyTest, AnIdleProxySleepsAndAKickWakesItAtOnce) {
   EXPECT_EQ(recvSide.buff[0], 42);
 }
 
+// What a CUDA graph's host node holds: it kicks while its proxy lives, and does nothing (no crash)
+// once the proxy is gone, as when a graph is replayed after its communicator was destroyed.
+TEST_F(ProxyTest, AKickerWakesItsProxyAndOutlivesIt) {
+  HostFifo sendSide, recvSide;
+  std::shared_ptr<ProxyKicker> sendKicker;
+  std::shared_ptr<ProxyKicker> recvKicker;
+  {
+    Proxy sender("sender proxy", nullptr);
+    Proxy receiver("receiver proxy", nullptr);
+    sendKicker = sender.kicker();
+    recvKicker = receiver.kicker();
+    EXPECT_EQ(sendKicker, sender.kicker()) << "one kicker per proxy";
+    sender.add({fifoOf(&sendSide, true)});
+    receiver.add({fifoOf(&recvSide, false)});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both asleep
+    sendSide.buff[0] = 7;
+    sendSide.sizes[0] = 1;
+    store(&sendSide.tail, 1);
+    sendKicker->kick();
+    recvKicker->kick();
+    ASSERT_TRUE(waitFor(&recvSide.tail, 1, std::chrono::seconds(5)));
+    EXPECT_EQ(recvSide.buff[0], 7);
+  }
+  sendKicker->kick();  // the proxies are gone: nothing happens
+  recvKicker->kick();
+}
+
 }  // namespace
 }  // namespace braid::proxy
