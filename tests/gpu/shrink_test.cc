@@ -2,9 +2,10 @@
 // of 4 ranks to 3 (the excluded rank does not call it); a shrink with NCCL_SHRINK_ABORT after a
 // rank was killed while the others were inside an AllReduce that waited for it (the parent's
 // kernels are stopped, the child works, nothing waits for the dead rank); a killed rank reported
-// by ncclCommGetAsyncError within 10 s, and a prompt abort after it; ncclCommRevoke closing a
-// communicator to new work but not to shrink; bad arguments refused. Every child is checked by an
-// exact integer AllReduce over its members.
+// by ncclCommGetAsyncError within 10 s, and a prompt abort after it, on one host and across emulated
+// hosts (where only the network notices); ncclCommRevoke closing a communicator to new work but
+// not to shrink; bad arguments refused. Every child is checked by an exact integer AllReduce over
+// its members.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -13,10 +14,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "child_comm_test_util.h"
+#include "coll_test_util.h"
 #include "gpu_test_util.h"
 
 namespace {
@@ -115,6 +120,60 @@ TEST_F(Shrink, ADeadPeerIsReportedAndAbortIsPrompt) {
         CHILD_EXPECT(secondsSince(abortStart) < 2);
         return 0;
       }));
+}
+
+// The same across emulated hosts, one rank per host: no peer of rank 1 shares its host, so only the
+// network can tell (the host-local peer watch sees nothing); the proxies of rank 1's ring neighbours
+// see their connections reset. At least one survivor must report ncclRemoteError within 10 s (a
+// survivor with no connection to rank 1 only waits); every survivor's abort is prompt, proxy
+// threads included.
+TEST_F(Shrink, ADeadPeerAcrossHostsIsReportedByTheNetwork) {
+  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  char path[] = "/tmp/braid_dead_net_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string report = path;
+  EXPECT_EQ(1, gputest::runRanksInProcesses(4, [&report](int rank, const ncclUniqueId& id) {
+              setenv("NCCL_HOSTID", ("braid-dead-net-host-" + std::to_string(rank)).c_str(), 1);
+              Parent p;
+              if (openParent(rank, 4, id, &p) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+              if (rank == 1) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                ::kill(::getpid(), SIGKILL);
+              }
+              CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+              const auto start = std::chrono::steady_clock::now();
+              ncclResult_t async = ncclSuccess;
+              while (async == ncclSuccess && secondsSince(start) < 10) {
+                CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
+              std::fprintf(stderr, "rank %d: async error %d after %.2f s\n", rank, static_cast<int>(async),
+                           secondsSince(start));
+              CHILD_EXPECT(async == ncclSuccess || async == ncclRemoteError);
+              if (async == ncclRemoteError) {
+                FILE* f = std::fopen(report.c_str(), "a");
+                if (f != nullptr) {
+                  std::fprintf(f, "%d\n", rank);
+                  std::fclose(f);
+                }
+              }
+              const auto abortStart = std::chrono::steady_clock::now();
+              CHILD_NCCL(ncclCommAbort(p.comm));
+              std::fprintf(stderr, "rank %d: abort took %.3f s\n", rank, secondsSince(abortStart));
+              CHILD_EXPECT(secondsSince(abortStart) < 2);
+              return 0;
+            }));  // rank 1 was killed: the only failure
+  FILE* f = std::fopen(path, "r");
+  ASSERT_NE(f, nullptr);
+  int reported = 0;
+  int r = -1;
+  while (std::fscanf(f, "%d", &r) == 1) reported++;
+  std::fclose(f);
+  std::remove(path);
+  EXPECT_GE(reported, 1) << "no survivor learned of the dead rank through the network";
 }
 
 TEST_F(Shrink, RevokeClosesToWorkButNotToShrink) {
