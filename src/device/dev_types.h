@@ -16,7 +16,12 @@
 //   - NET (another host): both ends' FIFOs are in their own pinned host memory, and a proxy thread on
 //     each side (proxy/proxy.h) moves filled slots over the network: the sender's proxy follows its
 //     tail (and the step sizes in DevSendConn::sizes) and advances its head once a slot is sent; the
-//     receiver's proxy posts a receive per free slot and advances its tail as they land. Simple only.
+//     receiver's proxy posts a receive per free slot and advances its tail as they land. Simple,
+//     and LL when BRAID_NET_LL=1: an LL sender also publishes the step (size with kNetSizeLL, then
+//     tail), its proxy ships the LL slot with an 8-byte trailer, and the receiving proxy, which
+//     received into the Simple slot of that step, copies the lines into the LL slot, where the GPU
+//     polls their flags. A Simple step travels rounded up to 16 bytes, so the size modulo 16 (8 or
+//     0) tells the receiver which protocol a step was.
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
 //     DevComm at the end of each kernel). headSeen, persisted the same way, is a head value the
 //     sender read earlier: head only grows, so it stays a lower bound, and a sender re-reads head
@@ -50,6 +55,10 @@ constexpr int kFifoSlotsLL = 8;
 constexpr int kFifoSlotsLL128 = 8;
 constexpr int kFifoSlotsSimple = 4;
 constexpr int kFifoSlots[kNumProtos] = {kFifoSlotsLL, kFifoSlotsLL128, kFifoSlotsSimple};
+// NET: DevSendConn::sizes has a word per step modulo kNetSizeSlots, enough for the widest window of
+// the protocols that cross the network (LL's); an LL step's word has kNetSizeLL set.
+constexpr int kNetSizeSlots = kFifoSlotsLL;
+constexpr uint32_t kNetSizeLL = 1u << 31;
 
 // NCCL's ncclFunc_t order for the collectives that have kernels.
 enum class CollId : uint8_t { kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4 };
@@ -66,8 +75,9 @@ struct DevSendConn {
   uint64_t* head;           // in this sender's memory; written by the receiver
   uint64_t step;            // next step to fill
   uint64_t headSeen;        // a head value read before (LL, LL128)
-  // NET connections only (else null): kFifoSlotsSimple words in host memory where the Simple sender
-  // stores each step's payload bytes before it posts the tail, for the proxy that ships the slot.
+  // NET connections only (else null): kNetSizeSlots words in host memory where the sender stores
+  // each step's payload bytes (LL: its lines' bytes | kNetSizeLL) before it posts the tail, for the
+  // proxy that ships the slot.
   uint32_t* sizes;
 };
 

@@ -101,6 +101,7 @@ transport::Context CommDataPath::transportContext() const {
   ctx.abortFlag = &comm_->abortFlag_;
   ctx.network = network_.get();
   ctx.proxy = proxy_.get();
+  ctx.netLl = topo_.llOk;  // with a NET hop, only when BRAID_NET_LL allows LL on it
   return ctx;
 }
 

@@ -238,7 +238,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
     WARN(
         "NCCL_ALGO / NCCL_PROTO leave no usable algorithm and protocol for %s on this communicator (Braid has Ring "
         "with %s%s, and %s)",
-        collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts move Simple slots only)",
+        collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts take LL only with BRAID_NET_LL=1)",
         model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
         model.maxDirectChannels > 0 ? "Direct with LL" : "no Direct here: some pair is not NVLink P2P");
     return ncclInvalidUsage;

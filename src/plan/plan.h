@@ -56,7 +56,7 @@ struct CommModel {
   double bwPerChannelGBps;                // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];        // topo: per-hop latency by protocol (see tuning_constants.h)
   bool ll128Ok;                           // LL128 allowed on every hop
-  bool llOk;                              // LL allowed on every hop (no hop crosses the network)
+  bool llOk;                              // LL allowed on every hop (no NET hop, or BRAID_NET_LL)
   uint32_t slotPayloadBytes[kNumProtos];  // payload of one FIFO slot: Simple slotBytes, LL slotBytes/2,
                                           // LL128 slotBytes*120/128
   int nthreadsOverride;                   // NCCL_NTHREADS or -1 (<= 0: automatic)

@@ -129,6 +129,35 @@ void Proxy::applyChanges() {
   applied_.notify_all();
 }
 
+// Where step `step` is sent from, and how many bytes travel (see proxy.h).
+char* Proxy::sendSlot(const NetFifo& io, uint64_t step, size_t* bytes) {
+  const uint32_t size = *reinterpret_cast<const volatile uint32_t*>(&io.sizes[step % kNetSizeSlots]);
+  if ((size & kNetSizeLL) != 0 && io.llBuff != nullptr) {
+    *bytes = (size & ~kNetSizeLL) + 8;
+    return io.llBuff + static_cast<size_t>(step % kFifoSlotsLL) * io.llSlotBytes;
+  }
+  *bytes = (static_cast<size_t>(size) + 15) / 16 * 16;
+  return io.buff + static_cast<size_t>(step % static_cast<uint64_t>(io.slots)) * io.slotBytes;
+}
+
+// A received step of `bytes` in its Simple slot: an LL one (8 modulo 16) goes on to its LL slot.
+ncclResult_t Proxy::placeReceived(const NetFifo& io, uint64_t step, size_t bytes) {
+  if (bytes % 16 == 0) return ncclSuccess;
+  if (bytes % 16 != 8 || io.llBuff == nullptr || bytes - 8 > io.llSlotBytes) {
+    WARN(
+        "%s: %s: step %llu arrived with %zu bytes, neither a Simple step (a multiple of 16) nor an LL one "
+        "(8 more%s)",
+        name_.c_str(), io.what.c_str(), static_cast<unsigned long long>(step), bytes,
+        io.llBuff == nullptr ? "; LL over the network is off here: BRAID_NET_LL differs between ranks?" : "");
+    return ncclInternalError;
+  }
+  const size_t slot = static_cast<size_t>(step % static_cast<uint64_t>(io.slots));
+  const auto* from = reinterpret_cast<const uint64_t*>(io.buff + slot * io.slotBytes);
+  auto* to = reinterpret_cast<uint64_t*>(io.llBuff + static_cast<size_t>(step % kFifoSlotsLL) * io.llSlotBytes);
+  for (size_t i = 0; i < (bytes - 8) / 8; i++) __atomic_store_n(&to[i], from[i], __ATOMIC_RELAXED);
+  return ncclSuccess;
+}
+
 bool Proxy::progress(Fifo* f) {
   NetFifo& io = f->io;
   bool moved = false;
@@ -148,7 +177,8 @@ bool Proxy::progress(Fifo* f) {
     void* request = nullptr;
     ncclResult_t res;
     if (io.isSend) {
-      const size_t bytes = *reinterpret_cast<const volatile uint32_t*>(&io.sizes[slot]);
+      size_t bytes = 0;
+      data = sendSlot(io, f->posted, &bytes);
       res = io.net->isend(io.comm, data, bytes, io.tag, io.mhandle, nullptr, &request);
     } else {
       size_t size = io.slotBytes;
@@ -171,6 +201,10 @@ bool Proxy::progress(Fifo* f) {
     if (res != ncclSuccess) return fail(res, "test");
     if (finished == 0) break;
     f->requests[slot] = nullptr;
+    if (!io.isSend) {
+      const ncclResult_t placed = placeReceived(io, f->done, static_cast<size_t>(size));
+      if (placed != ncclSuccess) return fail(placed, "receive (step size)");
+    }
     f->done++;
     __atomic_store_n(io.isSend ? io.head : io.tail, f->done, __ATOMIC_RELEASE);
     moved = true;

@@ -2,11 +2,15 @@
 // host memory and the network (device/dev_types.h describes the FIFO; transport/net_connect.cc
 // makes the connections).
 //
-// Send FIFO: the GPU fills a slot, stores the step's bytes in sizes[slot], then publishes tail
-// (fence first). The proxy sends every step below tail in order, at most kFifoSlotsSimple at once,
-// and publishes head = steps whose send completed, which lets the GPU reuse those slots.
+// Send FIFO: the GPU fills a slot, stores the step's bytes in sizes[step % kNetSizeSlots], then
+// publishes tail (fence first). The proxy sends every step below tail in order, at most
+// kFifoSlotsSimple at once, and publishes head = steps whose send completed, which lets the GPU
+// reuse those slots. A Simple step travels rounded up to 16 bytes, an LL step (size marked
+// kNetSizeLL) from the LL FIFO with 8 more bytes, so that its size modulo 16 says LL.
 // Receive FIFO: the proxy keeps a receive posted on every slot the GPU has released (step < head +
-// slots), and publishes tail = steps received, in order; the GPU consumes them and advances head.
+// slots), into the step's Simple slot; an LL step's lines are then copied into its LL slot (8-byte
+// stores, so the GPU never sees a flag before its data). It publishes tail = steps received, in
+// order; the GPU consumes them and advances head.
 // Steps are absolute and never reset, like the GPU's, so the proxy needs no knowledge of the
 // operations: it follows the counters.
 //
@@ -35,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include "device/dev_types.h"
+
 namespace braid::proxy {
 
 // The host side of one NET connection, one direction, one channel. Pointers are into pinned host
@@ -49,7 +55,11 @@ struct NetFifo {
   size_t slotBytes = 0;
   uint64_t* tail = nullptr;         // send: the GPU's; receive: the proxy's
   uint64_t* head = nullptr;         // send: the proxy's; receive: the GPU's
-  const uint32_t* sizes = nullptr;  // send only: bytes of the step in each slot
+  const uint32_t* sizes = nullptr;  // send only: bytes of each step, kNetSizeSlots words by step (dev_types.h)
+  // LL over the network (else null): the LL FIFO, kFifoSlotsLL slots. A sender ships an LL step from
+  // here with an 8-byte trailer; a receiver copies an LL step from the Simple slot it landed in.
+  char* llBuff = nullptr;
+  size_t llSlotBytes = 0;
   int tag = 0;
   std::string what;  // "rank 0 -> rank 2 (host ...), channel 1": leads the WARN of a failure
 };
@@ -93,6 +103,8 @@ class Proxy {
   void run();
   bool progressAll();
   bool progress(Fifo* f);
+  static char* sendSlot(const NetFifo& io, uint64_t step, size_t* bytes);
+  [[nodiscard]] ncclResult_t placeReceived(const NetFifo& io, uint64_t step, size_t bytes);
   void applyChanges();
 
   std::string name_;

@@ -28,9 +28,10 @@ constexpr double kLocalBw = 5000.0;
 // by NCCL 2.28's PCI / NVLink ratios (nccl-facts §4.2); not measured, no PCIe-only machine was lent.
 constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {1.6, 2.2, 2.9};
 constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
-// A ring with a NET hop: its proxies' round trip over the network. Simple only (LL and LL128 are
-// never chosen there); the value is the order of the socket network on loopback, not a fit.
-constexpr std::array<double, kNumProtos> kNetHopLatency = {0, 0, 15.0};
+// A ring with a NET hop: its proxies' round trip over the network, the order of the socket network
+// on loopback, not a fit. LL (BRAID_NET_LL=1) saves the GPU's wait for the tail and the Simple
+// kernel's poster round trip; LL128 never crosses the network.
+constexpr std::array<double, kNumProtos> kNetHopLatency = {11.0, 0, 15.0};
 // The socket network's bandwidth per connection, GB/s (not a fit either; only Simple competes).
 constexpr double kNetBw = 1.5;
 
@@ -219,7 +220,7 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
   int minChannels = std::clamp(params.minChannels, 1, maxChannels);
   topo->nChannels = std::clamp(channels, minChannels, maxChannels);
   topo->ll128Ok = allNvlink;
-  topo->llOk = !anyNet;
+  topo->llOk = !anyNet || params.netLl;
   // A NET hop's bandwidth is per connection, and every channel has its own connections.
   topo->bwPerChannelGBps = anyNet ? minBw : minBw / topo->nChannels;
   topo->hopLatencyUs = anyNet ? kNetHopLatency : allNvlink ? kNvlinkHopLatency : kPciHopLatency;

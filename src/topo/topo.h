@@ -49,6 +49,7 @@ struct TopoParams {
   bool shmDisable;
   int minChannels;  // 1 <= minChannels <= maxChannels <= kMaxChannels
   int maxChannels;
+  bool netLl = false;  // BRAID_NET_LL: LL on rings with a NET hop
 };
 
 // Reads NCCL_P2P_DISABLE, NCCL_P2P_LEVEL (names, case-insensitive, or NCCL's legacy integers 0-5; a
@@ -91,7 +92,7 @@ struct Topology {
   int nChannels = 0;                              // rings built (each becomes one CTA of a collective)
   std::vector<std::vector<int>> rings;            // nChannels rings, each a permutation of 0..nranks-1
   bool ll128Ok = false;                           // every hop of every ring is P2P over NVLink (false for 1 rank)
-  bool llOk = true;                               // no hop crosses the network (NET moves Simple slots only)
+  bool llOk = true;                               // no hop crosses the network, or BRAID_NET_LL lets LL cross it
   int nNodes = 1;                                 // hosts among the ranks (ranks linked by kNet are on others)
   int nDirectChannels = 0;                        // 0: no direct algorithms on this communicator
   double bwPerChannelGBps = 0;                    // model bandwidth of one channel

@@ -108,6 +108,7 @@ TopoParams topoParamsFromEnv(int configMinCtas, int configMaxCtas) {
          level.c_str());
     params.p2pLevel = PathType::kPxb;
   }
+  params.netLl = paramInt(ParamId::kNetLl) != 0;
   params.maxChannels = channelBound(ParamId::kMaxNchannels, configMaxCtas, kMaxChannels);
   params.minChannels = channelBound(ParamId::kMinNchannels, configMinCtas, 1);
   if (params.minChannels > params.maxChannels) {

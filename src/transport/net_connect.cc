@@ -18,7 +18,10 @@ constexpr size_t kCountersBytes = 4096;         // per channel: head, tail, size
 constexpr size_t kHeadOffset = 0;
 constexpr size_t kTailOffset = 128;
 constexpr size_t kSizesOffset = 256;
-static_assert(kSizesOffset + kFifoSlotsSimple * sizeof(uint32_t) <= kCountersBytes, "the sizes fit the counter line");
+static_assert(kSizesOffset + kNetSizeSlots * sizeof(uint32_t) <= kCountersBytes, "the sizes fit the counter line");
+// An LL slot travels with an 8-byte trailer (device/dev_types.h): the last slot's lies past the
+// buffer, in this padding.
+constexpr size_t kLlTrailerPad = 16;
 
 // What a receiver sends its sender before the handles of the group's channels.
 struct HandlesHeader {
@@ -30,7 +33,13 @@ struct HandlesHeader {
   uint64_t channelMask;
 };
 
-size_t channelStride(const Group& g) { return kCountersBytes + alignUp(g.buffBytes[kProtoSimple], kBufferAlign); }
+// Per channel: the counter line, the Simple FIFO, then (LL over the network) the LL FIFO.
+size_t llBytes(const Context& ctx, const Group& g) { return ctx.netLl ? g.buffBytes[kProtoLL] : 0; }
+size_t channelStride(const Context& ctx, const Group& g) {
+  const size_t ll = llBytes(ctx, g);
+  return kCountersBytes + alignUp(g.buffBytes[kProtoSimple], kBufferAlign) +
+         (ll > 0 ? alignUp(ll + kLlTrailerPad, kBufferAlign) : 0);
+}
 
 int handlesTag(const Context& ctx) {
   return kTransportTagBase + ctx.tagOffset + static_cast<int>(Kind::kNet) * 2 + static_cast<int>(Role::kRecv);
@@ -75,7 +84,8 @@ std::vector<NetConnect::Channel*> NetConnect::channelsOf(const Group& g) {
 }
 
 ncclResult_t NetConnect::allocate(Group* g, char** host) {
-  AllocArgs args{nullptr, ctx_.cudaDev, g->channels.size() * channelStride(*g), false, false, std::string(), g->what};
+  AllocArgs args{nullptr,       ctx_.cudaDev, g->channels.size() * channelStride(ctx_, *g), false, false,
+                 std::string(), g->what};
   std::unique_ptr<Block> block;
   ExportInfo info{};
   NCCLCHECK(shmAlloc(args, &block, &info));  // in-process: cudaHostAlloc, mapped, zeroed
@@ -193,13 +203,25 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
   std::vector<proxy::NetFifo> fifos;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group* g = groups_[gi];
-    const size_t stride = channelStride(*g);
+    const size_t stride = channelStride(ctx_, *g);
     const size_t fifoBytes = g->buffBytes[kProtoSimple];
+    const size_t ll = llBytes(ctx_, *g);
+    const size_t llOffset = kCountersBytes + alignUp(fifoBytes, kBufferAlign);
+    // A received LL step (its lines and trailer) lands in a Simple slot first.
+    if (ll > 0 && ll / kFifoSlotsLL + 8 > fifoBytes / kFifoSlotsSimple) {
+      WARN(
+          "%s: an LL slot of %zu bytes does not fit a Simple slot of %zu bytes for the network; lower "
+          "NCCL_LL_BUFFSIZE or set BRAID_NET_LL=0",
+          g->what.c_str(), ll / kFifoSlotsLL, fifoBytes / kFifoSlotsSimple);
+      return ncclInvalidUsage;
+    }
     for (Channel* c : channelsOf(*g)) {
       char* host = hosts_[gi] + static_cast<size_t>(c->index) * stride;
       char* dev = g->local->devPtr() + static_cast<size_t>(c->index) * stride;
       NetLinks::Conn& conn = links_->conns_[c->conn];
-      NCCLCHECK(links_->net_->regMr(conn.comm, host + kCountersBytes, fifoBytes, NCCL_PTR_HOST, &conn.mhandle));
+      // One registration for both FIFOs: LL slots are sent from the LL FIFO.
+      NCCLCHECK(
+          links_->net_->regMr(conn.comm, host + kCountersBytes, stride - kCountersBytes, NCCL_PTR_HOST, &conn.mhandle));
       proxy::NetFifo fifo;
       fifo.isSend = g->role == Role::kSend;
       fifo.net = links_->net_;
@@ -211,10 +233,14 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       fifo.head = reinterpret_cast<uint64_t*>(host + kHeadOffset);
       fifo.tail = reinterpret_cast<uint64_t*>(host + kTailOffset);
       fifo.sizes = reinterpret_cast<const uint32_t*>(host + kSizesOffset);
+      if (ll > 0) {
+        fifo.llBuff = host + llOffset;
+        fifo.llSlotBytes = ll / kFifoSlotsLL;
+      }
       fifo.tag = c->channel;
       fifo.what = g->what + " (" + hostText(ctx_.peers[g->peer].hostHash) + "), channel " + std::to_string(c->channel);
       fifos.push_back(std::move(fifo));
-      char* buffs[kNumProtos] = {nullptr, nullptr, dev + kCountersBytes};
+      char* buffs[kNumProtos] = {ll > 0 ? dev + llOffset : nullptr, nullptr, dev + kCountersBytes};
       auto* head = reinterpret_cast<uint64_t*>(dev + kHeadOffset);
       auto* tail = reinterpret_cast<uint64_t*>(dev + kTailOffset);
       if (g->role == Role::kSend) {
@@ -224,8 +250,8 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
         (*recv)[c->channel] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0};
       }
     }
-    INFO(kLogInit | kLogNet, "%s: via NET/%s, %zu-byte host FIFO per channel", g->what.c_str(), links_->net_->name,
-         fifoBytes);
+    INFO(kLogInit | kLogNet, "%s: via NET/%s, %zu-byte Simple and %zu-byte LL host FIFOs per channel", g->what.c_str(),
+         links_->net_->name, fifoBytes, ll);
   }
   if (!fifos.empty()) {
     links_->proxy_ = ctx_.proxy;

@@ -73,6 +73,7 @@ struct Context {
   // must outlive the Connections.
   net::Network* network = nullptr;
   proxy::Proxy* proxy = nullptr;
+  bool netLl = false;  // NET channels get LL buffers too (BRAID_NET_LL; see device/dev_types.h)
 };
 
 // Per channel: this rank sends to sendPeer and receives from recvPeer.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -625,6 +626,26 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHosts) {
     SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
     Resources s = resourcesFor(cases, nranks());
     s.ranksPerHost = perHost;
+    EXPECT_EQ(
+        0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
+        << cases.size() << " cases; " << seedText();
+  }
+}
+
+// LL over the network (BRAID_NET_LL=1), forced for every size: the proxies ship LL slots and copy
+// them into the receivers' LL FIFOs (device/dev_types.h). 2 hosts; with the default protocols too,
+// where small sizes take LL and large ones Simple on the same connections.
+TEST_P(CollSweep, AllCollsAcrossEmulatedHostsOverLl) {
+  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (bool forceLl : {true, false}) {
+    SCOPED_TRACE(forceLl ? "NCCL_PROTO=LL" : "default protocols");
+    std::optional<ScopedSetenv> forced;
+    if (forceLl) forced.emplace("NCCL_PROTO", "LL");
+    Resources s = resourcesFor(cases, nranks());
+    s.ranksPerHost = nranks() / 2;
     EXPECT_EQ(
         0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
         << cases.size() << " cases; " << seedText();

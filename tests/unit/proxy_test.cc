@@ -24,15 +24,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kSlots = 4;
+constexpr int kSlots = kFifoSlotsSimple;
 constexpr size_t kSlotBytes = 256 << 10;
+constexpr size_t kLlSlotBytes = 32 << 10;
 
-// One direction's host FIFO, as the transport lays it out (each side has its own).
+// One direction's host FIFO, as the transport lays it out (each side has its own): Simple slots,
+// and LL slots (with the padding for the last one's trailer).
 struct HostFifo {
   alignas(128) uint64_t head = 0;
   alignas(128) uint64_t tail = 0;
-  alignas(128) uint32_t sizes[kSlots] = {};
+  alignas(128) uint32_t sizes[kNetSizeSlots] = {};
   std::vector<char> buff = std::vector<char>(kSlots * kSlotBytes);
+  std::vector<char> ll = std::vector<char>(kFifoSlotsLL * kLlSlotBytes + 16);
 };
 
 uint64_t load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -92,6 +95,10 @@ class ProxyTest : public ::testing::Test {
     io.head = &f->head;
     io.tail = &f->tail;
     io.sizes = f->sizes;
+    if (withLl_) {
+      io.llBuff = f->ll.data();
+      io.llSlotBytes = kLlSlotBytes;
+    }
     io.tag = 3;
     io.what = isSend ? "test send" : "test recv";
     return io;
@@ -100,6 +107,7 @@ class ProxyTest : public ::testing::Test {
   void* ctx_ = nullptr;
   void* sendComm_ = nullptr;
   void* recvComm_ = nullptr;
+  bool withLl_ = false;  // fifoOf gives LL FIFOs too
 };
 
 TEST_F(ProxyTest, StepsOfRandomSizesArriveInOrderAndIntact) {
@@ -123,7 +131,7 @@ TEST_F(ProxyTest, StepsOfRandomSizesArriveInOrderAndIntact) {
       ASSERT_TRUE(waitFor(&sendSide.head, step + 1 > kSlots ? step + 1 - kSlots : 0, std::chrono::seconds(20)));
       char* slot = sendSide.buff.data() + (step % kSlots) * kSlotBytes;
       for (size_t i = 0; i < sizes[step]; ++i) slot[i] = byteOf(step, i);
-      sendSide.sizes[step % kSlots] = sizes[step];
+      sendSide.sizes[step % kNetSizeSlots] = sizes[step];
       store(&sendSide.tail, step + 1);
     }
   });
@@ -141,6 +149,74 @@ TEST_F(ProxyTest, StepsOfRandomSizesArriveInOrderAndIntact) {
   EXPECT_EQ(errors.load(), 0);
   sender.remove(sendKey);
   receiver.remove(recvKey);
+}
+
+// LL over the network: LL steps (lines in the LL FIFO, size marked kNetSizeLL) interleaved with
+// Simple ones, each within its protocol's window on the shared head. Every LL step's lines must be
+// in the receiver's LL slot when its tail says it arrived, every Simple step in its Simple slot.
+TEST_F(ProxyTest, LlAndSimpleStepsInterleaveAndLlLinesLandInTheLlFifo) {
+  withLl_ = true;
+  HostFifo sendSide, recvSide;
+  std::atomic<int> errors{0};
+  Proxy sender("sender proxy", [&](ncclResult_t) { errors++; });
+  Proxy receiver("receiver proxy", [&](ncclResult_t) { errors++; });
+  sender.add({fifoOf(&sendSide, true)});
+  receiver.add({fifoOf(&recvSide, false)});
+
+  constexpr uint64_t kSteps = 300;
+  std::mt19937 rng(777);
+  std::vector<bool> isLl(kSteps);
+  std::vector<uint32_t> bytes(kSteps);  // LL: the lines' bytes; Simple: the payload
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    isLl[step] = step % 4 != 3;  // runs of LL steps, wider than the Simple window
+    bytes[step] = isLl[step] ? static_cast<uint32_t>(16 * (1 + rng() % (kLlSlotBytes / 16)))
+                             : static_cast<uint32_t>(1 + rng() % kSlotBytes);
+  }
+  std::thread gpuSender([&] {
+    for (uint64_t step = 0; step < kSteps; ++step) {
+      const uint64_t window = isLl[step] ? kFifoSlotsLL : kSlots;
+      ASSERT_TRUE(waitFor(&sendSide.head, step + 1 > window ? step + 1 - window : 0, std::chrono::seconds(20)));
+      char* slot = isLl[step] ? sendSide.ll.data() + (step % kFifoSlotsLL) * kLlSlotBytes
+                              : sendSide.buff.data() + (step % kSlots) * kSlotBytes;
+      for (size_t i = 0; i < bytes[step]; ++i) slot[i] = byteOf(step, i);
+      sendSide.sizes[step % kNetSizeSlots] = bytes[step] | (isLl[step] ? kNetSizeLL : 0);
+      store(&sendSide.tail, step + 1);
+    }
+  });
+  size_t badBytes = 0;
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    ASSERT_TRUE(waitFor(&recvSide.tail, step + 1, std::chrono::seconds(20))) << "step " << step;
+    const char* slot = isLl[step] ? recvSide.ll.data() + (step % kFifoSlotsLL) * kLlSlotBytes
+                                  : recvSide.buff.data() + (step % kSlots) * kSlotBytes;
+    for (size_t i = 0; i < bytes[step]; ++i) badBytes += slot[i] != byteOf(step, i) ? 1 : 0;
+    store(&recvSide.head, step + 1);
+  }
+  gpuSender.join();
+  EXPECT_EQ(badBytes, 0u);
+  EXPECT_TRUE(waitFor(&sendSide.head, kSteps, std::chrono::seconds(10)));
+  EXPECT_EQ(errors.load(), 0);
+}
+
+// A receiver without LL FIFOs (BRAID_NET_LL differs between the ranks) cannot place an LL step: one
+// error through the callback, instead of data in the wrong slot.
+TEST_F(ProxyTest, AnLlStepAtAReceiverWithoutLlFifosIsAnError) {
+  HostFifo sendSide, recvSide;
+  std::atomic<int> errors{0};
+  withLl_ = true;
+  Proxy sender("sender proxy", nullptr);
+  sender.add({fifoOf(&sendSide, true)});
+  withLl_ = false;
+  Proxy receiver("receiver proxy", [&](ncclResult_t res) {
+    EXPECT_EQ(res, ncclInternalError);
+    errors++;
+  });
+  receiver.add({fifoOf(&recvSide, false)});
+  sendSide.sizes[0] = 64 | kNetSizeLL;
+  store(&sendSide.tail, 1);
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (errors.load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(errors.load(), 1);
+  EXPECT_EQ(load(&recvSide.tail), 0u) << "the step was not published";
 }
 
 TEST_F(ProxyTest, APeerThatClosesIsReportedAndTheOtherStepsStop) {

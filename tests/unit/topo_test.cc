@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -341,6 +342,24 @@ TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
   ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), params, &topo), ncclSuccess);
   EXPECT_EQ(topo.nNodes, 1);
   EXPECT_TRUE(topo.llOk);
+}
+
+TEST_F(TopoTest, LlCrossesHostsOnlyWithBraidNetLl) {
+  TopoParams params = defaultParams();
+  params.netLl = true;
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(2, 2), params, &topo), ncclSuccess);
+  EXPECT_TRUE(topo.llOk);
+  EXPECT_FALSE(topo.ll128Ok);
+  // Cheaper than Simple per hop, so small operations take it.
+  EXPECT_GT(topo.hopLatencyUs[kProtoLL], 0.0);
+  EXPECT_LT(topo.hopLatencyUs[kProtoLL], topo.hopLatencyUs[kProtoSimple]);
+  setenv("BRAID_NET_LL", "1", 1);
+  paramsReset();
+  EXPECT_TRUE(topoParamsFromEnv(1, 64).netLl);
+  unsetenv("BRAID_NET_LL");
+  paramsReset();
+  EXPECT_FALSE(topoParamsFromEnv(1, 64).netLl);
 }
 
 TEST_F(TopoTest, ChannelBoundsFromConfigAndEnvironment) {

@@ -124,6 +124,18 @@ __device__ __forceinline__ void llLines(ProtoState& s, const Fn& fn, const LLLin
   }
 }
 
+// NET (sendSizes set): the proxy ships a slot once the tail covers it. Every thread's lines first
+// (the barrier), then thread 0 stores the step's size, marked as LL, and after a system-scope fence
+// the tail; the sizes word is published with the lines by the same fence.
+__device__ __forceinline__ void llPublishNetStep(ProtoState& s, int64_t nlines) {
+  namedBarrierSync(kLLBarrier, s.nthreads);
+  if (s.tid != 0 || s.abort.aborted()) return;
+  *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kNetSizeSlots]) =
+      static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
+  fenceAcqRelSys();
+  stRelaxedSys(s.sendConn->tail, s.sendStep + 1);
+}
+
 // One LL step. Not inlined: one copy per (T, Fn).
 template <typename T, typename Fn>
 __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
@@ -148,6 +160,7 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   for (int64_t base = s.tid; base < nlines; base += static_cast<int64_t>(kLLUnroll) * s.nthreads) {
     llLines<T, Fn>(s, fn, lines, base, nbytes, nlines);
   }
+  if (send && s.sendSizes != nullptr) llPublishNetStep(s, nlines);
   if (send) s.sendStep++;
   if (recv) postRecvHead(s, kLLBarrier);
 }

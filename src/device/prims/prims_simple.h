@@ -196,7 +196,7 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
     simpleWait(s, recv, viaSlot);
     // NET: the step's bytes for the proxy; the poster's fence before the tail publishes them with the payload.
     if (viaSlot && s.sendSizes != nullptr) {
-      *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kFifoSlotsSimple]) =
+      *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kNetSizeSlots]) =
           static_cast<uint32_t>(nelem * static_cast<int64_t>(sizeof(T)));
     }
   }
