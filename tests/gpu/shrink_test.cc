@@ -37,6 +37,24 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 class Shrink : public childtest::FourGpus {};
 
+// Rank 1 dies (SIGKILL, no cleanup) 300 ms after the start, while every other rank waits for it in
+// an AllReduce; the survivors poll ncclCommGetAsyncError for up to 10 s. *async: its last answer.
+int allReduceWhileRankOneDies(int rank, Parent& p, ncclResult_t* async) {
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(::getpid(), SIGKILL);
+  }
+  CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+  const auto start = std::chrono::steady_clock::now();
+  *async = ncclSuccess;
+  while (*async == ncclSuccess && secondsSince(start) < 10) {
+    CHILD_NCCL(ncclCommGetAsyncError(p.comm, async));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::fprintf(stderr, "rank %d: async error %d after %.2f s\n", rank, static_cast<int>(*async), secondsSince(start));
+  return 0;
+}
+
 TEST_F(Shrink, HealthyFourToThree) {
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
               Parent p;
@@ -99,19 +117,8 @@ TEST_F(Shrink, ADeadPeerIsReportedAndAbortIsPrompt) {
         Parent p;
         if (openParent(rank, 4, id, &p) != 0) return 1;
         if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
-        if (rank == 1) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(300));
-          ::kill(::getpid(), SIGKILL);
-        }
-        CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
-        const auto start = std::chrono::steady_clock::now();
         ncclResult_t async = ncclSuccess;
-        while (async == ncclSuccess && secondsSince(start) < 10) {
-          CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        std::fprintf(stderr, "rank %d: async error %d after %.2f s\n", rank, static_cast<int>(async),
-                     secondsSince(start));
+        if (allReduceWhileRankOneDies(rank, p, &async) != 0) return 1;
         CHILD_EXPECT(async == ncclRemoteError);
         CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream) == ncclRemoteError);
         const auto abortStart = std::chrono::steady_clock::now();
@@ -139,19 +146,8 @@ TEST_F(Shrink, ADeadPeerAcrossHostsIsReportedByTheNetwork) {
               Parent p;
               if (openParent(rank, 4, id, &p) != 0) return 1;
               if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
-              if (rank == 1) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                ::kill(::getpid(), SIGKILL);
-              }
-              CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
-              const auto start = std::chrono::steady_clock::now();
               ncclResult_t async = ncclSuccess;
-              while (async == ncclSuccess && secondsSince(start) < 10) {
-                CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-              }
-              std::fprintf(stderr, "rank %d: async error %d after %.2f s\n", rank, static_cast<int>(async),
-                           secondsSince(start));
+              if (allReduceWhileRankOneDies(rank, p, &async) != 0) return 1;
               CHILD_EXPECT(async == ncclSuccess || async == ncclRemoteError);
               if (async == ncclRemoteError) {
                 FILE* f = std::fopen(report.c_str(), "a");
