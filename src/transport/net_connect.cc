@@ -84,8 +84,8 @@ std::vector<NetConnect::Channel*> NetConnect::channelsOf(const Group& g) {
 }
 
 ncclResult_t NetConnect::allocate(Group* g, char** host) {
-  AllocArgs args{nullptr,       ctx_.cudaDev, g->channels.size() * channelStride(ctx_, *g), false, false,
-                 std::string(), g->what};
+  const size_t bytes = g->channels.size() * channelStride(ctx_, *g);
+  AllocArgs args{nullptr, ctx_.cudaDev, bytes, false, false, std::string(), g->what};
   std::unique_ptr<Block> block;
   ExportInfo info{};
   NCCLCHECK(shmAlloc(args, &block, &info));  // in-process: cudaHostAlloc, mapped, zeroed
