@@ -29,6 +29,7 @@ std::string describe(const Context& ctx, const Group& g) {
 bool validKind(Kind kind) { return kind == Kind::kP2p || kind == Kind::kShm || kind == Kind::kNet; }
 
 ncclResult_t checkPeer(const Context& ctx, int channel, int peer, Kind kind, const char* dir) {
+  if (peer == kNoPeer) return ncclSuccess;
   if (peer < 0 || peer >= ctx.nranks || !validKind(kind)) {
     WARN("Rank %d: channel %d %s peer %d or kind %d is invalid (nranks %d)", ctx.rank, channel, dir, peer,
          static_cast<int>(kind), ctx.nranks);
@@ -87,10 +88,14 @@ std::vector<Group> makeGroups(const Context& ctx, const std::vector<ChannelLinks
   std::map<Key, std::vector<int>> byKey;
   for (size_t c = 0; c < channels.size(); ++c) {
     const ChannelLinks& link = channels[c];
-    byKey[Key(link.sendPeer, static_cast<int>(link.sendKind), static_cast<int>(Role::kSend))].push_back(
-        static_cast<int>(c));
-    byKey[Key(link.recvPeer, static_cast<int>(link.recvKind), static_cast<int>(Role::kRecv))].push_back(
-        static_cast<int>(c));
+    if (link.sendPeer != kNoPeer) {
+      byKey[Key(link.sendPeer, static_cast<int>(link.sendKind), static_cast<int>(Role::kSend))].push_back(
+          static_cast<int>(c));
+    }
+    if (link.recvPeer != kNoPeer) {
+      byKey[Key(link.recvPeer, static_cast<int>(link.recvKind), static_cast<int>(Role::kRecv))].push_back(
+          static_cast<int>(c));
+    }
   }
   std::vector<Group> groups;
   groups.reserve(byKey.size());

@@ -76,7 +76,10 @@ struct Context {
   bool netLl = false;  // NET channels get LL buffers too (BRAID_NET_LL; see device/dev_types.h)
 };
 
-// Per channel: this rank sends to sendPeer and receives from recvPeer.
+// Per channel: this rank sends to sendPeer and receives from recvPeer. Either may be kNoPeer: that
+// direction of the channel is not connected (its DevSendConn / DevRecvConn stays zero), so that
+// channel numbers can name edges the same way on both ends even where a rank has no such edge.
+constexpr int kNoPeer = -1;
 struct ChannelLinks {
   int sendPeer;
   Kind sendKind;

@@ -359,6 +359,41 @@ TEST(TransportGroups, OneGroupPerPeerDirectionAndKind) {
   EXPECT_EQ(groups[1].layout.bytes, computeLayout(Role::kRecv, 2, kDefaultBuff, 1).bytes);
 }
 
+// kNoPeer leaves a direction (or a whole channel) unconnected: no group names it, its connection
+// stays zero, and the channel numbers of the others are kept (tree edges, launch/comm_connect.cc).
+TEST(TransportGroups, NoPeerChannelsAreHolesThatKeepTheNumbering) {
+  Context ctx = makeContext(1, 3, nullptr);
+  std::vector<ChannelLinks> channels = {{kNoPeer, Kind::kP2p, kNoPeer, Kind::kP2p},
+                                        {2, Kind::kP2p, kNoPeer, Kind::kP2p},
+                                        {kNoPeer, Kind::kP2p, 0, Kind::kP2p},
+                                        {0, Kind::kP2p, 0, Kind::kP2p}};
+  std::vector<Group> groups = makeGroups(ctx, channels);
+  ASSERT_EQ(groups.size(), 3u);  // send to 0 (3), recv from 0 (2, 3), send to 2 (1)
+  EXPECT_EQ(groups[0].peer, 0);
+  EXPECT_EQ(groups[0].role, Role::kSend);
+  EXPECT_EQ(groups[0].channels, std::vector<int>({3}));
+  EXPECT_EQ(groups[1].role, Role::kRecv);
+  EXPECT_EQ(groups[1].channels, std::vector<int>({2, 3}));
+  EXPECT_EQ(groups[1].channelMask, 0xcu);
+  EXPECT_EQ(groups[2].peer, 2);
+  EXPECT_EQ(groups[2].channels, std::vector<int>({1}));
+  FakeBlock blocks[2] = {{reinterpret_cast<char*>(0x1000), 4096}, {reinterpret_cast<char*>(0x100000), 1u << 30}};
+  for (Group& g : groups) {
+    g.local = &blocks[g.role == Role::kSend ? 0 : 1];
+    g.remote = &blocks[g.role == Role::kSend ? 1 : 0];
+  }
+  std::vector<DevSendConn> send;
+  std::vector<DevRecvConn> recv;
+  fillConns(groups, ctx.buffBytes, &send, &recv);
+  ASSERT_EQ(send.size(), 4u);
+  EXPECT_EQ(send[0].head, nullptr);
+  EXPECT_EQ(recv[0].tail, nullptr);
+  EXPECT_NE(send[1].head, nullptr);
+  EXPECT_EQ(recv[1].tail, nullptr);
+  EXPECT_EQ(send[2].head, nullptr);
+  EXPECT_NE(recv[2].tail, nullptr);
+}
+
 TEST(TransportGroups, FillConnsPointsIntoTheRightBlocks) {
   Context ctx = makeContext(0, 2, nullptr);
   std::vector<ChannelLinks> channels = {{1, Kind::kP2p, 1, Kind::kP2p}, {1, Kind::kP2p, 1, Kind::kP2p}};
@@ -436,6 +471,9 @@ TEST(TransportGroups, ConnectRejectsBadContexts) {
   EXPECT_EQ(conns, nullptr);
 
   EXPECT_EQ(checkContext(ok, {{2, Kind::kP2p, 1, Kind::kP2p}}), ncclInternalError);  // no rank 2
+  EXPECT_EQ(checkContext(ok, {{kNoPeer, Kind::kP2p, 1, Kind::kP2p}, {kNoPeer, Kind::kP2p, kNoPeer, Kind::kP2p}}),
+            ncclSuccess);
+  EXPECT_EQ(checkContext(ok, {{-2, Kind::kP2p, 1, Kind::kP2p}}), ncclInternalError);  // neither a rank nor kNoPeer
   EXPECT_EQ(checkContext(ok, {{1, static_cast<Kind>(7), 1, Kind::kP2p}}), ncclInternalError);
   EXPECT_EQ(checkContext(ok, std::vector<ChannelLinks>(kMaxConnectChannels + 1, ring[0])), ncclInternalError);
 
