@@ -97,6 +97,21 @@ struct DevChannel {
   DevRecvConn recv;      // from ringRanks[(ringIndex + nranks - 1) % nranks]
 };
 
+// One channel of the tree algorithm (communicators that span hosts; topo/trees.cc builds them): a
+// chain through each host's GPUs under a binary tree of hosts. Each edge has a connection both
+// ways: a rank sends partial sums up to its parent and receives results down from it (toParent,
+// fromParent; unused at the root, parent < 0), and the reverse with each child. Only the LL and
+// Simple buffers exist on these connections.
+constexpr int kMaxTreeChildren = 3;  // the next GPU of the host's chain and two hosts below
+struct DevTreeChannel {
+  int parent;  // rank, or -1 at the root
+  int nChildren;
+  DevSendConn toParent;
+  DevRecvConn fromParent;
+  DevSendConn toChild[kMaxTreeChildren];
+  DevRecvConn fromChild[kMaxTreeChildren];
+};
+
 // One CTA's connections to every peer, for the direct algorithms. Peer offset k (1..nranks-1):
 // send[k - 1] goes to rank (rank + k) % nranks, recv[k - 1] comes from (rank + nranks - k) % nranks.
 // Only the LL buffers exist on these connections.
@@ -115,6 +130,8 @@ struct DevComm {
   DevChannel channels[kMaxChannels];
   int nDirectChannels;  // 0 when the direct algorithms are not available
   DevDirectChannel direct[kMaxDirectChannels];
+  int nTreeChannels;  // 0 when the tree algorithm is not available (one host)
+  DevTreeChannel tree[kMaxChannels];
 };
 
 // Hang diagnosis (core/progress_board.h): where a rank's collective kernels note their progress, in
@@ -134,8 +151,9 @@ struct DevP2pProgress {
   uint64_t ctaDone[kMaxP2pKernelCtas];
 };
 
-// How a kernel moves the data: around the channels' rings, or straight to every peer.
-enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1 };
+// How a kernel moves the data: around the channels' rings, straight to every peer, or up and down
+// the channels' trees (AllReduce, LL or Simple).
+enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1, kTree = 2 };
 
 // One collective. Counts are in elements of dtype.
 struct DevWork {
@@ -149,8 +167,8 @@ struct DevWork {
   uint8_t dtype;          // ncclDataType_t
   uint8_t redOp;          // DevRedOp
   uint8_t proto;          // ProtoId
-  uint8_t algo;           // DevAlgo (kDirect: LL only)
-  int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring) or direct[b] (direct)
+  uint8_t algo;           // DevAlgo (kDirect: LL only; kTree: AllReduce with LL or Simple)
+  int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
   uint64_t seq;           // the collective's sequence number on its communicator; 0: not counted
   DevProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)

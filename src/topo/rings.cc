@@ -195,6 +195,7 @@ bool ringHasDedicatedLinks(const std::vector<int>& ring, const Topology& topo) {
 void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topology* topo) {
   int n = topo->nranks;
   bool allNvlink = true;
+  bool localNvlink = true;  // every hop inside a host
   bool anyNet = false;
   int minLanes = 0;
   double minBw = 0;
@@ -209,6 +210,7 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
       minLanes = k == 0 ? link.nvlinks : std::min(minLanes, link.nvlinks);
     } else {
       allNvlink = false;
+      localNvlink = localNvlink && kind == TransportKind::kNet;
     }
     anyNet = anyNet || kind == TransportKind::kNet;
   }
@@ -224,6 +226,7 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
   // A NET hop's bandwidth is per connection, and every channel has its own connections.
   topo->bwPerChannelGBps = anyNet ? minBw : minBw / topo->nChannels;
   topo->hopLatencyUs = anyNet ? kNetHopLatency : allNvlink ? kNvlinkHopLatency : kPciHopLatency;
+  topo->localHopLatencyUs = localNvlink ? kNvlinkHopLatency : kPciHopLatency;
 }
 
 // Direct channels where every pair is P2P over NVLink, bounded like the rings' channels.
@@ -285,6 +288,7 @@ ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const Top
   const bool alternate = ringHasDedicatedLinks(ring, topo);
   for (int c = 0; c < topo.nChannels; ++c) topo.rings.push_back(alternate && c % 2 == 1 ? reversed : ring);
   topo.nDirectChannels = directChannels(topo, params);
+  buildTrees(&topo);
   *out = std::move(topo);
   return ncclSuccess;
 }

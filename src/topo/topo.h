@@ -85,19 +85,42 @@ constexpr int kDefaultNetChannels = 4;
 // connects at most kMaxDirectConnections channels of one peer offset each, so 8 ranks get 9.
 constexpr int kMaxDirectConnections = 64;
 
+// A rank's place in one channel's tree (trees.cc): its parent (-1 at the root) and its children,
+// the next GPU of its host's chain first, then the hosts below.
+struct TreeLinks {
+  int parent = -1;
+  int nChildren = 0;
+  std::array<int, kMaxTreeChildren> children{-1, -1, -1};
+};
+
 struct Topology {
   int nranks = 0;
-  std::vector<Link> links;                        // nranks*nranks, [from * nranks + to], as gathered
-  std::vector<TransportKind> transport;           // nranks*nranks, symmetric; kNone on the diagonal
-  int nChannels = 0;                              // rings built (each becomes one CTA of a collective)
-  std::vector<std::vector<int>> rings;            // nChannels rings, each a permutation of 0..nranks-1
-  bool ll128Ok = false;                           // every hop of every ring is P2P over NVLink (false for 1 rank)
-  bool llOk = true;                               // no hop crosses the network, or BRAID_NET_LL lets LL cross it
-  int nNodes = 1;                                 // hosts among the ranks (ranks linked by kNet are on others)
-  int nDirectChannels = 0;                        // 0: no direct algorithms on this communicator
-  double bwPerChannelGBps = 0;                    // model bandwidth of one channel
-  std::array<double, kNumProtos> hopLatencyUs{};  // model latency of one ring hop, by ProtoId
+  std::vector<Link> links;                             // nranks*nranks, [from * nranks + to], as gathered
+  std::vector<TransportKind> transport;                // nranks*nranks, symmetric; kNone on the diagonal
+  int nChannels = 0;                                   // rings built (each becomes one CTA of a collective)
+  std::vector<std::vector<int>> rings;                 // nChannels rings, each a permutation of 0..nranks-1
+  bool ll128Ok = false;                                // every hop of every ring is P2P over NVLink (false for 1 rank)
+  bool llOk = true;                                    // no hop crosses the network, or BRAID_NET_LL lets LL cross it
+  int nNodes = 1;                                      // hosts among the ranks (ranks linked by kNet are on others)
+  int nDirectChannels = 0;                             // 0: no direct algorithms on this communicator
+  double bwPerChannelGBps = 0;                         // model bandwidth of one channel
+  std::array<double, kNumProtos> hopLatencyUs{};       // model latency of one ring hop, by ProtoId
+  std::array<double, kNumProtos> localHopLatencyUs{};  // the same for the ring's hops inside a host
+  // Trees (nNodes > 1, else empty): trees[c][rank] for each of the nChannels channels. The most NET
+  // edges and edges inside hosts on any path from a root down to a rank, over every channel's tree.
+  std::vector<std::vector<TreeLinks>> trees;
+  int treeNetDepth = 0;
+  int treeLocalDepth = 0;
 };
+
+// The channels' trees of a topology whose rings are built (called by buildTopology): the hosts in
+// ring 0's order form a binary tree (heap order: host h's children are 2h+1 and 2h+2), even
+// channels on it and odd channels on its mirror image (host h there is host nNodes-1-h), so that a
+// host with children in one tree is a leaf in the other (NCCL's double binary tree). Inside a host
+// the GPUs form a chain in ring order, rotated by channel pair so that the GPU that talks to the
+// other hosts changes; the chain's first GPU is the host's link to its parent and child hosts.
+// Nothing when nNodes < 2.
+void buildTrees(Topology* topo);
 
 // Pure and deterministic: the same inputs on every rank give the same Topology. A pair's transport
 // is decided on the worse of its two directions (path, nvlinks, p2pOk), so both ends agree: NET
@@ -121,6 +144,7 @@ TransportKind pairTransport(const Link& there, const Link& back, const TopoParam
 //   channels <n> ll128 <0|1> bw_per_channel_gbps <x> hop_latency_us <ll> <ll128> <simple>
 //   direct_channels <n>
 //   ring <c> <r0> <r1> ...                                                    (one per channel)
+//   tree <c> <parent of rank 0> <parent of rank 1> ...   (one per channel across hosts; -1: the root)
 [[nodiscard]] ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& ranks,
                                         const Topology& topo);
 

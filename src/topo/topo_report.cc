@@ -65,6 +65,11 @@ bool writeDump(FILE* file, const std::vector<RankDesc>& ranks, const Topology& t
     for (int r : topo.rings[c]) line += " " + std::to_string(r);
     ok = ok && std::fprintf(file, "%s\n", line.c_str()) > 0;
   }
+  for (size_t c = 0; c < topo.trees.size(); ++c) {
+    std::string line = "tree " + std::to_string(c);
+    for (const TreeLinks& t : topo.trees[c]) line += " " + std::to_string(t.parent);
+    ok = ok && std::fprintf(file, "%s\n", line.c_str()) > 0;
+  }
   return ok;
 }
 
@@ -101,6 +106,12 @@ void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology
     uint64_t subsys = kLogInit | (topo.transport[rank * n + next] == TransportKind::kP2p ? kLogP2p : kLogShm);
     INFO(subsys, "Channel %02d/%02d : %s -> %s via %s", c, topo.nChannels, rankLabel(ranks, rank).c_str(),
          rankLabel(ranks, next).c_str(), hopText(topo, rank, next).c_str());
+  }
+  for (size_t c = 0; c < topo.trees.size(); ++c) {
+    const TreeLinks& t = topo.trees[c][rank];
+    std::string children;
+    for (int k = 0; k < t.nChildren; ++k) children += (k == 0 ? "" : ",") + std::to_string(t.children[k]);
+    INFO(kLogInit, "Tree %02zu : rank %d up %d down %s", c, rank, t.parent, children.empty() ? "-" : children.c_str());
   }
   std::string ring0;
   for (int r : topo.rings.empty() ? std::vector<int>{} : topo.rings[0]) ring0 += " " + std::to_string(r);

@@ -344,6 +344,65 @@ TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
   EXPECT_TRUE(topo.llOk);
 }
 
+// Every channel's tree spans every rank once with one root, each rank is its children's parent,
+// edges inside a host follow the host's chain and at most one edge per rank goes up across hosts;
+// with two or more hosts, no host has host children in both trees of a channel pair.
+void expectTreesWellFormed(const Topology& topo, int nodes, int perNode) {
+  const int n = topo.nranks;
+  ASSERT_EQ(static_cast<int>(topo.trees.size()), topo.nChannels);
+  std::vector<std::vector<bool>> hostHasHostChild(2, std::vector<bool>(nodes, false));
+  for (size_t c = 0; c < topo.trees.size(); ++c) {
+    const std::vector<TreeLinks>& tree = topo.trees[c];
+    ASSERT_EQ(static_cast<int>(tree.size()), n);
+    int roots = 0;
+    for (int r = 0; r < n; ++r) {
+      const TreeLinks& t = tree[r];
+      roots += t.parent < 0 ? 1 : 0;
+      EXPECT_LE(t.nChildren, kMaxTreeChildren);
+      for (int k = 0; k < t.nChildren; ++k) {
+        const int child = t.children[k];
+        ASSERT_GE(child, 0);
+        EXPECT_EQ(tree[child].parent, r) << "channel " << c << " rank " << r;
+        const bool sameHost = child / perNode == r / perNode;
+        EXPECT_EQ(sameHost, k == 0 && perNode > 1 && sameHost) << "the chain child comes first";
+        if (!sameHost) hostHasHostChild[c % 2][r / perNode] = true;
+      }
+      // Walking up ends at the root within n steps (no cycle).
+      int steps = 0;
+      for (int x = r; tree[x].parent >= 0 && steps <= n; x = tree[x].parent) steps++;
+      EXPECT_LE(steps, n - 1);
+    }
+    EXPECT_EQ(roots, 1) << "channel " << c;
+  }
+  for (int h = 0; h < nodes; ++h) {
+    EXPECT_FALSE(hostHasHostChild[0][h] && hostHasHostChild[1][h]) << "host " << h << " is inner in both trees";
+  }
+}
+
+TEST_F(TopoTest, TreesAcrossHostsAreChainsUnderADoubleBinaryTree) {
+  const TopoParams params = defaultParams();
+  for (auto [nodes, perNode] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{5, 3}, std::pair{8, 2}, std::pair{3, 1}}) {
+    SCOPED_TRACE(std::to_string(nodes) + " hosts of " + std::to_string(perNode));
+    Topology topo;
+    ASSERT_EQ(buildTopology(nodes * perNode, nodesOfNvlink(nodes, perNode), params, &topo), ncclSuccess);
+    expectTreesWellFormed(topo, nodes, perNode);
+    int levels = 0;
+    while ((2 << levels) - 1 < nodes) levels++;  // a heap of `nodes` hosts is levels + 1 deep
+    EXPECT_EQ(topo.treeNetDepth, levels);
+    EXPECT_EQ(topo.treeLocalDepth, perNode - 1);
+  }
+  // 4 hosts of one GPU, channel 0: host 0 on top of 1 and 2, 3 under 1; channel 1 mirrored.
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(4, 1), params, &topo), ncclSuccess);
+  EXPECT_EQ(topo.trees[0][0].parent, -1);
+  EXPECT_EQ(topo.trees[0][3].parent, 1);
+  EXPECT_EQ(topo.trees[1][3].parent, -1);
+  EXPECT_EQ(topo.trees[1][0].parent, 2);
+  // One host: no trees.
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), params, &topo), ncclSuccess);
+  EXPECT_TRUE(topo.trees.empty());
+}
+
 TEST_F(TopoTest, LlCrossesHostsOnlyWithBraidNetLl) {
   TopoParams params = defaultParams();
   params.netLl = true;
