@@ -1,7 +1,9 @@
 // The LL-protocol kernel: one CTA per channel, every thread runs the algorithm (prims/prims_ll.h),
-// around the rings or, for DevAlgo::kDirect, straight to every peer (coll/direct_colls.h).
+// around the rings, for DevAlgo::kDirect straight to every peer (coll/direct_colls.h), for
+// DevAlgo::kTree up and down the trees (coll/tree_colls.h).
 #include "device/coll/direct_colls.h"
 #include "device/coll/run_work.h"
+#include "device/coll/tree_colls.h"
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/prims/prims_ll.h"
@@ -28,6 +30,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
   __syncthreads();
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect)) {
     runDirectWork(args, &shared);
+  } else if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {
+    runTreeWork<LLPicker>(args, &shared, kProtoLL, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
   } else {
     ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                       kProtoLL, workScalar(args.work));

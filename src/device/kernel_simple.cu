@@ -1,6 +1,7 @@
 // The Simple-protocol kernel: one CTA per channel, nThreads workers that run the algorithm and one
 // poster warp that publishes tail/head (prims/prims_simple.h explains the split and its ordering).
 #include "device/coll/run_work.h"
+#include "device/coll/tree_colls.h"
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/prims/prims_simple.h"
@@ -26,11 +27,17 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   const DevKernelArgs& args = simpleArgs.core;
   noteOpStarted(args.work);
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
-  DevChannel* channel = &args.comm->channels[blockIdx.x];
-  if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, workScalar(args.work));
-  runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
+  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {
+    // The tree's workers publish their own steps (ProtoState::postInline): the poster has none.
+    if (!simpleCtaStart(args.comm->abortFlag, nullptr, nullptr, &shared, nWorkers)) return;
+    runTreeWork<SimplePicker>(args, &shared, kProtoSimple, tid, nWorkers);
+  } else {
+    DevChannel* channel = &args.comm->channels[blockIdx.x];
+    if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
+    ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, workScalar(args.work));
+    runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
+  }
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);
   noteCtaLeft(args.work);

@@ -14,6 +14,10 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool
       (args.work.proto != kProtoLL || args.work.nChannels > kMaxDirectChannels)) {
     return cudaErrorInvalidValue;  // direct algorithms exist for LL only, on the direct channels
   }
+  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree) &&
+      (args.work.proto == kProtoLL128 || args.work.coll != static_cast<uint8_t>(CollId::kAllReduce))) {
+    return cudaErrorInvalidValue;  // the tree runs AllReduce with LL or Simple
+  }
   if (peers != nullptr && (args.work.proto != kProtoSimple || args.work.algo != static_cast<uint8_t>(DevAlgo::kRing))) {
     return cudaErrorInvalidValue;  // direct rings (write- or read-direct) exist for Simple only
   }

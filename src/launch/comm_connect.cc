@@ -1,7 +1,8 @@
 // The lazy part of a communicator: at its first operation every rank detects its links, the ranks
 // exchange them, each builds the same rings from the same matrix, and the transports connect every
 // channel's ring neighbours, then (where topo allows direct algorithms) every pair of ranks once
-// per direct channel. Collective: all ranks run it for the same (first) operation.
+// per direct channel, then (across hosts) every channel's tree edges. Collective: all ranks run it for the same (first)
+// operation.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +43,13 @@ plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) co
   model.nNodes = topo_.nNodes;
   model.maxChannels = topo_.nChannels;
   model.bwPerChannelGBps = topo_.bwPerChannelGBps;
-  for (int p = 0; p < kNumProtos; p++) model.hopLatencyUs[p] = topo_.hopLatencyUs[p];
+  for (int p = 0; p < kNumProtos; p++) {
+    model.hopLatencyUs[p] = topo_.hopLatencyUs[p];
+    model.localHopLatencyUs[p] = topo_.localHopLatencyUs[p];
+  }
+  model.nTreeChannels = static_cast<int>(topo_.trees.size());
+  model.treeNetDepth = topo_.treeNetDepth;
+  model.treeLocalDepth = topo_.treeLocalDepth;
   model.ll128Ok = topo_.ll128Ok;
   model.llOk = topo_.llOk;
   model.maxDirectChannels = topo_.nDirectChannels;
@@ -174,6 +181,7 @@ ncclResult_t CommDataPath::connectAll() {
   for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSlots[p]);
   NCCLCHECK(connectRings(ctx, &dev));
   NCCLCHECK(connectDirect(ctx, &dev));
+  NCCLCHECK(connectTrees(ctx, &dev));
   NCCLCHECK(device_.upload(dev, topo_.rings));
   model_ = commModel(dev.slotBytes);
   return ncclSuccess;
@@ -186,9 +194,9 @@ ncclResult_t CommDataPath::connectRingsAndDirect() {
   NCCLCHECK(connectAll());
   connected_ = true;
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  INFO(kLogInit, "comm %p rank %d nranks %d: %d ring and %d direct channels connected in %.1f ms",
+  INFO(kLogInit, "comm %p rank %d nranks %d: %d ring, %d direct and %zu tree channels connected in %.1f ms",
        static_cast<void*>(comm_), comm_->rank_, comm_->nranks_, topo_.nChannels, topo_.nDirectChannels,
-       elapsed.count() * 1e3);
+       topo_.trees.size(), elapsed.count() * 1e3);
   return ncclSuccess;
 }
 

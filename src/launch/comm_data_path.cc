@@ -163,7 +163,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     args.work = workOf(task, nranks);
     DevWork& work = args.work;
     work.proto = static_cast<uint8_t>(decision.proto);
-    work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect : DevAlgo::kRing);
+    work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect
+                                     : decision.algo == plan::kAlgoTree ? DevAlgo::kTree
+                                                                        : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
     if (!order_.launchCaptured()) progress_.noteLaunch(task, work.nChannels, &work);

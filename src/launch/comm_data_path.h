@@ -135,6 +135,7 @@ class CommDataPath final : public DataPathBase {
   transport::Context transportContext() const;
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
   [[nodiscard]] ncclResult_t connectDirect(transport::Context ctx, DevComm* dev);
+  [[nodiscard]] ncclResult_t connectTrees(transport::Context ctx, DevComm* dev);  // tree_connect.cc
   [[nodiscard]] ncclResult_t connectAll();
   plan::CommModel commModel(const uint32_t slotBytes[kNumProtos]) const;
 

@@ -17,7 +17,8 @@
 namespace braid::plan {
 
 // NCCL's algorithm numbering (NCCL_ALGO names), then Braid's own: Direct, every rank writing
-// straight to every peer (one hop; device/coll/direct_colls.h). Braid implements Ring and Direct.
+// straight to every peer (one hop; device/coll/direct_colls.h). Braid implements Ring, Direct and
+// (AllReduce across hosts) Tree.
 enum AlgoId : int {
   kAlgoTree = 0,
   kAlgoRing = 1,
@@ -50,11 +51,15 @@ struct Filter {
 // Per communicator, filled by the caller from topo and the parameters.
 struct CommModel {
   int nranks;
-  int nNodes;                             // hosts among the ranks (topo)
-  int maxChannels;                        // channels connected (topo's nChannels), 1..kMaxChannels
-  int maxDirectChannels;                  // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
-  double bwPerChannelGBps;                // topo: model bandwidth of one channel
-  double hopLatencyUs[kNumProtos];        // topo: per-hop latency by protocol (see tuning_constants.h)
+  int nNodes;                            // hosts among the ranks (topo)
+  int maxChannels;                       // channels connected (topo's nChannels), 1..kMaxChannels
+  int maxDirectChannels;                 // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
+  double bwPerChannelGBps;               // topo: model bandwidth of one channel
+  double hopLatencyUs[kNumProtos];       // topo: per-hop latency by protocol (see tuning_constants.h)
+  double localHopLatencyUs[kNumProtos];  // topo: the same for a hop inside a host (tree edges)
+  int nTreeChannels;                     // tree channels connected (0: no Tree; one host)
+  int treeNetDepth;                      // topo: NET edges / edges inside hosts on a tree's deepest path
+  int treeLocalDepth;
   bool ll128Ok;                           // LL128 allowed on every hop
   bool llOk;                              // LL allowed on every hop (no NET hop, or BRAID_NET_LL)
   uint32_t slotPayloadBytes[kNumProtos];  // payload of one FIFO slot: Simple slotBytes, LL slotBytes/2,
@@ -77,8 +82,9 @@ struct Decision {
 // sendcount*elemsize*nranks for AllGather, recvcount*elemsize*nranks for ReduceScatter.
 // nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
 // algorithm; NCCL does the same), estimate 0.
-// The candidates are Ring with every protocol usable on this communicator (LL needs llOk, LL128 ll128Ok) and
-// Direct with LL (where maxDirectChannels > 0); the least estimated time wins. If the filter leaves
+// The candidates are Ring with every protocol usable on this communicator (LL needs llOk, LL128 ll128Ok),
+// Direct with LL (where maxDirectChannels > 0) and, for AllReduce, Tree with LL or Simple (where
+// nTreeChannels > 0); the least estimated time wins. If the filter leaves
 // no candidate for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and the collective,
 // ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside 1..kMaxChannels,
 // maxDirectChannels outside 0..kMaxDirectChannels, bandwidth <= 0): WARN, ncclInternalError.
@@ -93,6 +99,10 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
 // The same for Direct with LL (one hop) on `nChannels` direct channels; -1 also when the
 // communicator has no direct channels.
 double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size_t bytes);
+
+// The same for Tree AllReduce with LL or Simple on `nChannels` tree channels: up and down the
+// deepest path, the two phases one after the other; -1 when the communicator has no trees.
+double estimateTreeUs(const CommModel& model, ProtoId proto, int nChannels, size_t bytes);
 
 // Names for logs ("AllReduce", "Ring", "LL128"); "unknown" outside the enums.
 const char* collName(CollId coll);

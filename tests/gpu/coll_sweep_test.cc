@@ -652,6 +652,32 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHostsOverLl) {
   }
 }
 
+// Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
+// each host under the hosts' tree) and hosts of one GPU (4: a binary tree of depth 2), with LL
+// (BRAID_NET_LL=1) and with Simple forced; counts up to 1 MiB + 3 take many steps per channel.
+TEST_P(CollSweep, AllReduceTreesAcrossEmulatedHosts) {
+  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
+  std::vector<Case> cases;
+  for (const Case& c : reducedSweepAllColls(nranks())) {
+    if (c.coll == Coll::kAllReduce) cases.push_back(c);
+  }
+  for (const char* proto : {"LL", "Simple"}) {
+    ScopedSetenv forced("NCCL_PROTO", proto);
+    for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
+      SCOPED_TRACE(std::string(proto) + ", " + std::to_string(nranks() / perHost) + " hosts of " +
+                   std::to_string(perHost) + " GPUs");
+      Resources s = resourcesFor(cases, nranks());
+      s.ranksPerHost = perHost;
+      EXPECT_EQ(
+          0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
+          << cases.size() << " cases; " << seedText();
+    }
+  }
+}
+
 // The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
 // NCCL_NET_PLUGIN: two emulated hosts.
 TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {

@@ -226,6 +226,64 @@ TEST(PlanDecide, FilterWithoutRingOrProtocolIsInvalidUsage) {
   EXPECT_NE(warn.find("cross hosts"), std::string::npos) << warn;
 }
 
+// 4 ranks as hosts x GPUs over the socket network (topo's NET and NVLink hop values), with the
+// trees topo builds: LL allowed across hosts (BRAID_NET_LL=1).
+CommModel netModel(int hosts, int perHost) {
+  CommModel m = hopperModel(hosts * perHost, /*ll128Ok=*/false);
+  m.nNodes = hosts;
+  m.maxChannels = 4;
+  m.bwPerChannelGBps = 1.5;
+  const double netUs[kNumProtos] = {11.0, 0, 15.0};
+  const double localUs[kNumProtos] = {1.6, 2.2, 2.9};
+  for (int p = 0; p < kNumProtos; ++p) {
+    m.hopLatencyUs[p] = netUs[p];
+    m.localHopLatencyUs[p] = localUs[p];
+  }
+  m.nTreeChannels = 4;
+  int levels = 0;
+  while ((2 << levels) - 1 < hosts) levels++;
+  m.treeNetDepth = levels;
+  m.treeLocalDepth = perHost - 1;
+  return m;
+}
+
+TEST(PlanDecide, TreeTakesSmallAllReducesAcrossHosts) {
+  for (auto [hosts, perHost] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{8, 4}}) {
+    SCOPED_TRACE(std::to_string(hosts) + " hosts of " + std::to_string(perHost));
+    CommModel m = netModel(hosts, perHost);
+    Decision small = decideOk(m, allowAll(), CollId::kAllReduce, 64);
+    EXPECT_EQ(small.algo, kAlgoTree);
+    EXPECT_EQ(small.proto, kProtoLL);
+    EXPECT_EQ(small.nChannels, kNetLlChannels);
+    // A step per channel part where the slot holds it (every step is a network message).
+    EXPECT_EQ(decideOk(m, allowAll(), CollId::kAllReduce, 4096).chunkBytes, 4096u);
+    EXPECT_LT(estimateTreeUs(m, kProtoLL, 1, 64), estimateUs(m, CollId::kAllReduce, kProtoLL, 1, 64));
+    EXPECT_EQ(decideOk(m, allowAll(), CollId::kAllReduce, size_t{1} << 28).algo, kAlgoRing);
+    // Other collectives have no tree; NCCL_ALGO=Tree forces it at every size, NCCL_ALGO=Ring keeps it out.
+    EXPECT_EQ(decideOk(m, allowAll(), CollId::kAllGather, 64).algo, kAlgoRing);
+    Decision forced = decideOk(m, parse("Tree", nullptr), CollId::kAllReduce, size_t{1} << 28);
+    EXPECT_EQ(forced.algo, kAlgoTree);
+    EXPECT_EQ(forced.proto, kProtoSimple);
+    EXPECT_GE(forced.nChannels, 1);
+    EXPECT_LE(forced.nChannels, m.nTreeChannels);
+    EXPECT_GT(forced.chunkBytes, 0u);
+    EXPECT_EQ(forced.chunkBytes % kChunkGrainBytes[kProtoSimple], 0u);
+    EXPECT_EQ(decideOk(m, parse("Ring", nullptr), CollId::kAllReduce, 64).algo, kAlgoRing);
+    // Ring LL across hosts keeps to one channel too.
+    EXPECT_EQ(decideOk(m, parse("Ring", "LL"), CollId::kAllReduce, 1 << 20).nChannels, kNetLlChannels);
+  }
+  // Without LL across hosts the tree runs Simple; one host has no tree.
+  CommModel noLl = netModel(2, 2);
+  noLl.llOk = false;
+  Decision d = decideOk(noLl, allowAll(), CollId::kAllReduce, 64);
+  EXPECT_EQ(d.algo, kAlgoTree);
+  EXPECT_EQ(d.proto, kProtoSimple);
+  EXPECT_EQ(estimateTreeUs(hopperModel(4), kProtoLL, 1, 64), -1.0);
+  Decision d2{};
+  EXPECT_EQ(decide(hopperModel(4), parse("Tree", nullptr), CollId::kAllReduce, 64, &d2), ncclInvalidUsage);
+  EXPECT_NE(std::string(logLastError()).find("no Tree here"), std::string::npos) << logLastError();
+}
+
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {

@@ -107,6 +107,9 @@ struct ProtoState {
   // receive buffer minus ours; kStepReadRecv, the previous rank's send buffer minus ours.
   intptr_t directDelta;
   uint32_t* sendSizes;  // DevSendConn::sizes (NET connections; else null)
+  // Simple: worker 0 publishes each step's tail / head itself instead of the poster warp, whose
+  // connections are fixed for the kernel (the tree algorithm moves between connections).
+  bool postInline;
 };
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
@@ -132,7 +135,8 @@ __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvCo
                     scalar,
                     AbortWatch(abortFlag, shared),
                     0,
-                    send != nullptr ? send->sizes : nullptr};
+                    send != nullptr ? send->sizes : nullptr,
+                    false};
 }
 
 // This CTA's ring channel (comm->channels[blockIdx.x]).

@@ -227,9 +227,17 @@ __device__ __noinline__ void simpleStep(ProtoState& s, const char* src, char* ds
   namedBarrierSync(kSimpleBarrier, s.nthreads);
   if (send) s.sendStep++;
   if (recv) s.recvStep++;
-  if (s.tid == 0) {
+  if (s.tid != 0) return;
+  if (!s.postInline) {
     if (send) stReleaseCta(&s.shared->sendDone, s.sendStep);
     if (recv) stReleaseCta(&s.shared->recvDone, s.recvStep);
+  } else if (!s.abort.aborted()) {
+    // The poster's publication (simplePosterLoop), by worker 0 after the barrier.
+    if (viaSlot) {
+      fenceAcqRelSys();
+      stRelaxedSys(s.sendConn->tail, s.sendStep);
+    }
+    if (recv) stRelaxedSys(s.recvHead, s.recvStep);
   }
 }
 
