@@ -39,6 +39,23 @@ SocketNetConn::SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend,
   const int64_t timeoutMs = paramInt(ParamId::kNetSocketTimeoutMs);
   ctrl_.setUnansweredTimeout(timeoutMs);
   for (Socket& s : data_) s.setUnansweredTimeout(timeoutMs);
+  if (!isSend_) {
+    recvFds_.push_back(ctrl_.fd());
+    for (Socket& s : data_) recvFds_.push_back(s.fd());
+  }
+}
+
+bool SocketNetConn::mayRead() {
+  ReadyScan& scan = ReadyScan::threadLocal();
+  if (scan_ == nullptr && !scanRefused_) {
+    if (scan.add(recvFds_)) {
+      scan_ = &scan;
+    } else {
+      scanRefused_ = true;
+    }
+  }
+  if (scan_ != &scan) return true;
+  return scan.mayRead(recvFds_, &scanEpoch_);
 }
 
 SocketNetConn::~SocketNetConn() {
@@ -148,6 +165,7 @@ void SocketNetConn::queueNextHeader() {
 
 ncclResult_t SocketNetConn::progress() {
   if (error_ != ncclSuccess) return error_;
+  if (!isSend_ && !mayRead()) return ncclSuccess;
   ncclResult_t r = progressSocket(&ctrl_, &ctrlJobs_);
   for (size_t i = 0; i < data_.size() && r == ncclSuccess; i++) r = progressSocket(&data_[i], &dataJobs_[i]);
   if (r != ncclSuccess) fail(r);

@@ -14,7 +14,8 @@
 // silent truncation), a smaller one completes with its size.
 //
 // Progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
-// many connections. A peer that closes or resets its end fails the connection's requests with
+// many connections; a receiving connection reads only when its thread's ReadyScan says one of its
+// sockets has something (one epoll_wait per sweep over all connections, net/ready_scan.h). A peer that closes or resets its end fails the connection's requests with
 // ncclRemoteError and one WARN naming the peer; so does a peer whose host stops acknowledging for
 // BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through the kernel's TCP timeouts.
 #pragma once
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "net/ready_scan.h"
 #include "util/socket.h"
 
 namespace braid::net {
@@ -86,6 +88,8 @@ class SocketNetConn {
   [[nodiscard]] ncclResult_t progressSocket(Socket* socket, std::deque<Job>* jobs);
   void queueNextHeader();
   void fail(ncclResult_t error);
+  // Receive side: whether a read may find data (net/ready_scan.h); true where no scan applies.
+  bool mayRead();
 
   Socket ctrl_;
   std::vector<Socket> data_;
@@ -96,6 +100,10 @@ class SocketNetConn {
   std::vector<std::deque<Job>> dataJobs_;
   size_t nextHeader_ = 0;  // receive side: index in requests_ of the first receive without its header
   ncclResult_t error_ = ncclSuccess;
+  std::vector<int> recvFds_;          // every socket's fd, for the scan (receive side)
+  ReadyScan* scan_ = nullptr;         // the scan of the thread that registered the fds
+  bool scanRefused_ = false;          // epoll refused them: always read
+  uint64_t scanEpoch_ = 0;            // the scan this connection saw last
 };
 
 // A listener: accepts whole connections (control socket and every data socket).
