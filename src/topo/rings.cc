@@ -28,10 +28,11 @@ constexpr double kLocalBw = 5000.0;
 // by NCCL 2.28's PCI / NVLink ratios (nccl-facts §4.2); not measured, no PCIe-only machine was lent.
 constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {1.6, 2.2, 2.9};
 constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
-// A ring with a NET hop: its proxies' round trip over the network, the order of the socket network
-// on loopback, not a fit. LL (BRAID_NET_LL=1) saves the GPU's wait for the tail and the Simple
-// kernel's poster round trip; LL128 never crosses the network.
-constexpr std::array<double, kNumProtos> kNetHopLatency = {11.0, 0, 15.0};
+// A NET hop: both proxies and the socket network between them. Fitted to tree AllReduce of 8 B on
+// 4 H200 emulating hosts over loopback (2 x 2: 36.1 us with LL, 52.8 with Simple; 4 x 1: 66.0 with
+// LL), with the NVLink values for the hops inside hosts. LL saves the GPU's wait for the tail and
+// the Simple kernel's step handshake; LL128 never crosses the network.
+constexpr std::array<double, kNumProtos> kNetHopLatency = {15.0, 0, 21.0};
 // The socket network's bandwidth per connection, GB/s (not a fit either; only Simple competes).
 constexpr double kNetBw = 1.5;
 

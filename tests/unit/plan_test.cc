@@ -233,7 +233,7 @@ CommModel netModel(int hosts, int perHost) {
   m.nNodes = hosts;
   m.maxChannels = 4;
   m.bwPerChannelGBps = 1.5;
-  const double netUs[kNumProtos] = {11.0, 0, 15.0};
+  const double netUs[kNumProtos] = {15.0, 0, 21.0};
   const double localUs[kNumProtos] = {1.6, 2.2, 2.9};
   for (int p = 0; p < kNumProtos; ++p) {
     m.hopLatencyUs[p] = netUs[p];

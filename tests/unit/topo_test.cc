@@ -413,12 +413,12 @@ TEST_F(TopoTest, LlCrossesHostsOnlyWithBraidNetLl) {
   // Cheaper than Simple per hop, so small operations take it.
   EXPECT_GT(topo.hopLatencyUs[kProtoLL], 0.0);
   EXPECT_LT(topo.hopLatencyUs[kProtoLL], topo.hopLatencyUs[kProtoSimple]);
-  setenv("BRAID_NET_LL", "1", 1);
-  paramsReset();
-  EXPECT_TRUE(topoParamsFromEnv(1, 64).netLl);
-  unsetenv("BRAID_NET_LL");
+  setenv("BRAID_NET_LL", "0", 1);
   paramsReset();
   EXPECT_FALSE(topoParamsFromEnv(1, 64).netLl);
+  unsetenv("BRAID_NET_LL");
+  paramsReset();
+  EXPECT_TRUE(topoParamsFromEnv(1, 64).netLl);  // on by default
 }
 
 TEST_F(TopoTest, ChannelBoundsFromConfigAndEnvironment) {
