@@ -20,6 +20,13 @@ struct Hello {
 };
 
 constexpr size_t kHeaderBytes = 2 * sizeof(uint64_t);
+// Receive side, control socket: the buffer of one read, and the payload remainder from which a
+// receive reads straight into the request instead (a copy through the buffer would cost more than
+// the system call it saves).
+constexpr size_t kRxBufBytes = 16 << 10;
+constexpr size_t kDirectReadBytes = 4 << 10;
+// Pieces one sendmsg() takes.
+constexpr int kMaxSendPieces = 16;
 constexpr std::chrono::milliseconds kConnectTimeout(30000);
 
 uint64_t randomWord() {
@@ -40,6 +47,7 @@ SocketNetConn::SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend,
   ctrl_.setUnansweredTimeout(timeoutMs);
   for (Socket& s : data_) s.setUnansweredTimeout(timeoutMs);
   if (!isSend_) {
+    rxBuf_.resize(kRxBufBytes);
     recvFds_.push_back(ctrl_.fd());
     for (Socket& s : data_) recvFds_.push_back(s.fd());
   }
@@ -55,6 +63,8 @@ bool SocketNetConn::mayRead() {
     }
   }
   if (scan_ != &scan) return true;
+  // Buffered bytes wait for a receive to be posted: the socket itself may be empty.
+  if (rxBegin_ < rxEnd_) return true;
   return scan.mayRead(recvFds_, &scanEpoch_);
 }
 
@@ -116,29 +126,79 @@ void SocketNetConn::fail(ncclResult_t error) {
   for (SocketNetRequest* r : requests_) r->error = error_;
 }
 
-// Moves the front jobs of one socket until it would block. A receive's header, once complete,
-// queues its payload.
-ncclResult_t SocketNetConn::progressSocket(Socket* socket, std::deque<Job>* jobs) {
+// Send side: the socket's queued pieces, several per sendmsg(), until it would block.
+ncclResult_t SocketNetConn::progressSend(Socket* socket, std::deque<Job>* jobs) {
+  while (!jobs->empty()) {
+    iovec iov[kMaxSendPieces];
+    int n = 0;
+    size_t want = 0;
+    for (auto it = jobs->begin(); it != jobs->end() && n < kMaxSendPieces; ++it, ++n) {
+      iov[n].iov_base = it->ptr + it->done;
+      iov[n].iov_len = it->bytes - it->done;
+      want += iov[n].iov_len;
+    }
+    size_t sent = 0;
+    NCCLCHECK(socket->sendSomeV(iov, n, &sent));
+    for (size_t left = sent; left > 0;) {
+      Job& job = jobs->front();
+      const size_t take = std::min(left, job.bytes - job.done);
+      job.done += take;
+      left -= take;
+      if (job.done == job.bytes) {
+        job.req->jobsLeft--;
+        jobs->pop_front();
+      }
+    }
+    if (sent < want) return ncclSuccess;  // would block
+  }
+  return ncclSuccess;
+}
+
+// Fills the control socket's job from rxBuf_, reading the socket once when the buffer is empty; a
+// large payload remainder is read straight into the request.
+ncclResult_t SocketNetConn::readCtrl(Job* job, bool* closed) {
+  while (job->done < job->bytes) {
+    if (rxBegin_ < rxEnd_) {
+      const size_t take = std::min(job->bytes - job->done, rxEnd_ - rxBegin_);
+      std::memcpy(job->ptr + job->done, rxBuf_.data() + rxBegin_, take);
+      job->done += take;
+      rxBegin_ += take;
+      continue;
+    }
+    if (job->bytes - job->done >= kDirectReadBytes) return ctrl_.recvSome(job->ptr, job->bytes, &job->done, closed);
+    if (rxDrained_) return ncclSuccess;
+    size_t got = 0;
+    NCCLCHECK(ctrl_.recvOnce(rxBuf_.data(), rxBuf_.size(), &got, closed));
+    rxBegin_ = 0;
+    rxEnd_ = got;
+    rxDrained_ = got < rxBuf_.size();
+    if (got == 0) return ncclSuccess;
+  }
+  return ncclSuccess;
+}
+
+// Receive side: the front jobs of one socket until it would block. A receive's header, once
+// complete, queues its payload.
+ncclResult_t SocketNetConn::progressRecv(Socket* socket, std::deque<Job>* jobs) {
+  const bool ctrl = socket == &ctrl_;
   for (;;) {
-    if (socket == &ctrl_) queueNextHeader();
+    if (ctrl) queueNextHeader();
     if (jobs->empty()) return ncclSuccess;
     Job& job = jobs->front();
-    if (job.bytes > job.done) {
-      if (isSend_) {
-        NCCLCHECK(socket->sendSome(job.ptr, job.bytes, &job.done));
-      } else {
-        bool closed = false;
-        NCCLCHECK(socket->recvSome(job.ptr, job.bytes, &job.done, &closed));
-        if (closed) {
-          WARN("net/socket: the connection from %s was closed by the peer with %zu of %zu bytes of a message to come",
-               peer_.c_str(), job.bytes - job.done, job.bytes);
-          return ncclRemoteError;
-        }
-      }
+    bool closed = false;
+    if (ctrl) {
+      NCCLCHECK(readCtrl(&job, &closed));
+    } else {
+      NCCLCHECK(socket->recvSome(job.ptr, job.bytes, &job.done, &closed));
+    }
+    if (closed && job.done < job.bytes) {
+      WARN("net/socket: the connection from %s was closed by the peer with %zu of %zu bytes of a message to come",
+           peer_.c_str(), job.bytes - job.done, job.bytes);
+      return ncclRemoteError;
     }
     if (job.done < job.bytes) return ncclSuccess;  // would block
     SocketNetRequest* req = job.req;
-    const bool isHeader = !isSend_ && job.ptr == reinterpret_cast<char*>(req->header);
+    const bool isHeader = job.ptr == reinterpret_cast<char*>(req->header);
     jobs->pop_front();
     req->jobsLeft--;
     if (!isHeader) continue;
@@ -166,8 +226,11 @@ void SocketNetConn::queueNextHeader() {
 ncclResult_t SocketNetConn::progress() {
   if (error_ != ncclSuccess) return error_;
   if (!isSend_ && !mayRead()) return ncclSuccess;
-  ncclResult_t r = progressSocket(&ctrl_, &ctrlJobs_);
-  for (size_t i = 0; i < data_.size() && r == ncclSuccess; i++) r = progressSocket(&data_[i], &dataJobs_[i]);
+  rxDrained_ = false;
+  ncclResult_t r = isSend_ ? progressSend(&ctrl_, &ctrlJobs_) : progressRecv(&ctrl_, &ctrlJobs_);
+  for (size_t i = 0; i < data_.size() && r == ncclSuccess; i++) {
+    r = isSend_ ? progressSend(&data_[i], &dataJobs_[i]) : progressRecv(&data_[i], &dataJobs_[i]);
+  }
   if (r != ncclSuccess) fail(r);
   return r;
 }

@@ -9,15 +9,19 @@
 // Messages go in order, each a header {bytes, tag} on the control socket, then the payload: on the
 // control socket too when it is small (at most kSocketNetInlineBytes), else split into up to nSocks
 // contiguous parts, part i on data socket i, which both ends compute from the size alone. Several
-// messages may be in flight; each socket moves its parts in message order. A receive learns the
+// messages may be in flight; each socket moves its parts in message order. A sender hands a
+// socket all its queued pieces (headers and payloads) in one sendmsg(); a receiver reads its
+// control socket into a small buffer, which takes a header and a small payload, or several
+// messages, in one recv(). A NET hop of a small message is then one send, one epoll scan and one
+// receive, where it was two sends and three receives. A receive learns the
 // size from the header: a larger message than the receive's buffer is an error (named, not a
 // silent truncation), a smaller one completes with its size.
 //
 // Progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
 // many connections; a receiving connection reads only when its thread's ReadyScan says one of its
-// sockets has something (one epoll_wait per sweep over all connections, net/ready_scan.h). A peer that closes or resets its end fails the connection's requests with
-// ncclRemoteError and one WARN naming the peer; so does a peer whose host stops acknowledging for
-// BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through the kernel's TCP timeouts.
+// sockets has something (one epoll_wait per sweep over all connections, net/ready_scan.h). A peer that closes or resets
+// its end fails the connection's requests with ncclRemoteError and one WARN naming the peer; so does a peer whose host
+// stops acknowledging for BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through the kernel's TCP timeouts.
 #pragma once
 
 #include <nccl.h>
@@ -85,7 +89,9 @@ class SocketNetConn {
   int partsFor(size_t bytes) const;
   void queuePayload(SocketNetRequest* req);
   [[nodiscard]] ncclResult_t progress();
-  [[nodiscard]] ncclResult_t progressSocket(Socket* socket, std::deque<Job>* jobs);
+  [[nodiscard]] ncclResult_t progressSend(Socket* socket, std::deque<Job>* jobs);
+  [[nodiscard]] ncclResult_t progressRecv(Socket* socket, std::deque<Job>* jobs);
+  [[nodiscard]] ncclResult_t readCtrl(Job* job, bool* closed);
   void queueNextHeader();
   void fail(ncclResult_t error);
   // Receive side: whether a read may find data (net/ready_scan.h); true where no scan applies.
@@ -100,10 +106,17 @@ class SocketNetConn {
   std::vector<std::deque<Job>> dataJobs_;
   size_t nextHeader_ = 0;  // receive side: index in requests_ of the first receive without its header
   ncclResult_t error_ = ncclSuccess;
-  std::vector<int> recvFds_;          // every socket's fd, for the scan (receive side)
-  ReadyScan* scan_ = nullptr;         // the scan of the thread that registered the fds
-  bool scanRefused_ = false;          // epoll refused them: always read
-  uint64_t scanEpoch_ = 0;            // the scan this connection saw last
+  // Receive side, control socket: what one recv() brought beyond the job it was for (the next
+  // headers and small payloads), served before the socket is read again; rxDrained_: a read this
+  // progress() came back short, so the socket is empty until the scan says otherwise.
+  std::vector<char> rxBuf_;
+  size_t rxBegin_ = 0;
+  size_t rxEnd_ = 0;
+  bool rxDrained_ = false;
+  std::vector<int> recvFds_;   // every socket's fd, for the scan (receive side)
+  ReadyScan* scan_ = nullptr;  // the scan of the thread that registered the fds
+  bool scanRefused_ = false;   // epoll refused them: always read
+  uint64_t scanEpoch_ = 0;     // the scan this connection saw last
 };
 
 // A listener: accepts whole connections (control socket and every data socket).

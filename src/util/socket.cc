@@ -279,6 +279,45 @@ ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* clos
   return ncclSuccess;
 }
 
+ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(count);
+  for (;;) {
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n >= 0) {
+      *sent += static_cast<size_t>(n);
+      return ncclSuccess;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
+    int err = errno;
+    WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
+    return transferErrorResult(err);
+  }
+}
+
+ncclResult_t Socket::recvOnce(void* data, size_t bytes, size_t* got, bool* closed) {
+  *got = 0;
+  *closed = false;
+  for (;;) {
+    ssize_t n = ::recv(fd_, data, bytes, 0);
+    if (n > 0) {
+      *got = static_cast<size_t>(n);
+      return ncclSuccess;
+    }
+    if (n == 0 || errno == ECONNRESET) {
+      *closed = true;
+      return ncclSuccess;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
+    int err = errno;
+    WARN("Receive from %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
+    return transferErrorResult(err);
+  }
+}
+
 ncclResult_t Socket::sendAll(const void* data, size_t bytes, const Deadline& deadline) {
   size_t done = 0;
   for (;;) {

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -132,6 +133,10 @@ class Socket {
   // a WARN, when the peer closed or reset the connection: the caller knows what that means.
   [[nodiscard]] ncclResult_t sendSome(const void* data, size_t bytes, size_t* done);
   [[nodiscard]] ncclResult_t recvSome(void* data, size_t bytes, size_t* done, bool* closed);
+  // One system call each: sendSomeV sends what it can of the buffers in order and adds the bytes
+  // to *sent; recvOnce reads what is there, up to `bytes`, into *got (0: nothing yet or closed).
+  [[nodiscard]] ncclResult_t sendSomeV(const iovec* iov, int count, size_t* sent);
+  [[nodiscard]] ncclResult_t recvOnce(void* data, size_t bytes, size_t* got, bool* closed);
 
   // Makes the kernel abort the connection (ETIMEDOUT, which sendSome/recvSome report as
   // ncclRemoteError) once the peer's host has acknowledged nothing for `ms`: sent data

@@ -120,6 +120,37 @@ TEST(SocketNet, MessagesOfEverySizeArriveIntactAndInOrder) {
   }
 }
 
+// Many small messages sent at once arrive several per read of the control socket; the receives
+// are posted one at a time after that, so messages wait in the receiver's buffer (where the
+// socket itself has nothing left to say they are there).
+TEST(SocketNet, SmallMessagesBufferedAheadOfTheirReceivesArriveInOrder) {
+  Pair p = connectPair(2);
+  ASSERT_NE(p.recv, nullptr);
+  constexpr int kMessages = 300;
+  std::vector<std::vector<char>> payloads;
+  std::vector<SocketNetRequest*> sends;
+  for (int i = 0; i < kMessages; i++) {
+    payloads.push_back(randomBytes(static_cast<size_t>((i * 37) % 700), static_cast<uint32_t>(i + 100)));
+    SocketNetRequest* r = nullptr;
+    ASSERT_EQ(p.send->post(true, payloads[i].data(), payloads[i].size(), i, &r), ncclSuccess);
+    sends.push_back(r);
+  }
+  std::vector<SocketNetRequest*> none;
+  std::vector<size_t> noSizes;
+  ASSERT_TRUE(drive(p.send.get(), &sends, p.recv.get(), &none, &noSizes));  // all sent before any receive
+  for (int i = 0; i < kMessages; i++) {
+    std::vector<char> out(800, static_cast<char>(0x5a));
+    std::vector<SocketNetRequest*> recvs(1);
+    ASSERT_EQ(p.recv->post(false, out.data(), out.size(), i, &recvs[0]), ncclSuccess);
+    std::vector<size_t> got(1, 12345);
+    std::vector<SocketNetRequest*> noSends;
+    ASSERT_TRUE(drive(p.send.get(), &noSends, p.recv.get(), &recvs, &got)) << "message " << i;
+    ASSERT_EQ(got[0], payloads[i].size()) << "message " << i;
+    EXPECT_EQ(std::memcmp(out.data(), payloads[i].data(), got[0]), 0) << "message " << i;
+    EXPECT_EQ(out[got[0]], 0x5a) << "message " << i;
+  }
+}
+
 TEST(SocketNet, TwoConnectionsOnOneListenerAreTakenApart) {
   SocketNetHandle handle{};
   std::unique_ptr<SocketNetListener> listener;
