@@ -242,16 +242,11 @@ void Socket::setUnansweredTimeout(int64_t ms) {
 ncclResult_t Socket::sendSome(const void* data, size_t bytes, size_t* done) {
   const char* p = static_cast<const char*>(data);
   while (*done < bytes) {
-    ssize_t n = ::send(fd_, p + *done, bytes - *done, MSG_NOSIGNAL);
-    if (n > 0) {
-      *done += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ncclSuccess;
-    int err = errno;
-    WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
-    return transferErrorResult(err);
+    iovec piece{const_cast<char*>(p + *done), bytes - *done};
+    size_t sent = 0;
+    NCCLCHECK(sendSomeV(&piece, 1, &sent));
+    if (sent == 0) return ncclSuccess;  // would block
+    *done += sent;
   }
   return ncclSuccess;
 }
@@ -260,21 +255,10 @@ ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* clos
   char* p = static_cast<char*>(data);
   *closed = false;
   while (*done < bytes) {
-    ssize_t n = ::recv(fd_, p + *done, bytes - *done, 0);
-    if (n > 0) {
-      *done += static_cast<size_t>(n);
-      continue;
-    }
-    // A reset is how a peer's close looks when it had unread data: the same news for the caller.
-    if (n == 0 || errno == ECONNRESET) {
-      *closed = true;
-      return ncclSuccess;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
-    int err = errno;
-    WARN("Receive from %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err, transferErrorHint(err));
-    return transferErrorResult(err);
+    size_t got = 0;
+    NCCLCHECK(recvOnce(p + *done, bytes - *done, &got, closed));
+    if (got == 0) return ncclSuccess;  // would block, or closed
+    *done += got;
   }
   return ncclSuccess;
 }

@@ -318,6 +318,19 @@ class FakeBlock final : public Block {
   }
 };
 
+// fillConns over two fake blocks shared by every group: heads in a small one, receive buffers in a
+// large one. Only addresses are computed; nothing is dereferenced.
+void fillWithFakeBlocks(std::vector<Group>* groups, const size_t buffBytes[kNumProtos], std::vector<DevSendConn>* send,
+                        std::vector<DevRecvConn>* recv) {
+  FakeBlock blocks[2] = {{reinterpret_cast<char*>(0x1000), 4096}, {reinterpret_cast<char*>(0x100000), 1u << 30}};
+  for (Group& g : *groups) {
+    g.local = &blocks[g.role == Role::kSend ? 0 : 1];
+    g.remote = &blocks[g.role == Role::kSend ? 1 : 0];
+  }
+  fillConns(*groups, buffBytes, send, recv);
+  for (Group& g : *groups) g.local = g.remote = nullptr;  // the blocks end here
+}
+
 Context makeContext(int rank, int nranks, Bootstrap* bootstrap) {
   Context ctx{};
   ctx.rank = rank;
@@ -377,14 +390,9 @@ TEST(TransportGroups, NoPeerChannelsAreHolesThatKeepTheNumbering) {
   EXPECT_EQ(groups[1].channelMask, 0xcu);
   EXPECT_EQ(groups[2].peer, 2);
   EXPECT_EQ(groups[2].channels, std::vector<int>({1}));
-  FakeBlock blocks[2] = {{reinterpret_cast<char*>(0x1000), 4096}, {reinterpret_cast<char*>(0x100000), 1u << 30}};
-  for (Group& g : groups) {
-    g.local = &blocks[g.role == Role::kSend ? 0 : 1];
-    g.remote = &blocks[g.role == Role::kSend ? 1 : 0];
-  }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  fillConns(groups, ctx.buffBytes, &send, &recv);
+  fillWithFakeBlocks(&groups, ctx.buffBytes, &send, &recv);
   ASSERT_EQ(send.size(), 4u);
   EXPECT_EQ(send[0].head, nullptr);
   EXPECT_EQ(recv[0].tail, nullptr);
@@ -433,14 +441,9 @@ TEST(TransportGroups, UnusedProtocolGetsNullBuffers) {
   Context ctx = makeContext(0, 2, nullptr);
   ctx.buffBytes[kProtoLL128] = 0;
   std::vector<Group> groups = makeGroups(ctx, {{1, Kind::kShm, 1, Kind::kShm}});
-  FakeBlock blocks[2] = {{reinterpret_cast<char*>(0x1000), 4096}, {reinterpret_cast<char*>(0x100000), 1u << 30}};
-  for (Group& g : groups) {
-    g.local = &blocks[g.role == Role::kSend ? 0 : 1];
-    g.remote = &blocks[g.role == Role::kSend ? 1 : 0];
-  }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  fillConns(groups, ctx.buffBytes, &send, &recv);
+  fillWithFakeBlocks(&groups, ctx.buffBytes, &send, &recv);
   EXPECT_EQ(send[0].buffs[kProtoLL128], nullptr);
   EXPECT_EQ(recv[0].buffs[kProtoLL128], nullptr);
   EXPECT_NE(recv[0].buffs[kProtoSimple], nullptr);
