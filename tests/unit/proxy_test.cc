@@ -164,6 +164,62 @@ TEST_F(ProxyTest, StepsOfRandomSizesArriveInOrderAndIntact) {
   receiver.remove(recvKey);
 }
 
+// Four connections each way between two proxies, every one moving large steps (split over the data
+// sockets) and small ones at once, the way a ring's channels cross hosts: every byte arrives.
+TEST_F(ProxyTest, FourConnectionsEachWayMoveLargeAndSmallStepsAtOnce) {
+  constexpr int kConns = 4;
+  constexpr uint64_t kSteps = 60;
+  std::vector<std::pair<void*, void*>> conns(2 * kConns);
+  for (auto& c : conns) connectPair(&c.first, &c.second);
+  std::vector<HostFifo> sendSides(2 * kConns), recvSides(2 * kConns);
+  std::atomic<int> errors{0};
+  Proxy a("a", [&](ncclResult_t) { errors++; });
+  Proxy b("b", [&](ncclResult_t) { errors++; });
+  std::vector<NetFifo> aFifos, bFifos;
+  for (int i = 0; i < 2 * kConns; ++i) {
+    // Connections 0..3 go from a to b, 4..7 from b to a.
+    (i < kConns ? aFifos : bFifos).push_back(fifoOn(&sendSides[i], conns[i].first, true));
+    (i < kConns ? bFifos : aFifos).push_back(fifoOn(&recvSides[i], conns[i].second, false));
+  }
+  const uint64_t ka = a.add(aFifos);
+  const uint64_t kb = b.add(bFifos);
+  auto sizeOf = [](int conn, uint64_t step) {
+    return static_cast<uint32_t>(step % 3 == 0 ? 16 * (1 + (step * 7 + conn) % 40)
+                                               : kSlotBytes - 16 * (conn + step % 5));
+  };
+  std::vector<std::thread> gpus;
+  std::vector<size_t> badBytes(2 * kConns, 0);
+  for (int i = 0; i < 2 * kConns; ++i) {
+    gpus.emplace_back([&, i] {
+      HostFifo& f = sendSides[i];
+      for (uint64_t step = 0; step < kSteps; ++step) {
+        if (!waitFor(&f.head, step + 1 > kSlots ? step + 1 - kSlots : 0, std::chrono::seconds(30))) return;
+        char* slot = f.buff.data() + (step % kSlots) * kSlotBytes;
+        for (size_t k = 0; k < sizeOf(i, step); ++k) slot[k] = byteOf(step + 1000 * i, k);
+        f.sizes[step % kNetSizeSlots] = sizeOf(i, step);
+        store(&f.tail, step + 1);
+      }
+    });
+    gpus.emplace_back([&, i] {
+      HostFifo& f = recvSides[i];
+      for (uint64_t step = 0; step < kSteps; ++step) {
+        if (!waitFor(&f.tail, step + 1, std::chrono::seconds(30))) {
+          badBytes[i] += 1u << 30;
+          return;
+        }
+        const char* slot = f.buff.data() + (step % kSlots) * kSlotBytes;
+        for (size_t k = 0; k < sizeOf(i, step); ++k) badBytes[i] += slot[k] != byteOf(step + 1000 * i, k) ? 1 : 0;
+        store(&f.head, step + 1);
+      }
+    });
+  }
+  for (std::thread& t : gpus) t.join();
+  for (int i = 0; i < 2 * kConns; ++i) EXPECT_EQ(badBytes[i], 0u) << "connection " << i;
+  EXPECT_EQ(errors.load(), 0);
+  a.remove(ka);
+  b.remove(kb);
+}
+
 // LL over the network: LL steps (lines in the LL FIFO, size marked kNetSizeLL) interleaved with
 // Simple ones, each within its protocol's window on the shared head. Every LL step's lines must be
 // in the receiver's LL slot when its tail says it arrived, every Simple step in its Simple slot.
