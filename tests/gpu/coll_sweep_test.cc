@@ -565,9 +565,11 @@ class CollSweep : public ::testing::TestWithParam<int> {
   }
   int nranks() const { return GetParam(); }
 
-  void sweep(Mode mode, const std::vector<Case>& cases, unsigned streamFlags = cudaStreamDefault) {
+  // perHost > 0: one process per GPU, NCCL_HOSTID different for each group of perHost ranks.
+  void sweep(Mode mode, const std::vector<Case>& cases, unsigned streamFlags = cudaStreamDefault, int perHost = 0) {
     Resources s = resourcesFor(cases, nranks());
     s.streamFlags = streamFlags;
+    if (perHost > 0) s.ranksPerHost = perHost;
     EXPECT_EQ(0, runMode(mode, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
         << cases.size() << " cases; " << seedText();
   }
@@ -624,11 +626,7 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHosts) {
   const std::vector<Case> cases = reducedSweepAllColls(nranks());
   for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
     SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    Resources s = resourcesFor(cases, nranks());
-    s.ranksPerHost = perHost;
-    EXPECT_EQ(
-        0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
-        << cases.size() << " cases; " << seedText();
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
   }
 }
 
@@ -644,11 +642,7 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHostsOverLl) {
     SCOPED_TRACE(forceLl ? "NCCL_PROTO=LL" : "default protocols");
     std::optional<ScopedSetenv> forced;
     if (forceLl) forced.emplace("NCCL_PROTO", "LL");
-    Resources s = resourcesFor(cases, nranks());
-    s.ranksPerHost = nranks() / 2;
-    EXPECT_EQ(
-        0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
-        << cases.size() << " cases; " << seedText();
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, nranks() / 2);
   }
 }
 
@@ -669,11 +663,7 @@ TEST_P(CollSweep, AllReduceTreesAcrossEmulatedHosts) {
     for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
       SCOPED_TRACE(std::string(proto) + ", " + std::to_string(nranks() / perHost) + " hosts of " +
                    std::to_string(perHost) + " GPUs");
-      Resources s = resourcesFor(cases, nranks());
-      s.ranksPerHost = perHost;
-      EXPECT_EQ(
-          0, runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
-          << cases.size() << " cases; " << seedText();
+      sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
     }
   }
 }
@@ -684,12 +674,7 @@ TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {
   ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
   ScopedSetenv net("NCCL_NET", "ExampleTCP");
   ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  Resources s = resourcesFor(cases, nranks());
-  s.ranksPerHost = nranks() / 2;
-  EXPECT_EQ(0,
-            runMode(Mode::kProcesses, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
-      << cases.size() << " cases; " << seedText();
+  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, nranks() / 2);
 }
 
 // Random reals on float and double, every op: relative tolerance 1e-5 (float) / 1e-12 (double)
