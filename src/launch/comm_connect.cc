@@ -1,8 +1,8 @@
 // The lazy part of a communicator: at its first operation every rank detects its links, the ranks
 // exchange them, each builds the same rings from the same matrix, and the transports connect every
 // channel's ring neighbours, then (where topo allows direct algorithms) every pair of ranks once
-// per direct channel, then (across hosts) every channel's tree edges. Collective: all ranks run it for the same (first)
-// operation.
+// per direct channel, then (across hosts) every channel's tree edges. Collective: all ranks run it
+// for the same (first) operation.
 #include <chrono>
 #include <cstdio>
 #include <cstring>

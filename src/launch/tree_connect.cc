@@ -50,8 +50,9 @@ ncclResult_t CommDataPath::connectTrees(transport::Context ctx, DevComm* dev) {
     auto edge = [&](int c, int child) { return (c - first) * kTreeEdgeSlots + edgeSlot(topo_.trees[c], child); };
     for (int c = first; c < first + count; c++) {
       const topo::TreeLinks& me = topo_.trees[c][rank];
-      if (me.parent >= 0)
+      if (me.parent >= 0) {
         channels[edge(c, rank)] = {me.parent, kind(rank, me.parent), me.parent, kind(me.parent, rank)};
+      }
       for (int k = 0; k < me.nChildren; k++) {
         const int child = me.children[k];
         channels[edge(c, child)] = {child, kind(rank, child), child, kind(child, rank)};

@@ -236,40 +236,29 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   int c = static_cast<int>(coll);
   Decision d{};
   bool found = false;
+  auto offer = [&](AlgoId algo, ProtoId proto, double us) {
+    if (found && us >= d.estimatedUs) return;
+    d.algo = algo;
+    d.proto = proto;
+    d.estimatedUs = us;
+    found = true;
+  };
+  auto allowed = [&](ProtoId proto) { return filter.proto[c][proto] && protoUsable(model, proto); };
   if (filter.algo[c][kAlgoRing]) {
     for (int p = 0; p < kNumProtos; ++p) {
       ProtoId proto = static_cast<ProtoId>(p);
-      if (!filter.proto[c][p] || !protoUsable(model, proto)) continue;
-      double us = estimateUs(model, coll, proto, protoMaxChannels(model, proto), bytes);
-      if (!found || us < d.estimatedUs) {
-        d.algo = kAlgoRing;
-        d.proto = proto;
-        d.estimatedUs = us;
-        found = true;
-      }
+      if (allowed(proto))
+        offer(kAlgoRing, proto, estimateUs(model, coll, proto, protoMaxChannels(model, proto), bytes));
     }
   }
   if (coll == CollId::kAllReduce && model.nTreeChannels > 0 && filter.algo[c][kAlgoTree]) {
     for (ProtoId proto : {kProtoLL, kProtoSimple}) {
-      if (!filter.proto[c][proto] || !protoUsable(model, proto)) continue;
-      double us = estimateTreeUs(model, proto, std::min(protoMaxChannels(model, proto), model.nTreeChannels), bytes);
-      if (!found || us < d.estimatedUs) {
-        d.algo = kAlgoTree;
-        d.proto = proto;
-        d.estimatedUs = us;
-        found = true;
-      }
+      int channels = std::min(protoMaxChannels(model, proto), model.nTreeChannels);
+      if (allowed(proto)) offer(kAlgoTree, proto, estimateTreeUs(model, proto, channels, bytes));
     }
   }
-  if (model.maxDirectChannels > 0 && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoLL] &&
-      protoUsable(model, kProtoLL)) {
-    double us = estimateDirectUs(model, coll, model.maxDirectChannels, bytes);
-    if (!found || us < d.estimatedUs) {
-      d.algo = kAlgoDirect;
-      d.proto = kProtoLL;
-      d.estimatedUs = us;
-      found = true;
-    }
+  if (model.maxDirectChannels > 0 && filter.algo[c][kAlgoDirect] && allowed(kProtoLL)) {
+    offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
   }
   if (!found) {
     WARN(
