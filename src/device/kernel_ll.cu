@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
   noteCtaLeft(args.work);
 }
 
-cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
-  return launchWithConfig(llKernel, args.work.nChannels, nThreads, pdl, stream, args);
+cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch, cudaStream_t stream) {
+  return launchWithConfig(llKernel, args.work.nChannels, nThreads, launch, stream, args);
 }
 
 }  // namespace braid

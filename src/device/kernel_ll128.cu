@@ -31,8 +31,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   noteCtaLeft(args.work);
 }
 
-cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream) {
-  return launchWithConfig(ll128Kernel, args.work.nChannels, nThreads, pdl, stream, args);
+cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                              cudaStream_t stream) {
+  return launchWithConfig(ll128Kernel, args.work.nChannels, nThreads, launch, stream, args);
 }
 
 }  // namespace braid

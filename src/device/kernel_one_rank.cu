@@ -31,7 +31,7 @@ __global__ void oneRankKernel(const DevWork work) {
 
 struct OneRankLauncher {
   const DevWork& work;
-  bool pdl;
+  const LaunchOptions& launch;
   cudaStream_t stream;
   cudaError_t result = cudaErrorInvalidValue;
 
@@ -40,15 +40,15 @@ struct OneRankLauncher {
     if constexpr (std::is_same<Fn, FuncPreMulSum<T>>::value) {
       const int64_t blocks = std::clamp<int64_t>(
           (static_cast<int64_t>(work.count) + kOneRankThreads - 1) / kOneRankThreads, 1, kOneRankMaxBlocks);
-      result = launchWithConfig(oneRankKernel<T, Fn>, static_cast<int>(blocks), kOneRankThreads, pdl, stream, work);
+      result = launchWithConfig(oneRankKernel<T, Fn>, static_cast<int>(blocks), kOneRankThreads, launch, stream, work);
     }
   }
 };
 
 }  // namespace
 
-cudaError_t launchOneRankKernel(const DevWork& work, bool pdl, cudaStream_t stream) {
-  OneRankLauncher launcher{work, pdl, stream};
+cudaError_t launchOneRankKernel(const DevWork& work, const LaunchOptions& launch, cudaStream_t stream) {
+  OneRankLauncher launcher{work, launch, stream};
   if (!visitTypeOpHost(work.dtype, work.redOp, launcher)) return cudaErrorInvalidValue;
   return launcher.result;
 }

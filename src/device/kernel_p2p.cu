@@ -66,26 +66,29 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
 }
 
 template <typename Args>
-cudaError_t launchP2p(const Args& args, int nThreads, bool pdl, cudaStream_t stream) {
+cudaError_t launchP2p(const Args& args, int nThreads, const LaunchOptions& launch, cudaStream_t stream) {
   if (args.nCtas <= 0 || args.nCtas > Args::kMaxCtas || nThreads < 32 || nThreads % 32 != 0 ||
       nThreads > kMaxSimpleP2pWorkers || args.slotBytes == 0 || args.slotBytes % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  return launchWithConfig(p2pKernel<Args>, args.nCtas, nThreads + kSimpleExtraThreads, pdl, stream, args);
+  return launchWithConfig(p2pKernel<Args>, args.nCtas, nThreads + kSimpleExtraThreads, launch, stream, args);
 }
 
 }  // namespace
 
-cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool pdl, cudaStream_t stream) {
-  return launchP2p(args, nThreads, pdl, stream);
+cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, const LaunchOptions& launch,
+                            cudaStream_t stream) {
+  return launchP2p(args, nThreads, launch, stream);
 }
 
-cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, bool pdl, cudaStream_t stream) {
-  return launchP2p(args, nThreads, pdl, stream);
+cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, const LaunchOptions& launch,
+                            cudaStream_t stream) {
+  return launchP2p(args, nThreads, launch, stream);
 }
 
-cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool pdl, cudaStream_t stream) {
-  return launchP2p(args, nThreads, pdl, stream);
+cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, const LaunchOptions& launch,
+                            cudaStream_t stream) {
+  return launchP2p(args, nThreads, launch, stream);
 }
 
 }  // namespace braid

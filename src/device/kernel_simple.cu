@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   noteCtaLeft(args.work);
 }
 
-cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads, bool pdl,
-                               cudaStream_t stream) {
+cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,
+                               const LaunchOptions& launch, cudaStream_t stream) {
   if (nThreads > kMaxSimpleWorkers) return cudaErrorInvalidValue;
   DevSimpleArgs simpleArgs{};
   simpleArgs.core = args;
@@ -52,7 +52,8 @@ cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* pee
     simpleArgs.peers = *peers;
     simpleArgs.direct = 1;
   }
-  return launchWithConfig(simpleKernel, args.work.nChannels, nThreads + kSimpleExtraThreads, pdl, stream, simpleArgs);
+  return launchWithConfig(simpleKernel, args.work.nChannels, nThreads + kSimpleExtraThreads, launch, stream,
+                          simpleArgs);
 }
 
 }  // namespace braid

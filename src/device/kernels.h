@@ -8,6 +8,7 @@
 
 #include "device/arch/ptx.h"
 #include "device/dev_types.h"
+#include "device/launch_kernel.h"
 
 namespace braid {
 
@@ -19,24 +20,36 @@ constexpr int kMaxSimpleWorkers = 512;
 
 // peers: registered receive buffers for a direct ring (null: the FIFO path).
 [[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,
-                                             bool pdl, cudaStream_t stream);
-[[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
-[[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream);
+                                             const LaunchOptions& launch, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                                         cudaStream_t stream);
+[[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                                            cudaStream_t stream);
 
-// Every kernel's launch: blocks x threads on `stream`, with programmatic stream serialization when
-// pdl is set (see launchCollectiveKernel).
+// Every kernel's launch: blocks x threads on `stream`, with the attributes `launch` asks for (see
+// LaunchOptions in launch_kernel.h).
 template <typename Args>
-cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, bool pdl, cudaStream_t stream,
-                             const Args& args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, const LaunchOptions& launch,
+                             cudaStream_t stream, const Args& args) {
+  cudaLaunchAttribute attrs[3]{};
+  unsigned nAttrs = 0;
+  if (launch.pdl) {
+    attrs[nAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[nAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  const int cluster = clusterSizeFor(blocks, launch.clusterSize);
+  if (cluster > 1) {
+    attrs[nAttrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[nAttrs++].val.clusterDim = {static_cast<unsigned>(cluster), 1, 1};
+    attrs[nAttrs].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attrs[nAttrs++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.stream = stream;
-  config.attrs = pdl ? &attr : nullptr;
-  config.numAttrs = pdl ? 1 : 0;
+  config.attrs = nAttrs > 0 ? attrs : nullptr;
+  config.numAttrs = nAttrs;
   return cudaLaunchKernelEx(&config, kernel, args);
 }
 

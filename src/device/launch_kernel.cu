@@ -4,8 +4,8 @@
 
 namespace braid {
 
-cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool pdl, cudaStream_t stream,
-                                   const DevRegPeers* peers) {
+cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                                   cudaStream_t stream, const DevRegPeers* peers) {
   if (args.work.nChannels <= 0 || args.work.nChannels > kMaxChannels || nThreads < 32 || nThreads % 32 != 0 ||
       nThreads > kMaxThreads) {
     return cudaErrorInvalidValue;
@@ -23,11 +23,11 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, bool
   }
   switch (args.work.proto) {
     case kProtoSimple:
-      return launchSimpleKernel(args, peers, nThreads, pdl, stream);
+      return launchSimpleKernel(args, peers, nThreads, launch, stream);
     case kProtoLL:
-      return launchLLKernel(args, nThreads, pdl, stream);
+      return launchLLKernel(args, nThreads, launch, stream);
     case kProtoLL128:
-      return launchLL128Kernel(args, nThreads, pdl, stream);
+      return launchLL128Kernel(args, nThreads, launch, stream);
     default:
       return cudaErrorInvalidValue;
   }

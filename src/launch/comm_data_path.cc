@@ -80,7 +80,10 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
-  path->pdl_ = major >= 9 && paramInt(ParamId::kLaunchPdl) != 0;
+  const bool hopper = major >= 9;
+  path->collLaunch_.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
+  path->collLaunch_.clusterSize = hopper ? comm->config_.cgaClusterSize : 0;
+  path->plainLaunch_.pdl = path->collLaunch_.pdl;
   *out = std::move(path);
   return ncclSuccess;
 }
@@ -146,7 +149,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
   NCCLCHECK(order_.before(task.stream));
   if (nranks == 1 && hasUserOp(task)) {
     // One rank with a PreMulSum op: the premultiplication still applies.
-    CUDACHECK(launchOneRankKernel(workOf(task, nranks), pdl_, task.stream));
+    CUDACHECK(launchOneRankKernel(workOf(task, nranks), plainLaunch_, task.stream));
   } else if (nranks == 1) {
     // One rank: a copy (any other reduction of one value is that value).
     if (task.sendbuff != task.recvbuff) {
@@ -172,7 +175,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
           collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);
-    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, pdl_, task.stream,
+    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, collLaunch_, task.stream,
                                      registered.direct ? &registered.peers : nullptr));
     if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }

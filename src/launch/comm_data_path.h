@@ -14,6 +14,7 @@
 
 #include "core/comm.h"
 #include "core/data_path.h"
+#include "device/launch_kernel.h"
 #include "launch/coll_task.h"
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
@@ -153,7 +154,14 @@ class CommDataPath final : public DataPathBase {
   plan::CommModel model_{};
   LaunchOrder order_;
   ProgressRecorder progress_;  // hang diagnosis: this rank's numbered collective launches
-  bool pdl_ = false;           // launch with programmatic dependent launch (BRAID_LAUNCH_PDL, Hopper and later)
+  // Collective kernels: programmatic dependent launch (BRAID_LAUNCH_PDL) and clusters of the
+  // config's cgaClusterSize, Hopper and later. The others (point-to-point, one rank's PreMulSum):
+  // the same without clusters. Point-to-point CTAs must all be resident at once
+  // (plan::p2pChannelsPerPeer counts multiprocessors, not cluster slots), and on 4 H200 clusters
+  // gained nothing clear: ring-shift sends of 1 GiB moved 338-347 GB/s in clusters of 2, 319 in
+  // clusters of 4, 329-336 without.
+  LaunchOptions collLaunch_;
+  LaunchOptions plainLaunch_;
   // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
   // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).
   std::vector<char> p2pConnected_;

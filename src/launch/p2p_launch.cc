@@ -134,13 +134,13 @@ struct P2pLaunchArgs {
 
   // progress and seq: where the kernel notes its progress for hang reports (null and 0: nowhere).
   cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, DevP2pProgress* progress, uint64_t seq,
-                     bool pdl, cudaStream_t stream) {
+                     const LaunchOptions& launch, cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
       args.slotBytes = slotBytes;
       args.progress = progress;
       args.seq = seq;
-      return launchP2pKernel(args, p2pThreads(largestPart), pdl, stream);
+      return launchP2pKernel(args, p2pThreads(largestPart), launch, stream);
     };
     if (large != nullptr) return launchArgs(*large);
     if (medium.has_value()) return launchArgs(*medium);
@@ -233,7 +233,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     DevP2pProgress* progress = nullptr;
     // Not numbered when captured: a replay would note an old number again (progress_board.h).
     if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &progress);
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, progress, seq, pdl_, stream));
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, progress, seq, plainLaunch_, stream));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));

@@ -384,7 +384,7 @@ inline bool launchRank(RingEmulation& ring, const PreparedOp& P, int r) {
   w.nChannels = op.nChannels;
   w.chunkBytes = op.chunkBytes;
   const int threads = op.nThreads != 0 ? op.nThreads : (op.proto == kProtoLL128 ? 640 : 512);
-  DEVTEST_CUDA(launchCollectiveKernel(args, threads, /*pdl=*/false, ring.stream(r)));
+  DEVTEST_CUDA(launchCollectiveKernel(args, threads, LaunchOptions{}, ring.stream(r)));
   return true;
 }
 
