@@ -101,7 +101,9 @@ __device__ __forceinline__ void runDirectWork(const DevKernelArgs& args, PrimsSh
   } else if (!visitTypeOp(work.dtype, work.redOp, picker)) {
     return;  // the host validates the pair; an invalid one runs nothing on any rank
   }
-  DirectState s(args.comm, shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), workScalar(work));
+  __shared__ DirectShared direct;
+  DirectState s(args.comm, shared, &direct, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                workScalar(work));
   const int64_t chunkElems = llChunkBytes(*args.comm, work.chunkBytes) / picker.elemSize;
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / picker.elemSize);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {

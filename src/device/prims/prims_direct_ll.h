@@ -4,12 +4,20 @@
 // flow control are LL's (prims_ll.h), per connection: a sender fills step s once
 // head + kFifoSlotsLL > s, and a receiver returns its slot once every thread has read its lines.
 //
-// A chunk sends first and receives second, and a thread handles the same lines (tid, tid +
-// nthreads, ...) in both phases, so an in-place operation reads each input line before the same
-// thread overwrites it.
+// Latency is the point of this path (it runs the small operations), and on one CTA a chain of
+// dependent memory round trips is what costs: every global load is ~0.5 us. So the peers are worked
+// on at once, never one after another:
+//   - the connection state is read once per kernel, one peer per thread, into shared memory;
+//   - sends and receives are items (peer slot, line), peer-major, spread over all threads, so that
+//     the polls of different peers are in flight together;
+//   - a reduction stages what it received in shared memory and then reduces each line in rank
+//     order, pre(x_0) op pre(x_1) op ... then post(): all ranks of an AllReduce get bit-identical
+//     results, whatever the type.
+// Every chunk of an operation talks to the same peers, so chunk j uses step + j on each connection
+// it uses; the steps in shared memory stay those of the kernel's start until finish() stores them.
 //
-// Reductions run over the ranks in rank order on every rank, pre(x_0) op pre(x_1) op ..., then
-// post(): all ranks of an AllReduce get bit-identical results, whatever the type.
+// In place: every thread finishes its sends before it polls, and the reduction writes only after
+// the barrier that follows the polls, so no input line is overwritten before it was sent.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +26,26 @@
 
 namespace braid {
 
+// Lines of a reduction round, all peers' together, staged in shared memory (16 KiB).
+constexpr int kDirectStageLines = 2048;
+
+// The CTA's direct channel as this kernel sees it (loaded at its start), and the reduction stage.
+struct DirectShared {
+  char* out[kMaxDirectPeers];             // peer slot k's LL FIFO (in its memory)
+  const char* in[kMaxDirectPeers];        // our LL FIFO for peer slot k
+  const uint64_t* head[kMaxDirectPeers];  // how far peer slot k has consumed our sends (our memory)
+  uint64_t* recvHead[kMaxDirectPeers];    // where we return slots to peer slot k (its memory)
+  uint64_t sendStep[kMaxDirectPeers];     // at the kernel's start
+  uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
+  uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]; any thread may raise it
+  uint64_t stage[kDirectStageLines];
+};
+
 // One CTA thread's view of its direct channel. Peer slot k (0..nranks-2) is peer offset k + 1:
 // sends go to rank + k + 1, receives come from rank - k - 1.
 struct DirectState {
   DevDirectChannel* ch;
+  DirectShared* sh;
   AbortWatch abort;
   int tid;
   int nthreads;
@@ -29,12 +53,16 @@ struct DirectState {
   int nranks;
   uint64_t slotBytes;
   uint64_t scalar;
-  uint64_t sendStep[kMaxDirectPeers];
-  uint64_t recvStep[kMaxDirectPeers];
-  uint64_t headCache[kMaxDirectPeers];
+  uint64_t chunk = 0;     // chunks of the operation done so far
+  uint32_t sendMask = 0;  // peer slots the operation sends to (bit k)
+  uint32_t recvMask = 0;  // peer slots it receives from
 
-  __device__ DirectState(DevComm* comm, PrimsShared* shared, int threadId, int threads, uint64_t workScalar)
+  // Called by every thread. Thread k loads peer slot k's connection (every slot exists in DevComm;
+  // those past nranks - 1 are never used), so the loads take one round trip, not one per peer.
+  __device__ DirectState(DevComm* comm, PrimsShared* shared, DirectShared* direct, int threadId, int threads,
+                         uint64_t workScalar)
       : ch(&comm->direct[blockIdx.x]),
+        sh(direct),
         abort(comm->abortFlag, shared),
         tid(threadId),
         nthreads(threads),
@@ -42,21 +70,29 @@ struct DirectState {
         nranks(comm->nranks),
         slotBytes(comm->slotBytes[kProtoLL]),
         scalar(workScalar) {
-    for (int k = 0; k < nranks - 1; k++) {
-      sendStep[k] = ch->send[k].step;
-      recvStep[k] = ch->recv[k].step;
-      headCache[k] = ch->send[k].headSeen;
+    if (tid < kMaxDirectPeers) {
+      const DevSendConn& send = ch->send[tid];
+      const DevRecvConn& recv = ch->recv[tid];
+      sh->out[tid] = send.buffs[kProtoLL];
+      sh->head[tid] = send.head;
+      sh->sendStep[tid] = send.step;
+      sh->headSeen[tid] = send.headSeen;
+      sh->in[tid] = recv.buffs[kProtoLL];
+      sh->recvHead[tid] = recv.head;
+      sh->recvStep[tid] = recv.step;
     }
+    namedBarrierSync(kLLBarrier, nthreads);
   }
 
-  // Steps go back to DevComm for the next kernel (every thread counted the same steps).
+  // Steps go back to DevComm for the next kernel: thread k stores peer slot k's.
   __device__ void finish() const {
-    if (tid != 0) return;
-    for (int k = 0; k < nranks - 1; k++) {
-      ch->send[k].step = sendStep[k];
-      ch->send[k].headSeen = headCache[k];
-      ch->recv[k].step = recvStep[k];
+    const int k = tid;
+    if (k >= nranks - 1) return;
+    if ((sendMask >> k) & 1) {
+      ch->send[k].step = sh->sendStep[k] + chunk;
+      ch->send[k].headSeen = *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]);
     }
+    if ((recvMask >> k) & 1) ch->recv[k].step = sh->recvStep[k] + chunk;
   }
 };
 
@@ -72,156 +108,206 @@ struct DirectChunk {
   char* copyDst;
 };
 
-__device__ __forceinline__ void directWaitCredit(DirectState& s, int k) {
-  while (s.headCache[k] + kFifoSlotsLL <= s.sendStep[k]) {
-    s.headCache[k] = ldVolatile64(s.ch->send[k].head);
-    if (s.headCache[k] + kFifoSlotsLL > s.sendStep[k] || s.abort.poll()) return;
-  }
+__device__ __forceinline__ bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
+
+// Waits until peer slot k's FIFO has room for `step`. headSeen is shared: whichever thread read
+// head last leaves a lower bound of it there, which is all the others need.
+__device__ __forceinline__ void directWaitCredit(DirectState& s, int k, uint64_t step) {
+  volatile uint64_t* seen = &s.sh->headSeen[k];
+  uint64_t head = *seen;
+  if (head + kFifoSlotsLL > step) return;
+  do {
+    head = ldVolatile64(s.sh->head[k]);
+  } while (head + kFifoSlotsLL <= step && !s.abort.poll());
+  *seen = head;
 }
 
-__device__ __forceinline__ char* directOutSlot(const DirectState& s, int k) {
-  return s.ch->send[k].buffs[kProtoLL] + (s.sendStep[k] % kFifoSlotsLL) * s.slotBytes;
-}
+// Item i of a phase over `lines` lines of every peer slot: peer slot i / lines, line i % lines.
+struct DirectItem {
+  int k;
+  int line;
+};
+__device__ __forceinline__ DirectItem directItem(int i, int lines) { return {i / lines, i % lines}; }
 
-__device__ __forceinline__ const char* directInSlot(const DirectState& s, int k) {
-  return s.ch->recv[k].buffs[kProtoLL] + (s.recvStep[k] % kFifoSlotsLL) * s.slotBytes;
-}
-
-// Every send of the chunk; a source shared by several peers is re-read from L1.
+// Every send of the chunk: items over (peer slot, line); a source shared by several peers is
+// re-read from L1.
 template <typename T>
-__device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c, int64_t nbytes, int64_t nlines) {
-  const int npeers = s.nranks - 1;
-  if (s.tid < nlines) {
-    for (int k = 0; k < npeers; k++) {
-      if (c.send[k] != nullptr) directWaitCredit(s, k);
-    }
-  }
-  for (int64_t base = s.tid; base < nlines; base += static_cast<int64_t>(kLLUnroll) * s.nthreads) {
-    for (int k = 0; k < npeers; k++) {
-      const char* src = c.send[k];
-      if (src == nullptr) continue;
-      const bool aligned = reinterpret_cast<uintptr_t>(src) % 8 == 0;
-      char* out = directOutSlot(s, k);
-      const uint32_t flag = static_cast<uint32_t>(s.sendStep[k] + 1);
-      uint64_t v[kLLUnroll];
+__device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
+  if (s.sendMask == 0) return;
+  const int items = (s.nranks - 1) * nlines;
+  for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
+    uint64_t v[kLLUnroll];
 #pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-        v[u] = l < nlines ? loadPack8<T>(src + 8 * l, llLineBytes(nbytes, l), aligned) : 0;
-      }
-#pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-        if (l < nlines) llSendLine(out + 16 * l, v[u], flag);
-      }
-    }
-  }
-  for (int k = 0; k < npeers; k++) {
-    if (c.send[k] != nullptr) s.sendStep[k]++;
-  }
-}
-
-// dst = post(pre(x_0) op pre(x_1) op ... op pre(x_{n-1})), x_rank = own, the others from the FIFOs.
-template <typename T, typename Fn>
-__device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, const DirectChunk& c, int64_t nbytes,
-                                                int64_t nlines) {
-  const int n = s.nranks;
-  const bool ownAligned = reinterpret_cast<uintptr_t>(c.own) % 8 == 0;
-  const bool dstAligned = reinterpret_cast<uintptr_t>(c.dst) % 8 == 0;
-  for (int64_t base = s.tid; base < nlines; base += static_cast<int64_t>(kLLUnroll) * s.nthreads) {
-    uint64_t acc[kLLUnroll];
-    for (int q = 0; q < n; q++) {
-      uint64_t v[kLLUnroll];
-      if (q == s.rank) {
-#pragma unroll
-        for (int u = 0; u < kLLUnroll; u++) {
-          const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-          v[u] = l < nlines ? loadPack8<T>(c.own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
-        }
-      } else {
-        const int k = (s.rank - q + n) % n - 1;
-        llRecvLines(s.abort, directInSlot(s, k), static_cast<uint32_t>(s.recvStep[k] + 1), base, s.nthreads, nlines, v);
-      }
-#pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        if (Fn::kHasPreOp) v[u] = applyPreOp<Fn, T, uint64_t>(fn, v[u]);
-        acc[u] = q == 0 ? v[u] : applyReduce<Fn, T, uint64_t>(fn, acc[u], v[u]);
-      }
+    for (int u = 0; u < kLLUnroll; u++) {
+      const int i = base + u * s.nthreads;
+      const DirectItem it = directItem(i, nlines);
+      const char* src = i < items ? c.send[it.k] : nullptr;
+      v[u] = src != nullptr ? loadPack8<T>(src + 8 * it.line, llLineBytes(nbytes, it.line), aligned8(src)) : 0;
     }
 #pragma unroll
     for (int u = 0; u < kLLUnroll; u++) {
-      const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-      if (l >= nlines) break;
-      if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint64_t>(fn, acc[u]);
-      storePack8<T>(c.dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
+      const int i = base + u * s.nthreads;
+      const DirectItem it = directItem(i, nlines);
+      if (i >= items || c.send[it.k] == nullptr) continue;
+      const uint64_t step = s.sh->sendStep[it.k] + s.chunk;
+      directWaitCredit(s, it.k, step);
+      char* out = s.sh->out[it.k] + (step % kFifoSlotsLL) * s.slotBytes;
+      llSendLine(out + 16 * it.line, v[u], static_cast<uint32_t>(step + 1));
     }
   }
 }
 
-// Each peer's lines to its own destination, and the local copy.
-template <typename T>
-__device__ __forceinline__ void directCopies(DirectState& s, const DirectChunk& c, int64_t nbytes, int64_t nlines) {
-  for (int k = 0; k < s.nranks - 1; k++) {
-    char* dst = c.recv[k];
-    if (dst == nullptr) continue;
-    const bool aligned = reinterpret_cast<uintptr_t>(dst) % 8 == 0;
-    const char* in = directInSlot(s, k);
-    const uint32_t flag = static_cast<uint32_t>(s.recvStep[k] + 1);
-    for (int64_t base = s.tid; base < nlines; base += static_cast<int64_t>(kLLUnroll) * s.nthreads) {
+// Receives items base, base + nthreads, ... (kLLUnroll of them) of a phase over lines
+// [first, first + lines) of every peer slot in `mask`; items past `items` or of other slots read
+// as 0 (and `active` says which were received). The loads are issued together, then each is
+// polled until its flags match.
+__device__ __forceinline__ void directPoll(DirectState& s, uint32_t mask, int base, int items, int lines, int first,
+                                           uint64_t (&v)[kLLUnroll], bool (&active)[kLLUnroll]) {
+  const char* at[kLLUnroll];
+  uint32_t flag[kLLUnroll];
+  uint4 raw[kLLUnroll];
+#pragma unroll
+  for (int u = 0; u < kLLUnroll; u++) {
+    const int i = base + u * s.nthreads;
+    const DirectItem it = directItem(i, lines);
+    active[u] = i < items && ((mask >> it.k) & 1);
+    at[u] = nullptr;
+    flag[u] = 0;
+    raw[u] = uint4{0, 0, 0, 0};
+    if (!active[u]) continue;
+    const uint64_t step = s.sh->recvStep[it.k] + s.chunk;
+    at[u] = s.sh->in[it.k] + (step % kFifoSlotsLL) * s.slotBytes + 16 * (first + it.line);
+    flag[u] = static_cast<uint32_t>(step + 1);
+    raw[u] = ldVolatile16(at[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kLLUnroll; u++) {
+    while (active[u] && (raw[u].y != flag[u] || raw[u].w != flag[u])) {
+      if (s.abort.poll()) {
+        raw[u] = uint4{0, flag[u], 0, flag[u]};
+        break;
+      }
+      raw[u] = ldVolatile16(at[u]);
+    }
+    v[u] = static_cast<uint64_t>(raw[u].x) | (static_cast<uint64_t>(raw[u].z) << 32);
+  }
+}
+
+// dst = post(pre(x_0) op pre(x_1) op ... op pre(x_{n-1})), x_rank = own, the others from the FIFOs,
+// in rounds of kDirectStageLines lines of all peers together.
+template <typename T, typename Fn>
+__device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, const DirectChunk& c, int64_t nbytes,
+                                                int nlines) {
+  const int n = s.nranks;
+  const int roundLines = kDirectStageLines / (n - 1);
+  const bool ownAligned = aligned8(c.own);
+  const bool dstAligned = aligned8(c.dst);
+  uint64_t* stage = s.sh->stage;
+  for (int first = 0; first < nlines; first += roundLines) {
+    const int lines = min(roundLines, nlines - first);
+    const int items = (n - 1) * lines;
+    for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
       uint64_t v[kLLUnroll];
-      llRecvLines(s.abort, in, flag, base, s.nthreads, nlines, v);
+      bool active[kLLUnroll];
+      directPoll(s, s.recvMask, base, items, lines, first, v, active);
 #pragma unroll
       for (int u = 0; u < kLLUnroll; u++) {
-        const int64_t l = base + static_cast<int64_t>(u) * s.nthreads;
-        if (l < nlines) storePack8<T>(dst + 8 * l, v[u], llLineBytes(nbytes, l), aligned);
+        if (active[u]) stage[base + u * s.nthreads] = v[u];
       }
+    }
+    namedBarrierSync(kLLBarrier, s.nthreads);
+    for (int base = s.tid; base < lines; base += kLLUnroll * s.nthreads) {
+      uint64_t acc[kLLUnroll];
+#pragma unroll
+      for (int u = 0; u < kLLUnroll; u++) {
+        const int r = base + u * s.nthreads;
+        const int l = first + r;
+        acc[u] = r < lines ? loadPack8<T>(c.own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kLLUnroll; u++) {
+        const int r = base + u * s.nthreads;
+        if (r >= lines) break;
+        const uint64_t own = acc[u];
+        for (int q = 0; q < n; q++) {
+          uint64_t x = q == s.rank ? own : stage[((s.rank - q + n) % n - 1) * lines + r];
+          if (Fn::kHasPreOp) x = applyPreOp<Fn, T, uint64_t>(fn, x);
+          acc[u] = q == 0 ? x : applyReduce<Fn, T, uint64_t>(fn, acc[u], x);
+        }
+        if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint64_t>(fn, acc[u]);
+        const int l = first + r;
+        storePack8<T>(c.dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
+      }
+    }
+    if (first + lines < nlines) namedBarrierSync(kLLBarrier, s.nthreads);  // the stage is refilled
+  }
+}
+
+// Each peer's lines to its own destination (items over (peer slot, line)), and the local copy.
+template <typename T>
+__device__ __forceinline__ void directCopies(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
+  const int items = (s.nranks - 1) * nlines;
+  for (int base = s.tid; s.recvMask != 0 && base < items; base += kLLUnroll * s.nthreads) {
+    uint64_t v[kLLUnroll];
+    bool active[kLLUnroll];
+    directPoll(s, s.recvMask, base, items, nlines, 0, v, active);
+#pragma unroll
+    for (int u = 0; u < kLLUnroll; u++) {
+      if (!active[u]) continue;
+      const DirectItem it = directItem(base + u * s.nthreads, nlines);
+      char* dst = c.recv[it.k];
+      storePack8<T>(dst + 8 * it.line, v[u], llLineBytes(nbytes, it.line), aligned8(dst));
     }
   }
   if (c.copySrc == nullptr) return;
-  const bool srcAligned = reinterpret_cast<uintptr_t>(c.copySrc) % 8 == 0;
-  const bool dstAligned = reinterpret_cast<uintptr_t>(c.copyDst) % 8 == 0;
-  for (int64_t l = s.tid; l < nlines; l += s.nthreads) {
+  const bool srcAligned = aligned8(c.copySrc);
+  const bool dstAligned = aligned8(c.copyDst);
+  for (int l = s.tid; l < nlines; l += s.nthreads) {
     const int lineBytes = llLineBytes(nbytes, l);
     storePack8<T>(c.copyDst + 8 * l, loadPack8<T>(c.copySrc + 8 * l, lineBytes, srcAligned), lineBytes, dstAligned);
   }
 }
 
 // After the receives: every thread has read its lines, then thread k returns peer slot k's slot.
-__device__ __forceinline__ void directPostHeads(DirectState& s, const DirectChunk& c) {
-  bool any = c.reduceAll;
-  for (int k = 0; k < s.nranks - 1 && !any; k++) any = c.recv[k] != nullptr;
-  if (!any) return;
+__device__ __forceinline__ void directPostHeads(DirectState& s) {
+  if (s.recvMask == 0) return;
   namedBarrierSync(kLLBarrier, s.nthreads);
-  for (int k = 0; k < s.nranks - 1; k++) {
-    if (!c.reduceAll && c.recv[k] == nullptr) continue;
-    if (s.tid == k && !s.abort.aborted()) stRelaxedSys(s.ch->recv[k].head, s.recvStep[k] + 1);
-    s.recvStep[k]++;
+  const int k = s.tid;
+  if (k < s.nranks - 1 && ((s.recvMask >> k) & 1) && !s.abort.aborted()) {
+    stRelaxedSys(s.sh->recvHead[k], s.sh->recvStep[k] + s.chunk + 1);
   }
 }
 
 // The reduce form's receives for one (T, Fn). Not inlined: one copy per (T, Fn); the sends and
 // copies move bits and are compiled once per element size.
 template <typename T, typename Fn>
-__device__ __noinline__ void llDirectReduce(DirectState& s, const DirectChunk& c, int64_t nbytes, int64_t nlines) {
+__device__ __noinline__ void llDirectReduce(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   const Fn fn(s.scalar);
   directReduceAll<T, Fn>(s, fn, c, nbytes, nlines);
 }
 
-using DirectReduceFn = void (*)(DirectState&, const DirectChunk&, int64_t nbytes, int64_t nlines);
+using DirectReduceFn = void (*)(DirectState&, const DirectChunk&, int64_t nbytes, int nlines);
 
 template <int kBytes>
-__device__ __noinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int64_t nlines) {
+__device__ __noinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   using U = typename UintOfSize<kBytes>::Type;
   directSends<U>(s, c, nbytes, nlines);
   if (!c.reduceAll) directCopies<U>(s, c, nbytes, nlines);
 }
 
-// One chunk: sends, then the receives (reduce: `reduce`, the (T, Fn) one), then the slots go back.
+// One chunk (at most the LL slot's payload): sends, then the receives (reduce: `reduce`, the
+// (T, Fn) one), then the slots go back.
 __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk& c, int64_t elemSize,
                                               DirectReduceFn reduce) {
   if (c.nelem <= 0) return;
+  s.sendMask = 0;
+  s.recvMask = 0;
+  for (int k = 0; k < s.nranks - 1; k++) {
+    if (c.send[k] != nullptr) s.sendMask |= 1u << k;
+    if (c.reduceAll || c.recv[k] != nullptr) s.recvMask |= 1u << k;
+  }
   const int64_t nbytes = c.nelem * elemSize;
-  const int64_t nlines = divUp(nbytes, 8);
+  const int nlines = static_cast<int>(divUp(nbytes, 8));
   switch (elemSize) {
     case 1:
       llDirectMove<1>(s, c, nbytes, nlines);
@@ -236,8 +322,9 @@ __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk&
       llDirectMove<8>(s, c, nbytes, nlines);
       break;
   }
-  if (c.reduceAll) reduce(s, c, nbytes, nlines);
-  directPostHeads(s, c);
+  if (c.reduceAll && s.recvMask != 0) reduce(s, c, nbytes, nlines);
+  directPostHeads(s);
+  s.chunk++;
 }
 
 }  // namespace braid
