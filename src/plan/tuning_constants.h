@@ -29,11 +29,12 @@ constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 
 // Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop; bandwidth is the ring LL
 // bus bandwidth times kDirectBwFactor, for the bytes of the rank's busiest port (nranks - 1
-// connections). Fitted on 4 H200 (scripts/tune-plans/2026-11-22-direct.txt): AllReduce 9.4 us up
-// to 2 KiB, 11.2 at 32 KiB, 32.6 at 512 KiB; AllGather/ReduceScatter 9.8 us and Broadcast/Reduce
-// 6.4-8.3 us at 64 B, where the rings took 8.9 and 5.4-6.0 us.
+// connections). Fitted on 4 H200 (scripts/tune-plans/2026-11-22-direct.txt, then session 19's
+// peer-parallel kernel): AllReduce 8.2 us at 8 B, 9.4 at 16 KiB, 11.2 at 32 KiB, 14.2 at 64 KiB and
+// 22.1 at 128 KiB, where ring LL took 14.5-14.7 from 16 to 128 KiB; AllGather/ReduceScatter within
+// 0.2 us of ring LL up to 32 KiB, so they stay on the ring on 4 ranks.
 constexpr double kDirectBaseLatencyUs = 7.6;
-constexpr double kDirectBwFactor = 0.78;
+constexpr double kDirectBwFactor = 0.32;
 
 // Rings and trees that cross hosts run LL on one channel: the proxy serves a rank's connections one
 // after another, so every channel adds a network message to each step. 4 H200 as 2 hosts of 2 over
