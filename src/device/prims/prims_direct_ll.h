@@ -37,7 +37,7 @@ struct DirectShared {
   uint64_t* recvHead[kMaxDirectPeers];    // where we return slots to peer slot k (its memory)
   uint64_t sendStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
-  uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]; any thread may raise it
+  uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]: any head a thread read
   uint64_t stage[kDirectStageLines];
 };
 
