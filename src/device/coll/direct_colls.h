@@ -8,8 +8,8 @@
 //   Reduce         the others send to the root; the root reduces every rank's chunk
 //
 // Parts are channelPart's (16-byte multiples); both ends of a connection compute the same parts and
-// chunks from the same count, so they count the same steps. In place as for the rings: the own
-// block is never copied onto itself.
+// chunks from the same count, so they count the same steps; every chunk uses the same peer slots.
+// In place as for the rings: the own block is never copied onto itself.
 #pragma once
 
 #include <cstdint>
@@ -34,56 +34,67 @@ struct DirectPicker {
 };
 
 // The chunk [o, o + len) of the work for this rank. count: per-rank elements for AllGather and
-// ReduceScatter, all elements otherwise.
+// ReduceScatter, all elements otherwise. Peer slot k sends to rank + k + 1 and receives from
+// rank - k - 1 (DirectState::sendPeer, recvPeer).
 __device__ __forceinline__ DirectChunk directChunk(const DevWork& work, int rank, int n, int64_t count,
                                                    int64_t elemSize, int64_t o, int64_t len) {
-  const char* src = static_cast<const char*>(work.sendbuff);
-  char* dst = static_cast<char*>(work.recvbuff);
-  auto at = [elemSize](auto* p, int64_t elems) { return p + elems * elemSize; };
-  auto peerAt = [rank, n](int k, int sign) { return ((rank + sign * (k + 1)) % n + n) % n; };
+  const char* src = static_cast<const char*>(work.sendbuff) + o * elemSize;
+  char* dst = static_cast<char*>(work.recvbuff) + o * elemSize;
+  const int64_t block = count * elemSize;  // bytes between two ranks' blocks (AllGather, ReduceScatter)
+  const uint32_t everyPeer = (1u << (n - 1)) - 1;
   DirectChunk c{};
   c.nelem = len;
   switch (static_cast<CollId>(work.coll)) {
     case CollId::kAllReduce:
-      for (int k = 0; k < n - 1; k++) c.send[k] = at(src, o);
+      c.send = src;
+      c.sendMask = everyPeer;
+      c.recvMask = everyPeer;
       c.reduceAll = true;
-      c.own = at(src, o);
-      c.dst = at(dst, o);
+      c.own = src;
+      c.dst = dst;
       break;
     case CollId::kReduceScatter:
-      for (int k = 0; k < n - 1; k++) c.send[k] = at(src, peerAt(k, 1) * count + o);
+      c.send = src;
+      c.sendStride = block;
+      c.sendMask = everyPeer;
+      c.recvMask = everyPeer;
       c.reduceAll = true;
-      c.own = at(src, rank * count + o);
-      c.dst = at(dst, o);
+      c.own = src + rank * block;
+      c.dst = dst;
       break;
     case CollId::kAllGather:
-      for (int k = 0; k < n - 1; k++) {
-        c.send[k] = at(src, o);
-        c.recv[k] = at(dst, peerAt(k, -1) * count + o);
-      }
-      if (src != at(dst, rank * count)) {
-        c.copySrc = at(src, o);
-        c.copyDst = at(dst, rank * count + o);
+      c.send = src;
+      c.sendMask = everyPeer;
+      c.recv = dst;
+      c.recvStride = block;
+      c.recvMask = everyPeer;
+      if (src != dst + rank * block) {
+        c.copySrc = src;
+        c.copyDst = dst + rank * block;
       }
       break;
     case CollId::kBroadcast:
       if (rank == work.root) {
-        for (int k = 0; k < n - 1; k++) c.send[k] = at(src, o);
+        c.send = src;
+        c.sendMask = everyPeer;
         if (src != dst) {
-          c.copySrc = at(src, o);
-          c.copyDst = at(dst, o);
+          c.copySrc = src;
+          c.copyDst = dst;
         }
       } else {
-        c.recv[(rank - work.root + n) % n - 1] = at(dst, o);
+        c.recv = dst;
+        c.recvMask = 1u << ((rank - work.root + n) % n - 1);
       }
       break;
     case CollId::kReduce:
       if (rank == work.root) {
+        c.recvMask = everyPeer;
         c.reduceAll = true;
-        c.own = at(src, o);
-        c.dst = at(dst, o);
+        c.own = src;
+        c.dst = dst;
       } else {
-        c.send[(work.root - rank + n) % n - 1] = at(src, o);
+        c.send = src;
+        c.sendMask = 1u << ((work.root - rank + n) % n - 1);
       }
       break;
   }
@@ -102,16 +113,17 @@ __device__ __forceinline__ void runDirectWork(const DevKernelArgs& args, PrimsSh
     return;  // the host validates the pair; an invalid one runs nothing on any rank
   }
   __shared__ DirectShared direct;
-  DirectState s(args.comm, shared, &direct, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                workScalar(work));
-  const int64_t chunkElems = llChunkBytes(*args.comm, work.chunkBytes) / picker.elemSize;
+  DevDirectChannel* ch = &args.comm->direct[blockIdx.x];
+  DirectState::load(ch, args.comm, shared, &direct, workScalar(work));
+  DirectState s(&direct, 0);
+  const int64_t chunkElems = clampChunkBytes(s.slotBytes / 16 * 8, work.chunkBytes) / picker.elemSize;
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / picker.elemSize);
+  DirectChunk c{};
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
-    const int64_t len = minI64(chunkElems, part.end - o);
-    llDirectChunk(s, directChunk(work, s.rank, s.nranks, count, picker.elemSize, o, len), picker.elemSize,
-                  picker.reduce);
+    c = directChunk(work, s.rank, s.nranks, count, picker.elemSize, o, minI64(chunkElems, part.end - o));
+    llDirectChunk(s, c, picker.elemSize, picker.reduce);
   }
-  s.finish();
+  s.finish(ch, c.sendMask, c.recvMask);
 }
 
 }  // namespace braid

@@ -16,6 +16,13 @@
 // Every chunk of an operation talks to the same peers, so chunk j uses step + j on each connection
 // it uses; the steps in shared memory stay those of the kernel's start until finish() stores them.
 //
+// Nothing here may live in local memory: a struct that a thread builds in its stack at kernel start
+// costs ~0.8 us before its first use (H200: a 140-byte struct passed by reference to a non-inlined
+// function, against 0.16 us for two dependent L2 loads), and this path's operations take ~7 us. So
+// the per-kernel state is in registers (DirectState) and shared memory (DirectShared), a chunk
+// names its peers' buffers by a base and a per-peer stride instead of arrays indexed by peer, and
+// the one call that is not inlined (the reduction, one copy per (T, Fn)) takes scalars.
+//
 // In place: every thread finishes its sends before it polls, and the reduction writes only after
 // the barrier that follows the polls, so no input line is overwritten before it was sent.
 #pragma once
@@ -29,7 +36,8 @@ namespace braid {
 // Lines of a reduction round, all peers' together, staged in shared memory (16 KiB).
 constexpr int kDirectStageLines = 2048;
 
-// The CTA's direct channel as this kernel sees it (loaded at its start), and the reduction stage.
+// What every thread of the CTA uses, the same for the whole kernel: the direct channel as this
+// kernel sees it (loaded at its start), the communicator's figures, and the reduction stage.
 struct DirectShared {
   char* out[kMaxDirectPeers];             // peer slot k's LL FIFO (in its memory)
   const char* in[kMaxDirectPeers];        // our LL FIFO for peer slot k
@@ -38,13 +46,18 @@ struct DirectShared {
   uint64_t sendStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]: any head a thread read
+  const volatile int* abortFlag;
+  PrimsShared* prims;
+  uint64_t slotBytes;
+  uint64_t scalar;
+  int rank;
+  int nranks;
   uint64_t stage[kDirectStageLines];
 };
 
-// One CTA thread's view of its direct channel. Peer slot k (0..nranks-2) is peer offset k + 1:
-// sends go to rank + k + 1, receives come from rank - k - 1.
+// One CTA thread's view of its direct channel, in registers. Peer slot k (0..nranks-2) is peer
+// offset k + 1: sends go to rank + k + 1, receives come from rank - k - 1.
 struct DirectState {
-  DevDirectChannel* ch;
   DirectShared* sh;
   AbortWatch abort;
   int tid;
@@ -52,59 +65,89 @@ struct DirectState {
   int rank;
   int nranks;
   uint64_t slotBytes;
-  uint64_t scalar;
-  uint64_t chunk = 0;     // chunks of the operation done so far
-  uint32_t sendMask = 0;  // peer slots the operation sends to (bit k)
-  uint32_t recvMask = 0;  // peer slots it receives from
+  uint64_t chunk;     // chunks of the operation done so far
+  uint32_t sendMask;  // peer slots the chunk sends to (bit k)
+  uint32_t recvMask;  // peer slots it receives from
 
-  // Called by every thread. Thread k loads peer slot k's connection (every slot exists in DevComm;
-  // those past nranks - 1 are never used), so the loads take one round trip, not one per peer.
-  __device__ DirectState(DevComm* comm, PrimsShared* shared, DirectShared* direct, int threadId, int threads,
-                         uint64_t workScalar)
-      : ch(&comm->direct[blockIdx.x]),
-        sh(direct),
-        abort(comm->abortFlag, shared),
-        tid(threadId),
-        nthreads(threads),
-        rank(comm->rank),
-        nranks(comm->nranks),
-        slotBytes(comm->slotBytes[kProtoLL]),
-        scalar(workScalar) {
-    if (tid < kMaxDirectPeers) {
-      const DevSendConn& send = ch->send[tid];
-      const DevRecvConn& recv = ch->recv[tid];
-      sh->out[tid] = send.buffs[kProtoLL];
-      sh->head[tid] = send.head;
-      sh->sendStep[tid] = send.step;
-      sh->headSeen[tid] = send.headSeen;
-      sh->in[tid] = recv.buffs[kProtoLL];
-      sh->recvHead[tid] = recv.head;
-      sh->recvStep[tid] = recv.step;
+  // From what load() left in shared memory.
+  __device__ DirectState(DirectShared* direct, uint64_t chunkIndex)
+      : sh(direct),
+        abort(direct->abortFlag, direct->prims),
+        tid(static_cast<int>(threadIdx.x)),
+        nthreads(static_cast<int>(blockDim.x)),
+        rank(direct->rank),
+        nranks(direct->nranks),
+        slotBytes(direct->slotBytes),
+        chunk(chunkIndex),
+        sendMask(0),
+        recvMask(0) {}
+
+  // Called by every thread at the kernel's start. Thread k loads peer slot k's connection (every
+  // slot exists in DevComm; those past nranks - 1 are never used), so the loads take one round
+  // trip, not one per peer.
+  static __device__ void load(const DevDirectChannel* ch, const DevComm* comm, PrimsShared* prims, DirectShared* sh,
+                              uint64_t scalar) {
+    const int k = static_cast<int>(threadIdx.x);
+    if (k < kMaxDirectPeers) {
+      const DevSendConn& send = ch->send[k];
+      const DevRecvConn& recv = ch->recv[k];
+      sh->out[k] = send.buffs[kProtoLL];
+      sh->head[k] = send.head;
+      sh->sendStep[k] = send.step;
+      sh->headSeen[k] = send.headSeen;
+      sh->in[k] = recv.buffs[kProtoLL];
+      sh->recvHead[k] = recv.head;
+      sh->recvStep[k] = recv.step;
+    } else if (k == kMaxDirectPeers) {
+      sh->abortFlag = comm->abortFlag;
+      sh->prims = prims;
+      sh->slotBytes = comm->slotBytes[kProtoLL];
+      sh->scalar = scalar;
+      sh->rank = comm->rank;
+      sh->nranks = comm->nranks;
     }
-    namedBarrierSync(kLLBarrier, nthreads);
+    namedBarrierSync(kLLBarrier, static_cast<int>(blockDim.x));
   }
 
-  // Steps go back to DevComm for the next kernel: thread k stores peer slot k's.
-  __device__ void finish() const {
+  // Steps go back to DevComm for the next kernel: thread k stores peer slot k's. masks: the slots
+  // the operation used (every chunk uses the same).
+  __device__ void finish(DevDirectChannel* ch, uint32_t usedSend, uint32_t usedRecv) const {
     const int k = tid;
     if (k >= nranks - 1) return;
-    if ((sendMask >> k) & 1) {
+    if ((usedSend >> k) & 1) {
       ch->send[k].step = sh->sendStep[k] + chunk;
       ch->send[k].headSeen = *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]);
     }
-    if ((recvMask >> k) & 1) ch->recv[k].step = sh->recvStep[k] + chunk;
+    if ((usedRecv >> k) & 1) ch->recv[k].step = sh->recvStep[k] + chunk;
+  }
+
+  // The rank of peer slot k's receiver (sends) and sender (receives).
+  __device__ int sendPeer(int k) const {
+    const int r = rank + k + 1;
+    return r >= nranks ? r - nranks : r;
+  }
+  __device__ int recvPeer(int k) const {
+    const int r = rank - k - 1;
+    return r < 0 ? r + nranks : r;
   }
 };
 
-// One chunk of a direct operation: nelem elements of the step's T from every source.
+// One chunk of a direct operation: nelem elements of the step's T. Peer slot k's data is at
+// send + sendStride * sendPeer(k) (sends, for the slots of sendMask) and goes to
+// recv + recvStride * recvPeer(k) (copy form, the slots of recvMask); a stride of 0 means every
+// peer shares the buffer.
 struct DirectChunk {
   int64_t nelem;
-  const char* send[kMaxDirectPeers];  // what goes to peer slot k (null: nothing)
-  char* recv[kMaxDirectPeers];        // copy form: where peer slot k's data goes (null: nothing)
-  bool reduceAll;                     // reduce form: receive from every peer and reduce with own
-  const char* own;                    // reduce form: this rank's input
-  char* dst;                          // reduce form: the result
-  const char* copySrc;                // copy form: a local copy that runs with the receives
+  const char* send;
+  int64_t sendStride;
+  char* recv;
+  int64_t recvStride;
+  uint32_t sendMask;
+  uint32_t recvMask;
+  bool reduceAll;       // reduce form: receive from every peer and reduce with own
+  const char* own;      // reduce form: this rank's input
+  char* dst;            // reduce form: the result
+  const char* copySrc;  // copy form: a local copy that runs with the receives
   char* copyDst;
 };
 
@@ -141,14 +184,17 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
     for (int u = 0; u < kLLUnroll; u++) {
       const int i = base + u * s.nthreads;
       const DirectItem it = directItem(i, nlines);
-      const char* src = i < items ? c.send[it.k] : nullptr;
-      v[u] = src != nullptr ? loadPack8<T>(src + 8 * it.line, llLineBytes(nbytes, it.line), aligned8(src)) : 0;
+      v[u] = 0;
+      if (i < items && ((s.sendMask >> it.k) & 1)) {
+        const char* src = c.send + c.sendStride * s.sendPeer(it.k);
+        v[u] = loadPack8<T>(src + 8 * it.line, llLineBytes(nbytes, it.line), aligned8(src));
+      }
     }
 #pragma unroll
     for (int u = 0; u < kLLUnroll; u++) {
       const int i = base + u * s.nthreads;
       const DirectItem it = directItem(i, nlines);
-      if (i >= items || c.send[it.k] == nullptr) continue;
+      if (i >= items || ((s.sendMask >> it.k) & 1) == 0) continue;
       const uint64_t step = s.sh->sendStep[it.k] + s.chunk;
       directWaitCredit(s, it.k, step);
       char* out = s.sh->out[it.k] + (step % kFifoSlotsLL) * s.slotBytes;
@@ -158,10 +204,10 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
 }
 
 // Receives items base, base + nthreads, ... (kLLUnroll of them) of a phase over lines
-// [first, first + lines) of every peer slot in `mask`; items past `items` or of other slots read
+// [first, first + lines) of every peer slot of recvMask; items past `items` or of other slots read
 // as 0 (and `active` says which were received). The loads are issued together, then each is
 // polled until its flags match.
-__device__ __forceinline__ void directPoll(DirectState& s, uint32_t mask, int base, int items, int lines, int first,
+__device__ __forceinline__ void directPoll(DirectState& s, int base, int items, int lines, int first,
                                            uint64_t (&v)[kLLUnroll], bool (&active)[kLLUnroll]) {
   const char* at[kLLUnroll];
   uint32_t flag[kLLUnroll];
@@ -170,7 +216,7 @@ __device__ __forceinline__ void directPoll(DirectState& s, uint32_t mask, int ba
   for (int u = 0; u < kLLUnroll; u++) {
     const int i = base + u * s.nthreads;
     const DirectItem it = directItem(i, lines);
-    active[u] = i < items && ((mask >> it.k) & 1);
+    active[u] = i < items && ((s.recvMask >> it.k) & 1);
     at[u] = nullptr;
     flag[u] = 0;
     raw[u] = uint4{0, 0, 0, 0};
@@ -196,12 +242,12 @@ __device__ __forceinline__ void directPoll(DirectState& s, uint32_t mask, int ba
 // dst = post(pre(x_0) op pre(x_1) op ... op pre(x_{n-1})), x_rank = own, the others from the FIFOs,
 // in rounds of kDirectStageLines lines of all peers together.
 template <typename T, typename Fn>
-__device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, const DirectChunk& c, int64_t nbytes,
-                                                int nlines) {
+__device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, const char* own, char* dst,
+                                                int64_t nbytes, int nlines) {
   const int n = s.nranks;
   const int roundLines = kDirectStageLines / (n - 1);
-  const bool ownAligned = aligned8(c.own);
-  const bool dstAligned = aligned8(c.dst);
+  const bool ownAligned = aligned8(own);
+  const bool dstAligned = aligned8(dst);
   uint64_t* stage = s.sh->stage;
   for (int first = 0; first < nlines; first += roundLines) {
     const int lines = min(roundLines, nlines - first);
@@ -209,7 +255,7 @@ __device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, co
     for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
       uint64_t v[kLLUnroll];
       bool active[kLLUnroll];
-      directPoll(s, s.recvMask, base, items, lines, first, v, active);
+      directPoll(s, base, items, lines, first, v, active);
 #pragma unroll
       for (int u = 0; u < kLLUnroll; u++) {
         if (active[u]) stage[base + u * s.nthreads] = v[u];
@@ -222,21 +268,21 @@ __device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, co
       for (int u = 0; u < kLLUnroll; u++) {
         const int r = base + u * s.nthreads;
         const int l = first + r;
-        acc[u] = r < lines ? loadPack8<T>(c.own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
+        acc[u] = r < lines ? loadPack8<T>(own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
       }
 #pragma unroll
       for (int u = 0; u < kLLUnroll; u++) {
         const int r = base + u * s.nthreads;
         if (r >= lines) break;
-        const uint64_t own = acc[u];
+        const uint64_t mine = acc[u];
         for (int q = 0; q < n; q++) {
-          uint64_t x = q == s.rank ? own : stage[((s.rank - q + n) % n - 1) * lines + r];
+          uint64_t x = q == s.rank ? mine : stage[((s.rank - q + n) % n - 1) * lines + r];
           if (Fn::kHasPreOp) x = applyPreOp<Fn, T, uint64_t>(fn, x);
           acc[u] = q == 0 ? x : applyReduce<Fn, T, uint64_t>(fn, acc[u], x);
         }
         if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint64_t>(fn, acc[u]);
         const int l = first + r;
-        storePack8<T>(c.dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
+        storePack8<T>(dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
       }
     }
     if (first + lines < nlines) namedBarrierSync(kLLBarrier, s.nthreads);  // the stage is refilled
@@ -250,12 +296,12 @@ __device__ __forceinline__ void directCopies(DirectState& s, const DirectChunk& 
   for (int base = s.tid; s.recvMask != 0 && base < items; base += kLLUnroll * s.nthreads) {
     uint64_t v[kLLUnroll];
     bool active[kLLUnroll];
-    directPoll(s, s.recvMask, base, items, nlines, 0, v, active);
+    directPoll(s, base, items, nlines, 0, v, active);
 #pragma unroll
     for (int u = 0; u < kLLUnroll; u++) {
       if (!active[u]) continue;
       const DirectItem it = directItem(base + u * s.nthreads, nlines);
-      char* dst = c.recv[it.k];
+      char* dst = c.recv + c.recvStride * s.recvPeer(it.k);
       storePack8<T>(dst + 8 * it.line, v[u], llLineBytes(nbytes, it.line), aligned8(dst));
     }
   }
@@ -279,17 +325,22 @@ __device__ __forceinline__ void directPostHeads(DirectState& s) {
 }
 
 // The reduce form's receives for one (T, Fn). Not inlined: one copy per (T, Fn); the sends and
-// copies move bits and are compiled once per element size.
+// copies move bits and are inlined once per element size. Its arguments are scalars and its state
+// is rebuilt from shared memory, so that no caller state goes to local memory.
 template <typename T, typename Fn>
-__device__ __noinline__ void llDirectReduce(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
-  const Fn fn(s.scalar);
-  directReduceAll<T, Fn>(s, fn, c, nbytes, nlines);
+__device__ __noinline__ void llDirectReduce(DirectShared* sh, uint64_t chunk, uint32_t recvMask, const char* own,
+                                            char* dst, int64_t nbytes, int nlines) {
+  DirectState s(sh, chunk);
+  s.recvMask = recvMask;
+  const Fn fn(sh->scalar);
+  directReduceAll<T, Fn>(s, fn, own, dst, nbytes, nlines);
 }
 
-using DirectReduceFn = void (*)(DirectState&, const DirectChunk&, int64_t nbytes, int nlines);
+using DirectReduceFn = void (*)(DirectShared*, uint64_t chunk, uint32_t recvMask, const char* own, char* dst,
+                                int64_t nbytes, int nlines);
 
 template <int kBytes>
-__device__ __noinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
+__device__ __forceinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   using U = typename UintOfSize<kBytes>::Type;
   directSends<U>(s, c, nbytes, nlines);
   if (!c.reduceAll) directCopies<U>(s, c, nbytes, nlines);
@@ -300,12 +351,8 @@ __device__ __noinline__ void llDirectMove(DirectState& s, const DirectChunk& c, 
 __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk& c, int64_t elemSize,
                                               DirectReduceFn reduce) {
   if (c.nelem <= 0) return;
-  s.sendMask = 0;
-  s.recvMask = 0;
-  for (int k = 0; k < s.nranks - 1; k++) {
-    if (c.send[k] != nullptr) s.sendMask |= 1u << k;
-    if (c.reduceAll || c.recv[k] != nullptr) s.recvMask |= 1u << k;
-  }
+  s.sendMask = c.sendMask;
+  s.recvMask = c.recvMask;
   const int64_t nbytes = c.nelem * elemSize;
   const int nlines = static_cast<int>(divUp(nbytes, 8));
   switch (elemSize) {
@@ -322,7 +369,7 @@ __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk&
       llDirectMove<8>(s, c, nbytes, nlines);
       break;
   }
-  if (c.reduceAll && s.recvMask != 0) reduce(s, c, nbytes, nlines);
+  if (c.reduceAll && s.recvMask != 0) reduce(s.sh, s.chunk, s.recvMask, c.own, c.dst, nbytes, nlines);
   directPostHeads(s);
   s.chunk++;
 }
