@@ -678,7 +678,9 @@ TEST(ReducePacks, DeviceMatchesHost) {
       ++checked;
     }
   }
-  EXPECT_EQ(60, checked);  // valid (type, op) pairs; signed Sum/Prod run the unsigned instantiations
+  // Valid (type, op) pairs: Sum, Prod, Max, Min and PreMulSum on all 12 types, SumPostDiv on the 6
+  // integer types; signed Sum/Prod run the unsigned instantiations.
+  EXPECT_EQ(12 * 5 + 6, checked);
   cudaFree(devA);
   cudaFree(devB);
   cudaFree(devOut);

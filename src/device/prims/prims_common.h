@@ -172,6 +172,9 @@ __device__ __forceinline__ int64_t clampChunkBytes(int64_t capacity, uint32_t re
 template <int kBytes>
 using UintOfSize = reduce_detail::UintOfSize<kBytes>;
 
+// Whether p may take loadPack8 / storePack8's 8-byte fast path.
+__device__ __forceinline__ bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
+
 // Loads `nbytes` (0..8, a multiple of sizeof(T)) bytes of T elements at p into the low bytes of a
 // pack. p is aligned to sizeof(T); the fast path needs 8-byte alignment and a full pack.
 template <typename T>

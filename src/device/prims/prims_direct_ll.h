@@ -151,8 +151,6 @@ struct DirectChunk {
   char* copyDst;
 };
 
-__device__ __forceinline__ bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
-
 // Waits until peer slot k's FIFO has room for `step`. headSeen is shared: whichever thread read
 // head last leaves a lower bound of it there, which is all the others need.
 __device__ __forceinline__ void directWaitCredit(DirectState& s, int k, uint64_t step) {

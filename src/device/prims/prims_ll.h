@@ -148,8 +148,8 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   LLLines lines;
   lines.src = src;
   lines.dst = dst;
-  lines.srcAligned = reinterpret_cast<uintptr_t>(src) % 8 == 0;
-  lines.dstAligned = reinterpret_cast<uintptr_t>(dst) % 8 == 0;
+  lines.srcAligned = aligned8(src);
+  lines.dstAligned = aligned8(dst);
   lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSlotsLL) * s.slotBytes : nullptr;
   lines.out = send ? s.sendBuff + (s.sendStep % kFifoSlotsLL) * s.slotBytes : nullptr;
   lines.inFlag = static_cast<uint32_t>(s.recvStep + 1);

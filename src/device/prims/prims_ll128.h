@@ -128,8 +128,8 @@ __device__ __noinline__ void ll128Step(ProtoState& s, const char* src, char* dst
   LL128Lines lines;
   lines.src = src;
   lines.dst = dst;
-  lines.srcAligned = reinterpret_cast<uintptr_t>(src) % 8 == 0;
-  lines.dstAligned = reinterpret_cast<uintptr_t>(dst) % 8 == 0;
+  lines.srcAligned = aligned8(src);
+  lines.dstAligned = aligned8(dst);
   lines.in = recv ? s.recvBuff + (s.recvStep % kFifoSlotsLL128) * s.slotBytes : nullptr;
   lines.out = send ? s.sendBuff + (s.sendStep % kFifoSlotsLL128) * s.slotBytes : nullptr;
   lines.inFlag = s.recvStep + 1;
