@@ -247,8 +247,9 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   if (filter.algo[c][kAlgoRing]) {
     for (int p = 0; p < kNumProtos; ++p) {
       ProtoId proto = static_cast<ProtoId>(p);
-      if (allowed(proto))
+      if (allowed(proto)) {
         offer(kAlgoRing, proto, estimateUs(model, coll, proto, protoMaxChannels(model, proto), bytes));
+      }
     }
   }
   if (coll == CollId::kAllReduce && model.nTreeChannels > 0 && filter.algo[c][kAlgoTree]) {
