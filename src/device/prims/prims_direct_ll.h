@@ -66,8 +66,7 @@ struct DirectState {
   int nranks;
   uint64_t slotBytes;
   uint64_t chunk;     // chunks of the operation done so far
-  uint32_t sendMask;  // peer slots the chunk sends to (bit k)
-  uint32_t recvMask;  // peer slots it receives from
+  uint32_t recvMask;  // peer slots the chunk receives from (bit k)
 
   // From what load() left in shared memory.
   __device__ DirectState(DirectShared* direct, uint64_t chunkIndex)
@@ -79,7 +78,6 @@ struct DirectState {
         nranks(direct->nranks),
         slotBytes(direct->slotBytes),
         chunk(chunkIndex),
-        sendMask(0),
         recvMask(0) {}
 
   // Called by every thread at the kernel's start. Thread k loads peer slot k's connection (every
@@ -174,7 +172,7 @@ __device__ __forceinline__ DirectItem directItem(int i, int lines) { return {i /
 // re-read from L1.
 template <typename T>
 __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
-  if (s.sendMask == 0) return;
+  if (c.sendMask == 0) return;
   const int items = (s.nranks - 1) * nlines;
   for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
     uint64_t v[kLLUnroll];
@@ -183,7 +181,7 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
       const int i = base + u * s.nthreads;
       const DirectItem it = directItem(i, nlines);
       v[u] = 0;
-      if (i < items && ((s.sendMask >> it.k) & 1)) {
+      if (i < items && ((c.sendMask >> it.k) & 1)) {
         const char* src = c.send + c.sendStride * s.sendPeer(it.k);
         v[u] = loadPack8<T>(src + 8 * it.line, llLineBytes(nbytes, it.line), aligned8(src));
       }
@@ -192,7 +190,7 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
     for (int u = 0; u < kLLUnroll; u++) {
       const int i = base + u * s.nthreads;
       const DirectItem it = directItem(i, nlines);
-      if (i >= items || ((s.sendMask >> it.k) & 1) == 0) continue;
+      if (i >= items || ((c.sendMask >> it.k) & 1) == 0) continue;
       const uint64_t step = s.sh->sendStep[it.k] + s.chunk;
       directWaitCredit(s, it.k, step);
       char* out = s.sh->out[it.k] + (step % kFifoSlotsLL) * s.slotBytes;
@@ -349,7 +347,6 @@ __device__ __forceinline__ void llDirectMove(DirectState& s, const DirectChunk& 
 __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk& c, int64_t elemSize,
                                               DirectReduceFn reduce) {
   if (c.nelem <= 0) return;
-  s.sendMask = c.sendMask;
   s.recvMask = c.recvMask;
   const int64_t nbytes = c.nelem * elemSize;
   const int nlines = static_cast<int>(divUp(nbytes, 8));
