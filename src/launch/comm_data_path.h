@@ -67,11 +67,10 @@ class CommDataPath final : public DataPathBase {
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
 
-  // The model an operation is planned on: without Direct for a PreMulSum op, whose every rank has
-  // its own scalar (Direct premultiplies the peers' inputs on the receiving rank, with its own).
+  // The model an operation is planned on (the plan offers no Direct for a user PreMulSum op).
   plan::CommModel modelFor(const CollTask& task) const {
     plan::CommModel model = model_;
-    if (hasUserOp(task)) model.maxDirectChannels = 0;
+    model.userPreMulSum = hasUserOp(task);
     return model;
   }
 

@@ -13,6 +13,8 @@ namespace braid::plan {
 
 namespace {
 
+bool directUsable(const CommModel& model) { return model.maxDirectChannels > 0 && !model.userPreMulSum; }
+
 // Ring steps one rank block takes: reduce-scatter then all-gather for AllReduce, one pass for
 // AllGather / ReduceScatter, and nranks for the pipelined chain of Broadcast / Reduce (NCCL's count).
 int ringSteps(CollId coll, int nranks) {
@@ -217,7 +219,7 @@ double estimateTreeUs(const CommModel& model, ProtoId proto, int nChannels, size
 }
 
 double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size_t bytes) {
-  if (model.nranks < 1 || model.maxDirectChannels <= 0) return -1.0;
+  if (model.nranks < 1 || !directUsable(model)) return -1.0;
   if (model.nranks == 1) return 0.0;
   if (model.bwPerChannelGBps <= 0) return -1.0;
   uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
@@ -258,7 +260,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
       if (allowed(proto)) offer(kAlgoTree, proto, estimateTreeUs(model, proto, channels, bytes));
     }
   }
-  if (model.maxDirectChannels > 0 && filter.algo[c][kAlgoDirect] && allowed(kProtoLL)) {
+  if (directUsable(model) && filter.algo[c][kAlgoDirect] && allowed(kProtoLL)) {
     offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
   }
   if (!found) {
@@ -267,7 +269,9 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
         "with %s%s, %s, and %s)",
         collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts take LL only with BRAID_NET_LL=1)",
         model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
-        model.maxDirectChannels > 0 ? "Direct with LL" : "no Direct here: some pair is not NVLink P2P",
+        directUsable(model)   ? "Direct with LL"
+        : model.userPreMulSum ? "no Direct for a ncclRedOpCreatePreMulSum op"
+                              : "no Direct here: some pair is not NVLink P2P",
         model.nTreeChannels > 0 ? "Tree with LL or Simple for AllReduce" : "no Tree here: one host");
     return ncclInvalidUsage;
   }

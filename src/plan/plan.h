@@ -66,6 +66,9 @@ struct CommModel {
                                           // LL128 slotBytes*120/128
   int nthreadsOverride;                   // NCCL_NTHREADS or -1 (<= 0: automatic)
   int ll128NthreadsOverride;              // NCCL_LL128_NTHREADS or -1 (<= 0: automatic)
+  // The operation's op is a ncclRedOpCreatePreMulSum op: no Direct, whose receiving rank would
+  // premultiply its peers' inputs with its own scalar (every rank has its own).
+  bool userPreMulSum;
 };
 
 struct Decision {

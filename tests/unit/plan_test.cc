@@ -420,7 +420,14 @@ TEST(PlanDecide, DirectWithoutDirectChannelsOrLlIsInvalidUsage) {
   EXPECT_EQ(decide(hopperModel(4), direct, CollId::kAllReduce, 8, &d), ncclInvalidUsage);
   std::string warn = logLastError();
   EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
-  EXPECT_NE(warn.find("no Direct"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("no Direct here: some pair is not NVLink P2P"), std::string::npos) << warn;
+  // A user PreMulSum op never plans Direct, and the WARN says why.
+  CommModel premulSum = directModel(4);
+  premulSum.userPreMulSum = true;
+  EXPECT_EQ(decideOk(premulSum, allowAll(), CollId::kAllReduce, 8).algo, kAlgoRing);
+  EXPECT_EQ(decide(premulSum, direct, CollId::kAllReduce, 8, &d), ncclInvalidUsage);
+  warn = logLastError();
+  EXPECT_NE(warn.find("no Direct for a ncclRedOpCreatePreMulSum op"), std::string::npos) << warn;
   EXPECT_EQ(decide(directModel(4), parse("direct", "simple"), CollId::kAllGather, 8, &d), ncclInvalidUsage);
   warn = logLastError();
   EXPECT_NE(warn.find("AllGather"), std::string::npos) << warn;
