@@ -19,6 +19,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
 #include "core/data_path.h"
+#include "core/graph_progress.h"
 #include "core/peer_info.h"
 
 namespace braid {
@@ -59,6 +60,7 @@ struct ncclComm {
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
   std::atomic<uint64_t> hangReportedSeq_{0};
   std::atomic<uint64_t> p2pHangReportedSeq_{0};
+  braid::GraphWatch graphWatch_;  // the watch thread's only (core/graph_progress.h)
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

@@ -1,6 +1,10 @@
 #include "core/hang_watch.h"
 
+#include <chrono>
+#include <thread>
+
 #include "core/comm.h"
+#include "core/graph_progress.h"
 #include "core/hang_report.h"
 #include "core/p2p_progress.h"
 #include "util/log.h"
@@ -8,6 +12,13 @@
 #include "util/shm_segment.h"
 
 namespace braid {
+namespace {
+
+// Between two looks at other ranks' graph wait notes: many beats of a waiting CTA (one per
+// kAbortPollSpins spins of a waiting thread, milliseconds).
+constexpr int64_t kBeatLookGapMs = 50;
+
+}  // namespace
 
 bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, OpRecord* op) {
   const uint64_t seq = completedThrough(board) + 1;
@@ -33,15 +44,48 @@ const ProgressBoard* openPeerBoard(uint64_t commHash, int self, const std::vecto
   return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
 }
 
+// progressOf(rank r's board) for every rank: `own` for self, the others' boards when readable
+// (a default Progress for the rest).
+template <typename Progress, typename ProgressOf>
+std::vector<Progress> gatherFromBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                       const ProgressBoard& own, ProgressOf progressOf) {
+  std::vector<Progress> ranks(peers.size());
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    ShmSegment segment;
+    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
+    if (board != nullptr) ranks[r] = progressOf(board);
+  }
+  return ranks;
+}
+
 }  // namespace
 
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq) {
-  std::vector<RankProgress> ranks(peers.size());
-  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-    ShmSegment segment;
-    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
-    if (board != nullptr) ranks[r] = progressOf(board, seq);
+  return gatherFromBoards<RankProgress>(commHash, self, peers, own,
+                                        [seq](const ProgressBoard* board) { return progressOf(board, seq); });
+}
+
+std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                                   uint64_t op, int64_t gapMs) {
+  const size_t n = peers.size();
+  std::vector<ShmSegment> segments(n);
+  std::vector<const ProgressBoard*> boards(n, nullptr);
+  std::vector<WaitBeats> beats(n);
+  uint64_t capture = 0;
+  for (size_t r = 0; r < n; r++) {
+    if (static_cast<int>(r) == self) continue;
+    boards[r] = openPeerBoard(commHash, self, peers, static_cast<int>(r), &segments[r]);
+    if (boards[r] != nullptr) (void)graphOpWaitingNow(*boards[r], &beats[r], &capture);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(gapMs));
+  std::vector<GraphRankProgress> ranks(n);
+  for (size_t r = 0; r < n; r++) {
+    if (static_cast<int>(r) == self) {
+      ranks[r] = graphProgressFrom(op, op);
+    } else if (boards[r] != nullptr) {
+      ranks[r] = graphProgressFrom(graphOpWaitingNow(*boards[r], &beats[r], &capture), op);
+    }
   }
   return ranks;
 }
@@ -72,6 +116,19 @@ void checkHang(ncclComm* comm) {
     const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, op.seq);
     WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
          hangReport(op, static_cast<double>(now - op.launchNs) * 1e-9, comm->rank_, ranks, now).c_str());
+  }
+  uint64_t graphOp = 0;
+  uint64_t captureNo = 0;
+  int64_t seenNs = 0;
+  if (graphReportDue(*board, &comm->graphWatch_, now, thresholdMs * 1000000, &graphOp, &captureNo, &seenNs)) {
+    const std::vector<GraphRankProgress> ranks =
+        gatherGraphProgress(comm->commHash_, comm->rank_, comm->peers_, graphOp, kBeatLookGapMs);
+    OpRecord capture{};
+    const bool noted = captureRecordOf(*board, captureNo, &capture);
+    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
+         graphHangReport(graphOp, noted ? &capture : nullptr, static_cast<double>(now - seenNs) * 1e-9, comm->rank_,
+                         ranks)
+             .c_str());
   }
   P2pRecord rec{};
   if (p2pReportDue(*board, comm->p2pHangReportedSeq_.load(), now, thresholdMs * 1000000, &rec)) {

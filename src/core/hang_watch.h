@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/graph_progress.h"
 #include "core/peer_info.h"
 #include "core/progress_board.h"
 
@@ -26,13 +27,19 @@ bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs,
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq);
 
+// Every rank's progress with graph op `op` (graph_progress.h), in which rank `self` waits: two
+// looks at the wait notes of the boards readable from here, gapMs apart (the calling thread
+// sleeps), kUnknown for the others.
+std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                                   uint64_t op, int64_t gapMs);
+
 // For each operation noted in point-to-point launch `rec` of rank `self`: how many matching
 // operations its peer has posted (postedToward, p2p_progress.h), -1 when its board is not readable.
 std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                    const P2pRecord& rec);
 
-// The watch thread's check of one communicator (the registry is locked): its collectives, then its
-// point-to-point kernels (p2p_progress.h).
+// The watch thread's check of one communicator (the registry is locked): its collectives, its graph
+// ops (graph_progress.h), then its point-to-point kernels (p2p_progress.h).
 void checkHang(ncclComm* comm);
 
 }  // namespace braid

@@ -7,12 +7,10 @@
 namespace braid {
 namespace {
 
-uint64_t load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
 bool left(const ProgressBoard& board, const P2pRecord& rec) {
   const int ctas = std::clamp(rec.nCtas, 1, kMaxP2pKernelCtas);
   for (int b = 0; b < ctas; b++) {
-    if (load(&board.p2pDev.ctaDone[b]) < rec.seq) return false;
+    if (loadAcquire(&board.p2pDev.ctaDone[b]) < rec.seq) return false;
   }
   return true;
 }
@@ -45,7 +43,7 @@ uint64_t noteP2pLaunch(ProgressBoard* board, int nCtas, int64_t launchNs, const 
   return rec.seq;
 }
 
-uint64_t p2pLaunchedThrough(const ProgressBoard& board) { return load(&board.p2pLaunched); }
+uint64_t p2pLaunchedThrough(const ProgressBoard& board) { return loadAcquire(&board.p2pLaunched); }
 
 bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out) {
   if (seq == 0 || seq > p2pLaunchedThrough(board)) return false;
@@ -55,7 +53,7 @@ bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out) {
 
 // As completedThrough: kernels of a communicator run one after another.
 uint64_t p2pCompletedThrough(const ProgressBoard& board) {
-  const uint64_t started = load(&board.p2pDev.started);
+  const uint64_t started = loadAcquire(&board.p2pDev.started);
   P2pRecord rec{};
   if (started == 0 || !p2pRecordOf(board, started, &rec)) return started == 0 ? 0 : started - 1;
   return left(board, rec) ? started : started - 1;
@@ -64,7 +62,7 @@ uint64_t p2pCompletedThrough(const ProgressBoard& board) {
 uint64_t postedToward(const ProgressBoard& board, int self, const P2pOpNote& mine) {
   if (self < 0 || self >= board.nRanks) return 0;
   // My send is matched by its receives (second half), my receive by its sends (first half).
-  return load(&p2pPosted(&board)[(mine.isSend != 0 ? board.nRanks : 0) + self]);
+  return loadAcquire(&p2pPosted(&board)[(mine.isSend != 0 ? board.nRanks : 0) + self]);
 }
 
 bool p2pReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec) {

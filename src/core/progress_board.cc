@@ -9,12 +9,10 @@
 namespace braid {
 namespace {
 
-uint64_t load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
 bool left(const ProgressBoard& board, const OpRecord& op) {
   const int ctas = op.nChannels < 1 ? 1 : (op.nChannels > kMaxChannels ? kMaxChannels : op.nChannels);
   for (int b = 0; b < ctas; b++) {
-    if (load(&board.dev.ctaDone[b]) < op.seq) return false;
+    if (loadAcquire(&board.dev.ctaDone[b]) < op.seq) return false;
   }
   return true;
 }
@@ -44,7 +42,7 @@ void noteLaunch(ProgressBoard* board, const OpRecord& op) {
   __atomic_store_n(&board->launched, op.seq, __ATOMIC_RELEASE);
 }
 
-uint64_t launchedThrough(const ProgressBoard& board) { return load(&board.launched); }
+uint64_t launchedThrough(const ProgressBoard& board) { return loadAcquire(&board.launched); }
 
 bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out) {
   if (seq == 0 || seq > launchedThrough(board)) return false;
@@ -56,7 +54,7 @@ bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out) {
 // Operations run one after another on a communicator (the next kernel begins after the previous
 // one ended), so every operation before the last one begun is complete.
 uint64_t completedThrough(const ProgressBoard& board) {
-  const uint64_t started = load(&board.dev.started);
+  const uint64_t started = loadAcquire(&board.dev.started);
   OpRecord op{};
   if (started == 0 || !recordOf(board, started, &op)) return started == 0 ? 0 : started - 1;
   return left(board, op) ? started : started - 1;
@@ -72,7 +70,7 @@ RankProgress progressOf(const ProgressBoard* board, uint64_t seq) {
     p.where = RankProgress::Where::kNotLaunched;
   } else if (completedThrough(*board) >= seq) {
     p.where = RankProgress::Where::kDone;
-  } else if (load(&board->dev.started) >= seq) {
+  } else if (loadAcquire(&board->dev.started) >= seq) {
     p.where = RankProgress::Where::kRunning;
   } else {
     p.where = RankProgress::Where::kQueued;

@@ -11,8 +11,9 @@
 // Point-to-point kernels are numbered on their own (their order differs from rank to rank); what
 // matches across ranks there is the count of sends from a rank to a peer and of receives the peer
 // posted from it, which the board keeps for every peer (core/p2p_progress.h).
-// Not counted: operations captured in a CUDA graph (a replay would note an old number again) and
-// communicators of one rank.
+// Collectives captured in a CUDA graph are followed apart (core/graph_progress.h): the host notes
+// each capture, and the GPU notes the graph ops replays run when they wait long. Not followed:
+// point-to-point kernels captured in a graph, and communicators of one rank.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +24,11 @@
 
 namespace braid {
 
-constexpr uint64_t kProgressBoardMagic = 0x4252414944505232ull;  // "BRAIDPR2"
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505233ull;  // "BRAIDPR3"
 constexpr int kRecentOps = 256;                                  // launches a board describes
 constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
 constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
+constexpr int kCapturesNoted = 1024;                             // captured collectives a board describes
 
 // One launched collective.
 struct OpRecord {
@@ -72,6 +74,9 @@ struct ProgressBoard {
   uint64_t p2pLaunched;         // the same for point-to-point kernels
   P2pRecord recentP2p[kRecentP2pLaunches];
   DevP2pProgress p2pDev;
+  uint64_t captured;                  // capture number of the last collective captured in a graph
+  OpRecord captures[kCapturesNoted];  // capture c in captures[c % kCapturesNoted] (its seq is c)
+  DevWaitNotes graphWaits;            // written by this rank's captured kernels when they wait long
   // Followed by uint64_t posted[2 * nRanks] (p2pPosted): sends posted to each peer, then receives
   // posted from each peer, counted at launch.
 };
@@ -86,6 +91,9 @@ size_t progressBoardBytes(int nRanks);
 // The per-peer counts after the board: [peer] sends to peer, [nRanks + peer] receives from it.
 inline uint64_t* p2pPosted(ProgressBoard* board) { return reinterpret_cast<uint64_t*>(board + 1); }
 inline const uint64_t* p2pPosted(const ProgressBoard* board) { return reinterpret_cast<const uint64_t*>(board + 1); }
+
+// A word another process or a GPU writes.
+inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes of a host.
 int64_t monotonicNs();

@@ -132,6 +132,11 @@ struct DevComm {
   DevDirectChannel direct[kMaxDirectChannels];
   int nTreeChannels;  // 0 when the tree algorithm is not available (one host)
   DevTreeChannel tree[kMaxChannels];
+  // Collectives captured in a CUDA graph: a replay runs its kernels without any of Braid's host
+  // code, so the GPU numbers them itself: CTA 0 of every captured kernel adds one as it begins
+  // (fire and forget), so graph op n is the n-th captured collective kernel of the communicator
+  // this GPU began. Read only when a wait is noted (DevWaitNotes). Zeroed when connections are made.
+  uint64_t graphOpsBegun;
 };
 
 // Hang diagnosis (core/progress_board.h): where a rank's collective kernels note their progress, in
@@ -149,6 +154,19 @@ constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
 struct DevP2pProgress {
   uint64_t started;
   uint64_t ctaDone[kMaxP2pKernelCtas];
+};
+
+// Hang diagnosis of graph ops (core/graph_progress.h) without a store to host memory on the fast
+// path: a kernel that stores to host memory at all takes ~0.9 us longer to end (2 H200, AllReduce
+// of 8 B: 5.9 us without, 6.8 with one or many such stores, whatever the store's kind), so a
+// captured kernel notes nothing unless one of its threads has waited long: from the second read of
+// the abort flag in one operation on (2 x kAbortPollSpins spins, milliseconds), every such read
+// also notes which graph op and capture CTA b is waiting in and a fresh beat (%globaltimer). Beats
+// that move between two looks mean CTA b is waiting now.
+struct DevWaitNotes {
+  uint64_t beat[kMaxChannels];
+  uint64_t op[kMaxChannels];
+  uint64_t capture[kMaxChannels];
 };
 
 // How a kernel moves the data: around the channels' rings, straight to every peer, or up and down
@@ -170,8 +188,10 @@ struct DevWork {
   uint8_t algo;           // DevAlgo (kDirect: LL only; kTree: AllReduce with LL or Simple)
   int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
-  uint64_t seq;           // the collective's sequence number on its communicator; 0: not counted
-  DevProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)
+  uint64_t seq;           // the collective's sequence number on its communicator (captured: its capture
+                          // number); 0: not counted
+  DevProgress* progress;  // host-mapped; where an eager launch notes seq (null otherwise)
+  DevWaitNotes* waitNotes;  // host-mapped; where a captured one notes its long waits (null otherwise)
 };
 
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two

@@ -25,7 +25,7 @@ struct LLPicker {
 __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
-  noteOpStarted(args.work);
+  noteOpStarted(args, &shared);
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect)) {

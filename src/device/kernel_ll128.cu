@@ -22,7 +22,7 @@ struct LL128Picker {
 __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
-  noteOpStarted(args.work);
+  noteOpStarted(args, &shared);
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),

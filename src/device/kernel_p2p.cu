@@ -22,6 +22,7 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
   notePeerOpsStarted(args.progress, args.seq);
+  if (threadIdx.x == 0) shared.waitNotes = nullptr;  // point-to-point waits are not noted
   if (cta.send == nullptr && cta.recv == nullptr) {
     // A self copy (see DevP2pCta): every thread copies, nobody is waited for.
     for (int i = 0; i < cta.nSegs; i++) {

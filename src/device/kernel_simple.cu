@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
   const DevKernelArgs& args = simpleArgs.core;
-  noteOpStarted(args.work);
+  noteOpStarted(args, &shared);
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   const int tid = static_cast<int>(threadIdx.x);
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {

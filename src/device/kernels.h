@@ -9,6 +9,7 @@
 #include "device/arch/ptx.h"
 #include "device/dev_types.h"
 #include "device/launch_kernel.h"
+#include "device/prims/prims_common.h"
 
 namespace braid {
 
@@ -64,9 +65,18 @@ __device__ __forceinline__ void waitForPreviousKernel() {
 
 // Hang diagnosis: CTA 0 notes that the operation began, each CTA that it left (DevProgress).
 // Stores to host memory that the kernel never waits for; the pointer comes with the parameters,
-// so no load precedes them.
-__device__ __forceinline__ void noteOpStarted(const DevWork& work) {
-  if (work.progress != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stRelaxedSys(&work.progress->started, work.seq);
+// so no load precedes them. A captured operation notes only its long waits (DevWaitNotes): here CTA
+// 0 counts the graph op and every CTA tells its wait loops where to note (PrimsShared), before the
+// barrier that precedes the work.
+__device__ __forceinline__ void noteOpStarted(const DevKernelArgs& args, PrimsShared* shared) {
+  if (threadIdx.x != 0) return;
+  const DevWork& work = args.work;
+  if (blockIdx.x == 0 && work.progress != nullptr) stRelaxedSys(&work.progress->started, work.seq);
+  shared->waitNotes = work.waitNotes;
+  if (work.waitNotes == nullptr) return;
+  shared->graphOpsBegun = &args.comm->graphOpsBegun;
+  shared->waitCapture = work.seq;
+  if (blockIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&args.comm->graphOpsBegun), 1ull);
 }
 __device__ __forceinline__ void noteCtaLeft(const DevWork& work) {
   if (work.progress != nullptr && threadIdx.x == 0) stRelaxedSys(&work.progress->ctaDone[blockIdx.x], work.seq);

@@ -171,7 +171,11 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                                                         : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
-    if (!order_.launchCaptured()) progress_.noteLaunch(task, work.nChannels, &work);
+    if (order_.launchCaptured()) {
+      progress_.noteCapture(task, work.nChannels, &work);
+    } else {
+      progress_.noteLaunch(task, work.nChannels, &work);
+    }
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
           collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);

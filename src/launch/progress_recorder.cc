@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "core/graph_progress.h"
 #include "core/p2p_progress.h"
 #include "util/log.h"
 
@@ -44,12 +45,13 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
   board_ = board;
   devProgress_ = reinterpret_cast<DevProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, dev));
   devP2pProgress_ = reinterpret_cast<DevP2pProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pDev));
+  devGraphWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, graphWaits));
 }
 
-void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
-  if (board_ == nullptr) return;
+namespace {
+
+OpRecord recordOf(const CollTask& task, int nChannels) {
   OpRecord op{};
-  op.seq = ++seq_;
   op.count = task.count;
   op.launchNs = monotonicNs();
   op.nChannels = nChannels;
@@ -58,9 +60,24 @@ void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* 
   op.dtype = static_cast<uint8_t>(task.dtype);
   op.userOp = hasUserOp(task) ? 1 : 0;
   op.op = static_cast<int8_t>(hasUserOp(task) ? 0 : task.op);
+  return op;
+}
+
+}  // namespace
+
+void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
+  if (board_ == nullptr) return;
+  OpRecord op = recordOf(task, nChannels);
+  op.seq = ++seq_;
   braid::noteLaunch(board_, op);
   work->seq = op.seq;
   work->progress = devProgress_;
+}
+
+void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork* work) {
+  if (board_ == nullptr) return;
+  work->seq = braid::noteCapture(board_, recordOf(task, nChannels));
+  work->waitNotes = devGraphWaits_;
 }
 
 void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,

@@ -28,6 +28,10 @@ class ProgressRecorder {
   // A collective kernel of nChannels CTAs is about to be launched eagerly: numbers it, notes it on
   // the board, and points `work` at the board. Does nothing without a board.
   void noteLaunch(const CollTask& task, int nChannels, DevWork* work);
+  // The same for a collective kernel being captured in a CUDA graph: notes the capture and points
+  // `work` at the board's graph side, where a replay of it notes its long waits
+  // (core/graph_progress.h).
+  void noteCapture(const CollTask& task, int nChannels, DevWork* work);
   // The same for a point-to-point kernel of nCtas CTAs moving `tasks` (core/p2p_progress.h): sets
   // *seq and *progress for the kernel's parameters (0 and null without a board).
   void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevP2pProgress** progress);
@@ -39,6 +43,7 @@ class ProgressRecorder {
   ProgressBoard* board_ = nullptr;            // in segment_, once it is usable
   DevProgress* devProgress_ = nullptr;        // the board's dev, as the GPU sees it
   DevP2pProgress* devP2pProgress_ = nullptr;  // its p2pDev
+  DevWaitNotes* devGraphWaits_ = nullptr;     // its graphWaits
   uint64_t seq_ = 0;
   std::vector<P2pOpPosted> p2pOps_;  // noteP2pLaunch's scratch
 };

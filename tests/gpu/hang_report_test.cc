@@ -7,6 +7,7 @@
 //     posts its second exchange late. The rank after rank 1 waits for its receive #2 (a send may
 //     complete into the receiver's FIFO without the receiver): its WARN says that rank 1 has posted
 //     1 send to it, so its receive #2 from rank 1 has no match yet.
+//   - The same with the AllReduce captured in a CUDA graph and rank 1 replaying it late.
 // Rank 1 then joins, the operations complete exactly, and rank 1, which never waited, logs no report.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -55,6 +56,25 @@ int openRank(int n, int rank, const ncclUniqueId& id, ncclComm_t* comm, cudaStre
   return 0;
 }
 
+// Rank r's AllReduce input on its GPU: element i is (i % 1000) * (r + 1). 0 on success.
+constexpr size_t kAllReduceCount = 1 << 20;
+int makeAllReduceInput(int rank, int32_t** buf) {
+  CHILD_CUDA(cudaMalloc(buf, kAllReduceCount * sizeof(int32_t)));
+  std::vector<int32_t> host(kAllReduceCount);
+  for (size_t i = 0; i < kAllReduceCount; i++) host[i] = static_cast<int32_t>(i % 1000) * (rank + 1);
+  CHILD_CUDA(cudaMemcpy(*buf, host.data(), kAllReduceCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  return 0;
+}
+
+// 0 when `buf` holds that input summed in place over n ranks twice.
+int checkSummedTwice(int n, const int32_t* buf) {
+  std::vector<int32_t> host(kAllReduceCount);
+  CHILD_CUDA(cudaMemcpy(host.data(), buf, kAllReduceCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  const int32_t factor = n * (n * (n + 1) / 2);
+  for (size_t i = 0; i < kAllReduceCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i % 1000) * factor);
+  return 0;
+}
+
 // Each rank logs its WARNs to a file of its own in a temporary directory; reports are due after 300 ms.
 class HangReport : public ::testing::Test {
  protected:
@@ -86,20 +106,14 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
               ncclComm_t comm = nullptr;
               cudaStream_t stream = nullptr;
               if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
-              constexpr size_t kCount = 1 << 20;
               int32_t* buf = nullptr;
-              CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(int32_t)));
-              std::vector<int32_t> host(kCount);
-              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i % 1000) * (rank + 1);
-              CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream));  // #1
+              if (makeAllReduceInput(rank, &buf) != 0) return 1;
+              CHILD_NCCL(ncclAllReduce(buf, buf, kAllReduceCount, ncclInt32, ncclSum, comm, stream));  // #1
               CHILD_CUDA(cudaStreamSynchronize(stream));
-              if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));            // the others wait in #2
-              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream));  // #2
+              if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));  // the others wait in #2
+              CHILD_NCCL(ncclAllReduce(buf, buf, kAllReduceCount, ncclInt32, ncclSum, comm, stream));  // #2
               CHILD_CUDA(cudaStreamSynchronize(stream));
-              CHILD_CUDA(cudaMemcpy(host.data(), buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-              const int32_t factor = n * (n * (n + 1) / 2);  // summed twice
-              for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i % 1000) * factor);
+              if (checkSummedTwice(n, buf) != 0) return 1;
               CHILD_NCCL(ncclCommDestroy(comm));
               CHILD_CUDA(cudaStreamDestroy(stream));
               CHILD_CUDA(cudaFree(buf));
@@ -119,6 +133,56 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
               CHILD_EXPECT(named);
               std::fprintf(stderr, "rank %d's report: %s", rank,
                            log.substr(log.find("rank " + std::to_string(rank) + ": AllReduce")).c_str());
+              return 0;
+            }));
+}
+
+// The same in a CUDA graph: every rank captures one AllReduce and replays it twice; rank 1 replays
+// its second time late. The waiting ranks' GPUs number the replays' kernels (graph ops 1 and 2) and
+// note their long waits, so their reports name graph op #2, the captured AllReduce #1, themselves
+// as waiting in it and rank 1 as waiting in no graph op.
+TEST_F(HangReport, TheRanksThatHaveNotReplayedACapturedCollectiveAreNamed) {
+  const int n = n_;
+  const std::string logDir = logDir_;
+  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
+              ncclComm_t comm = nullptr;
+              cudaStream_t stream = nullptr;
+              if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
+              int32_t* buf = nullptr;
+              if (makeAllReduceInput(rank, &buf) != 0) return 1;
+              cudaGraph_t graph = nullptr;
+              cudaGraphExec_t exec = nullptr;
+              CHILD_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+              CHILD_NCCL(ncclAllReduce(buf, buf, kAllReduceCount, ncclInt32, ncclSum, comm, stream));
+              CHILD_CUDA(cudaStreamEndCapture(stream, &graph));
+              CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+              for (int replay = 0; replay < 2; replay++) {
+                if (replay == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+                CHILD_CUDA(cudaGraphLaunch(exec, stream));
+                CHILD_CUDA(cudaStreamSynchronize(stream));
+              }
+              if (checkSummedTwice(n, buf) != 0) return 1;
+              CHILD_CUDA(cudaGraphExecDestroy(exec));
+              CHILD_CUDA(cudaGraphDestroy(graph));
+              CHILD_NCCL(ncclCommDestroy(comm));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(buf));
+
+              const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
+              if (rank == 1) {
+                CHILD_EXPECT(log.find("has been waiting") == std::string::npos);
+                return 0;
+              }
+              const std::string head = "rank " + std::to_string(rank) +
+                                       ": graph op #2 of this communicator, captured AllReduce #1 (1048576 x int32, "
+                                       "sum, ";
+              const bool named = log.find(head) != std::string::npos &&
+                                 log.find("Waiting in it: ranks " + runningRanks(n) + ".") != std::string::npos &&
+                                 log.find("Not waiting in a graph op: ranks 1.") != std::string::npos;
+              if (!named)
+                std::fprintf(stderr, "rank %d: no report naming rank 1 and graph op #2; log:\n%s\n", rank, log.c_str());
+              CHILD_EXPECT(named);
+              if (named) std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
               return 0;
             }));
 }

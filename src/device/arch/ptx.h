@@ -4,9 +4,9 @@
 //   - ldVolatile/stVolatile 16-byte accesses: one transaction each, never cached in L1, never merged
 //     or split by the compiler. LL and LL128 rely on a 16-byte (LL: each 8-byte half) store arriving
 //     whole with its flag, and on a 16-byte load seeing one store or the other, not a mix.
-//   - ldAcquireSys / stReleaseSys: acquire/release at system scope (peer GPUs and host memory). A
-//     release store publishes every write that happens before it in causality order, including
-//     other threads' writes ordered before it by a barrier (PTX memory model cumulativity).
+//   - ldAcquireSys: acquire at system scope (peer GPUs and host memory): it sees every write that a
+//     release (fence or store) published before the value it reads, including other threads'
+//     writes ordered before that release by a barrier (PTX memory model cumulativity).
 //   - fenceAcqRelSys: the fence that Simple issues once per published tail.
 //   - namedBarrierSync/Arrive: bar.sync / bar.arrive on a named barrier for a subset of warps, so
 //     that the Simple poster warp never takes part in the workers' barriers.
@@ -65,6 +65,12 @@ __device__ __forceinline__ uint64_t ldVolatile64(const uint64_t* p) {
 
 __device__ __forceinline__ void stRelaxedSys(uint64_t* p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 __device__ __forceinline__ void fenceAcqRelSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }

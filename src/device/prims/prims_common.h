@@ -61,18 +61,34 @@ struct PrimsShared {
   uint64_t recvDone;  // absolute number of receive steps whose payload is consumed
   uint64_t finished;  // nonzero once the workers have finished the operation
   int aborted;        // set by the first thread that sees the abort flag
+  // Where AbortWatch notes a long wait (a captured operation; null otherwise), and what it notes.
+  DevWaitNotes* waitNotes;
+  const uint64_t* graphOpsBegun;  // DevComm::graphOpsBegun
+  uint64_t waitCapture;
 };
 
+// A thread that has spun 2 x kAbortPollSpins times in one operation notes it at every later read of
+// the abort flag (DevWaitNotes). Out of line: only long waits get here.
+__device__ __forceinline__ void noteLongWait(const PrimsShared* shared) {
+  DevWaitNotes* notes = shared->waitNotes;
+  if (notes == nullptr) return;
+  const unsigned b = blockIdx.x;
+  stRelaxedSys(&notes->op[b], *reinterpret_cast<const volatile uint64_t*>(shared->graphOpsBegun));
+  stRelaxedSys(&notes->capture[b], shared->waitCapture);
+  stRelaxedSys(&notes->beat[b], globalTimerNs());
+}
+
 // Abort polling for one thread: cheap shared-memory check every call, the host flag every
-// kAbortPollSpins calls. Returns true once the operation is aborted.
+// kAbortPollSpins calls (and a long wait's note, see noteLongWait). Returns true once the operation
+// is aborted.
 class AbortWatch {
  public:
   __device__ AbortWatch(const volatile int* hostFlag, PrimsShared* shared) : hostFlag_(hostFlag), shared_(shared) {}
   __device__ bool aborted() const { return *reinterpret_cast<volatile int*>(&shared_->aborted) != 0; }
   __device__ bool poll() {
     if (aborted()) return true;
-    if (++spins_ < kAbortPollSpins) return false;
-    spins_ = 0;
+    if (++spins_ % kAbortPollSpins != 0) return false;
+    if (spins_ >= 2 * kAbortPollSpins) noteLongWait(shared_);
     if (hostFlag_ == nullptr || readAbort(hostFlag_) == 0) return false;
     *reinterpret_cast<volatile int*>(&shared_->aborted) = 1;
     return true;

@@ -1,0 +1,106 @@
+#include "core/graph_progress.h"
+
+#include <cstdio>
+
+#include "core/hang_report.h"
+
+namespace braid {
+
+uint64_t noteCapture(ProgressBoard* board, OpRecord op) {
+  op.seq = board->captured + 1;
+  board->captures[op.seq % kCapturesNoted] = op;
+  __atomic_store_n(&board->captured, op.seq, __ATOMIC_RELEASE);
+  return op.seq;
+}
+
+bool captureRecordOf(const ProgressBoard& board, uint64_t capture, OpRecord* out) {
+  if (capture == 0 || capture > loadAcquire(&board.captured)) return false;
+  *out = board.captures[capture % kCapturesNoted];
+  return out->seq == capture;  // a later capture reuses the slot
+}
+
+uint64_t graphOpWaitingNow(const ProgressBoard& board, WaitBeats* beats, uint64_t* capture) {
+  uint64_t waiting = 0;
+  for (int b = 0; b < kMaxChannels; b++) {
+    const uint64_t beat = loadAcquire(&board.graphWaits.beat[b]);
+    if (beat == beats->beat[b]) continue;
+    beats->beat[b] = beat;
+    // The op and capture were noted with this beat or just after it: a look that catches them
+    // half-written is one look; only what lasts is reported.
+    const uint64_t op = loadAcquire(&board.graphWaits.op[b]);
+    if (op != 0 && (waiting == 0 || op < waiting)) {
+      waiting = op;
+      *capture = loadAcquire(&board.graphWaits.capture[b]);
+    }
+  }
+  return waiting;
+}
+
+GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op) {
+  GraphRankProgress p;
+  p.op = waitingOp;
+  p.where = waitingOp == 0    ? GraphRankProgress::Where::kNotWaiting
+            : waitingOp == op ? GraphRankProgress::Where::kWaitingInIt
+                              : GraphRankProgress::Where::kWaitingElsewhere;
+  return p;
+}
+
+bool graphReportDue(const ProgressBoard& board, GraphWatch* watch, int64_t nowNs, int64_t thresholdNs, uint64_t* op,
+                    uint64_t* capture, int64_t* sinceNs) {
+  uint64_t noted = 0;
+  const uint64_t waiting = graphOpWaitingNow(board, &watch->beats, &noted);
+  if (waiting != watch->seen) {  // a new wait, or none: its clock starts now
+    watch->seen = waiting;
+    watch->seenNs = nowNs;
+    return false;
+  }
+  if (waiting == 0 || waiting <= watch->reported || nowNs - watch->seenNs < thresholdNs) return false;
+  watch->reported = waiting;
+  *op = waiting;
+  *capture = noted;
+  *sinceNs = watch->seenNs;
+  return true;
+}
+
+std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSeconds, int self,
+                            const std::vector<GraphRankProgress>& ranks) {
+  using Where = GraphRankProgress::Where;
+  std::vector<int> waiting, notWaiting, unknown;
+  std::string elsewhere;
+  for (int r = 0; r < static_cast<int>(ranks.size()); r++) {
+    switch (ranks[r].where) {
+      case Where::kWaitingInIt:
+        waiting.push_back(r);
+        break;
+      case Where::kWaitingElsewhere:
+        elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (#" +
+                     std::to_string(ranks[r].op) + ")";
+        break;
+      case Where::kNotWaiting:
+        notWaiting.push_back(r);
+        break;
+      default:
+        unknown.push_back(r);
+        break;
+    }
+  }
+  char text[160];
+  std::snprintf(text, sizeof(text), "rank %d: graph op #%llu of this communicator, ", self,
+                static_cast<unsigned long long>(op));
+  std::string out = text;
+  out += capture != nullptr ? "captured " + describeOp(*capture) : std::string("a captured collective");
+  std::snprintf(text, sizeof(text), ", has been waiting for %.1f s.", stuckSeconds);
+  out += text;
+  if (!waiting.empty()) out += " Waiting in it: ranks " + rankList(waiting) + ".";
+  if (!elsewhere.empty()) out += " Waiting in another graph op: " + elsewhere + ".";
+  if (!notWaiting.empty()) out += " Not waiting in a graph op: ranks " + rankList(notWaiting) + ".";
+  if (!unknown.empty()) out += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";
+  if (!notWaiting.empty() || !elsewhere.empty()) {
+    out +=
+        " Look at the ranks not waiting in it: their process has not replayed the graph as often as this one (or "
+        "replayed graphs in another order), or is stuck before it.";
+  }
+  return out;
+}
+
+}  // namespace braid
