@@ -44,26 +44,17 @@ const ProgressBoard* openPeerBoard(uint64_t commHash, int self, const std::vecto
   return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
 }
 
-// progressOf(rank r's board) for every rank: `own` for self, the others' boards when readable
-// (a default Progress for the rest).
-template <typename Progress, typename ProgressOf>
-std::vector<Progress> gatherFromBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
-                                       const ProgressBoard& own, ProgressOf progressOf) {
-  std::vector<Progress> ranks(peers.size());
-  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-    ShmSegment segment;
-    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
-    if (board != nullptr) ranks[r] = progressOf(board);
-  }
-  return ranks;
-}
-
 }  // namespace
 
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq) {
-  return gatherFromBoards<RankProgress>(commHash, self, peers, own,
-                                        [seq](const ProgressBoard* board) { return progressOf(board, seq); });
+  std::vector<RankProgress> ranks(peers.size());
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    ShmSegment segment;
+    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
+    if (board != nullptr) ranks[r] = progressOf(board, seq);
+  }
+  return ranks;
 }
 
 std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,

@@ -29,7 +29,7 @@ std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std:
 
 // Every rank's progress with graph op `op` (graph_progress.h), in which rank `self` waits: two
 // looks at the wait notes of the boards readable from here, gapMs apart (the calling thread
-// sleeps), kUnknown for the others.
+// sleeps; from checkHang, with the registry locked, once per report), kUnknown for the others.
 std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                                    uint64_t op, int64_t gapMs);
 

@@ -50,7 +50,7 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
 
 namespace {
 
-OpRecord recordOf(const CollTask& task, int nChannels) {
+OpRecord opRecordFor(const CollTask& task, int nChannels) {
   OpRecord op{};
   op.count = task.count;
   op.launchNs = monotonicNs();
@@ -67,7 +67,7 @@ OpRecord recordOf(const CollTask& task, int nChannels) {
 
 void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
   if (board_ == nullptr) return;
-  OpRecord op = recordOf(task, nChannels);
+  OpRecord op = opRecordFor(task, nChannels);
   op.seq = ++seq_;
   braid::noteLaunch(board_, op);
   work->seq = op.seq;
@@ -76,7 +76,7 @@ void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* 
 
 void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork* work) {
   if (board_ == nullptr) return;
-  work->seq = braid::noteCapture(board_, recordOf(task, nChannels));
+  work->seq = braid::noteCapture(board_, opRecordFor(task, nChannels));
   work->waitNotes = devGraphWaits_;
 }
 

@@ -68,7 +68,8 @@ struct PrimsShared {
 };
 
 // A thread that has spun 2 x kAbortPollSpins times in one operation notes it at every later read of
-// the abort flag (DevWaitNotes). Out of line: only long waits get here.
+// the abort flag (DevWaitNotes). Inlined: a call in every wait loop made the LL kernels spill
+// around it.
 __device__ __forceinline__ void noteLongWait(const PrimsShared* shared) {
   DevWaitNotes* notes = shared->waitNotes;
   if (notes == nullptr) return;
