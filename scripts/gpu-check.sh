@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Braid, runs the GPU tests, and runs braid-perf against Braid and NVIDIA's NCCL in the same
-# run on this machine; prints a short table last. Logs go to $OUT (or ./out when OUT is unset).
+# run on this machine; prints a short table last. The summary goes to $OUT (or ./out when OUT is
+# unset), the logs into $OUT/logs.tgz.
 #
 #   bash scripts/gpu-check.sh            # everything
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
@@ -15,7 +16,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source scripts/gpu-env.sh
 gpu_build || exit 1
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpus.txt"
 ngpu=$(nvidia-smi -L | wc -l)
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
@@ -23,10 +24,10 @@ echo "== tests"
 # CPU tests in parallel; GPU tests one at a time and verbose (their own measurements are in the log).
 # The thread-safety test runs its eight threads for a minute here (10 s by default).
 export BRAID_THREAD_TEST_SECONDS=${BRAID_THREAD_TEST_SECONDS:-60}
-ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$OUT/ctest.log" 2>&1
+ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$LOGS/ctest.log" 2>&1
 tests_rc=$?
-ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$OUT/ctest.log" 2>&1 || tests_rc=1
-grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|lost|grew|FAILED" "$OUT/ctest.log" | tail -20
+ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$LOGS/ctest.log" 2>&1 || tests_rc=1
+grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|lost|grew|FAILED" "$LOGS/ctest.log" | tail -20
 else
   tests_rc=0
 fi
@@ -36,17 +37,17 @@ echo "== braid-perf (NVIDIA NCCL: ${nv:-not found})"
 summary="$OUT/summary.txt"
 : >"$summary"
 # The PyTorch check (ctest torch_dist, tests/integration/run_torch_dist.sh), when it ran.
-grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$OUT/ctest.log" 2>/dev/null |
+grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$LOGS/ctest.log" 2>/dev/null |
   sed 's/^[0-9]*: /-- torch: /' >>"$summary"
 run_perf() {  # label, args...
   local label=$1; shift
   if [ -n "$nv" ]; then
-    timeout 300 "$perf" "$@" --compare "$nv" >"$OUT/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" --compare "$nv" >"$LOGS/perf-$label.log" 2>&1
   else
-    timeout 300 "$perf" "$@" >"$OUT/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" >"$LOGS/perf-$label.log" 2>&1
   fi
   local rc=$?
-  { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$OUT/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
+  { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$LOGS/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
       grep -E 'ms|MiB|^ +[0-9]|summary' ; } >>"$summary"
 }
 # PreMulSum (nccl-tests' mulsum) on every datatype, checked, Braid alone, with and without
@@ -55,7 +56,7 @@ run_perf() {  # label, args...
 if [ "${SKIP_CHECKS:-0}" != 1 ]; then
   for op in all_reduce reduce reduce_scatter; do
     for reg in 0 1; do
-      log="$OUT/check-mulsum-$op-R$reg.log"
+      log="$LOGS/check-mulsum-$op-R$reg.log"
       timeout 180 "$perf" "$op" -p -N "$ngpu" -d all -o mulsum -b 8 -e 64M -f 64 -w 1 -n 2 -c 1 -R $reg >"$log" 2>&1
       echo "-- mulsum $op -R $reg, every type, checked (rc $?): $(grep -E '^# Errors' "$log")" >>"$summary"
     done
@@ -79,8 +80,8 @@ done
 if [ -n "${CHANNEL_SWEEP:-}" ]; then
   for ch in $CHANNEL_SWEEP; do
     NCCL_MIN_NCHANNELS=$ch NCCL_MAX_NCHANNELS=$ch timeout 120 "$perf" all_reduce -p -N "$ngpu" -b 256M -e 256M -w 5 -n 20 -c 0 \
-      >"$OUT/perf-channels-$ch.log" 2>&1
-    echo "-- channels $ch: $(grep -E '^ +[0-9]' "$OUT/perf-channels-$ch.log" | awk '{print $1" B "$6" us busbw "$8}')" >>"$summary"
+      >"$LOGS/perf-channels-$ch.log" 2>&1
+    echo "-- channels $ch: $(grep -E '^ +[0-9]' "$LOGS/perf-channels-$ch.log" | awk '{print $1" B "$6" us busbw "$8}')" >>"$summary"
   done
 fi
 

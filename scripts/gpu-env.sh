@@ -1,10 +1,15 @@
 # Sourced by the GPU scripts (gpu-check.sh, tune-sweep.sh): the safety environment, the build into
 # build-gpu with all cores, and the path of NVIDIA's libnccl.so.2 for comparisons. Expects OUT.
+# The device tool brings back at most 8 files from $OUT: the scripts write their logs under LOGS and
+# pack_logs (run at exit) puts them into one $OUT/logs.tgz next to the summary.
 # NVLink SHARP/multicast must stay off on shared hosts: a program using it can take the GPUs out
 # of service. Braid never uses it; NVIDIA's NCCL must be told.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 build=build-gpu
+LOGS=$(mktemp -d /tmp/braid-logs.XXXXXX)
+pack_logs() { tar czf "$OUT/logs.tgz" -C "$LOGS" . ; }
+trap pack_logs EXIT
 perf="$build/tools/perf/braid-perf"
 
 gpu_build() {
@@ -12,9 +17,9 @@ gpu_build() {
   nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   echo "== build ($(nproc) cores)"
   start=$(date +%s)
-  cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" >"$OUT/configure.log" 2>&1 \
-    || { tail -30 "$OUT/configure.log"; return 1; }
-  cmake --build "$build" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; return 1; }
+  cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" >"$LOGS/configure.log" 2>&1 \
+    || { tail -30 "$LOGS/configure.log"; return 1; }
+  cmake --build "$build" -j"$(nproc)" >"$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; return 1; }
   echo "build: $(( $(date +%s) - start )) s; libnccl.so.2 $(stat -Lc %s "$build/src/libnccl.so.2") bytes"
 }
 

@@ -5,7 +5,7 @@
 #   bash scripts/tune-sweep.sh PLAN      (plans kept in scripts/tune-plans/)
 # Each non-comment line of PLAN is   label | ENV=V ... | braid-perf arguments
 # with label ending in "@nccl" to run the same line on NVIDIA's NCCL (LD_PRELOAD) instead of Braid.
-# Logs go to $OUT (or ./out).
+# The table goes to $OUT (or ./out), the logs into $OUT/logs.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -20,7 +20,7 @@ while IFS='|' read -r label envs args; do
   label=$(echo "$label" | xargs)
   case "$label" in ''|\#*) continue ;; esac
   n=$((n + 1))
-  log="$OUT/tune-$n.log"
+  log="$LOGS/tune-$n.log"
   pre=""
   [[ "$label" == *@nccl ]] && pre="LD_PRELOAD=$nv"
   # shellcheck disable=SC2086

@@ -78,7 +78,7 @@ void growChannelsThenThreads(const CommModel& model, ProtoId proto, size_t bytes
   uint64_t channels = std::max<uint64_t>(ceilDiv(bytes, static_cast<uint64_t>(nt) * perThread), 1);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxChannels)));
   uint64_t grow = proto == kProtoLL ? perThread : kLl128GrowBytesPerThread;
-  while (nc == model.maxChannels && nt * 2 <= kMaxThreads[proto] &&
+  while (nc == model.maxChannels && nt * 2 <= kMaxGrownThreads[proto] &&
          bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
     nt *= 2;
   }
@@ -203,9 +203,11 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   int nsteps = ringSteps(coll, model.nranks);
   double busBw = ringBusBwGBps(model, proto, std::max(nChannels, 1));
   double algBw = busBw * model.nranks / nsteps;
-  double hopUs = model.hopLatencyUs[proto] * (isChain(coll) ? kChainHopFactor : 1.0);
+  bool chain = isChain(coll);
+  double hopUs = model.hopLatencyUs[proto] * (chain ? kChainHopFactor : 1.0);
   double latency = kRingBaseLatencyUs[proto] + nsteps * hopUs;
-  return latency + static_cast<double>(bytes) / (1000.0 * algBw);
+  double floorUs = chain ? 0.0 : kRingBaseLatencyUs[proto] + nsteps * hopUs * kRingHopFactor[proto];
+  return std::max(floorUs, latency + static_cast<double>(bytes) / (1000.0 * algBw));
 }
 
 double estimateTreeUs(const CommModel& model, ProtoId proto, int nChannels, size_t bytes) {
@@ -224,8 +226,11 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
   if (model.bwPerChannelGBps <= 0) return -1.0;
   uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
   double wireBytes = static_cast<double>(peerBytes) * (model.nranks - 1);
-  double bw = ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * kDirectBwFactor;
-  return kDirectBaseLatencyUs + model.hopLatencyUs[kProtoLL] + wireBytes / (1000.0 * bw);
+  bool reduces = coll != CollId::kAllGather && coll != CollId::kBroadcast;
+  double bw =
+      ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * (reduces ? kDirectReduceBwFactor : kDirectCopyBwFactor);
+  double latency = kDirectBaseLatencyUs + model.hopLatencyUs[kProtoLL] + (reduces ? kDirectReduceLatencyUs : 0.0);
+  return latency + wireBytes / (1000.0 * bw);
 }
 
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {

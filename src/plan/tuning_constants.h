@@ -1,8 +1,9 @@
 // The constants of the planner's cost model and of its channel / thread / chunk choice, in one
 // place. The cost model has NCCL's shape (nccl-facts §4.1). Its numbers are fitted to braid-perf
 // runs of Braid's own kernels on 4 H200 behind NVSwitch (scripts/tune-plans/2026-11-21-*.txt:
-// AllReduce and AllGather with each protocol forced, 1 KiB to 64 MiB); the inter-node LL caps are
-// still NCCL 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128, Simple}.
+// AllReduce and AllGather with each protocol forced, 1 KiB to 64 MiB), the latencies refitted on 2
+// and 4 ranks in session 22 (2026-11-22-ll-channels.txt); the inter-node LL caps are still NCCL
+// 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128, Simple}.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,17 @@ namespace braid::plan {
 // ---- Cost model: time_us = latency + bytes / (1000 * algBwGBps) ----
 
 // Fixed cost of one Ring operation (launch, setup, completion), by protocol. The per-hop part
-// (latency = base + nsteps * hop) comes from topo (Topology::hopLatencyUs), by path type.
-constexpr double kRingBaseLatencyUs[kNumProtos] = {4.2, 5.8, 4.6};
+// (latency = base + nsteps * hop) comes from topo (Topology::hopLatencyUs), by
+// path type. LL128 refitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt):
+// AllReduce 9.2 us on 2 ranks, 18.6 on 4; AllGather 6.9 on 2, 11.3-12.2 on 4.
+constexpr double kRingBaseLatencyUs[kNumProtos] = {4.2, 4.8, 4.6};
+
+// A ring takes at least base + nsteps * hop * kRingHopFactor, whatever its size: a Simple step's
+// handshake costs more than topo's Simple hop (which chains and trees also use) but hides behind
+// the data once steps are large. The Simple ring's floor on 2 and 4 H200 is AllGather 13.5 us (1
+// step) and 23.5 (3), AllReduce 18.5 (2) and 37-41 (6) from 32 KiB to 2 MiB, ~6.5 us a step (same
+// plan file); large operations keep their bandwidth (AllReduce 1 GiB ~350 GB/s).
+constexpr double kRingHopFactor[kNumProtos] = {1.0, 1.0, 2.24};
 
 // Bus bandwidth = nChannels * bwPerChannel, then per protocol: LL carries 8 data bytes in each
 // 16-byte line (x0.5) and is capped for the whole operation (measured ~120 GB/s on one node);
@@ -27,14 +37,18 @@ constexpr double kRingSimpleBwFactor = 0.92;
 constexpr double kLlMaxBusBwGBps[3] = {120.0, 45.0, 35.0};  // by node count: 1, 2, >= 3
 constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 
-// Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop; bandwidth is the ring LL
-// bus bandwidth times kDirectBwFactor, for the bytes of the rank's busiest port (nranks - 1
-// connections). Fitted on 4 H200 (scripts/tune-plans/2026-11-22-direct.txt, then session 19's
-// peer-parallel kernel): AllReduce 8.2 us at 8 B, 9.4 at 16 KiB, 11.2 at 32 KiB, 14.2 at 64 KiB and
-// 22.1 at 128 KiB, where ring LL took 14.5-14.7 from 16 to 128 KiB; AllGather/ReduceScatter within
-// 0.2 us of ring LL up to 32 KiB, so they stay on the ring on 4 ranks.
-constexpr double kDirectBaseLatencyUs = 7.6;
-constexpr double kDirectBwFactor = 0.32;
+// Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop, plus
+// kDirectReduceLatencyUs where the receivers reduce; bandwidth is the ring LL bus bandwidth times
+// kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1 connections).
+// Fitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
+// docs/performance.md, session 22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
+// ReduceScatter 7.8 and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s
+// when it reduces and 45-90 when it copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and
+// AllGather / ReduceScatter 9.5 up to 128 KiB.
+constexpr double kDirectBaseLatencyUs = 5.2;
+constexpr double kDirectReduceLatencyUs = 0.7;
+constexpr double kDirectReduceBwFactor = 0.45;
+constexpr double kDirectCopyBwFactor = 0.81;
 
 // Rings and trees that cross hosts run LL on one channel: the proxy serves a rank's connections one
 // after another, so every channel adds a network message to each step. 4 H200 as 2 hosts of 2 over
@@ -51,6 +65,9 @@ constexpr int kMaxThreads[kNumProtos] = {512, 640, 512};
 constexpr int kMinOverrideThreads[kNumProtos] = {64, 160, 64};
 // Automatic halving of the thread count for small operations stops here.
 constexpr int kMinAutoThreads = 128;
+// Automatic growth of an LL / LL128 CTA stops here. 4 H200, AllReduce LL on 16 channels: 256 KiB
+// 17.9 us with 256 threads, 24.4 with 512; 512 KiB 21.0 against 26.0 (2026-11-22-ll-channels.txt).
+constexpr int kMaxGrownThreads[kNumProtos] = {256, 640, 512};
 
 // LL and LL128 start from CTAs this small and add channels first: a receiving thread spins on its
 // own lines and every step ends at a barrier of the whole CTA, so a CTA of few warps steps faster.

@@ -358,12 +358,12 @@ TEST(PlanDecide, DirectForSmallOperationsRingForLarge) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {
     for (CollId coll : kColls) {
-      // Direct's one hop costs more fixed time than a ring hop (tuning_constants.h): it wins for
-      // AllReduce (2(n-1) ring hops) from 3 ranks and AllGather / ReduceScatter (n-1) from 5; a
-      // Broadcast / Reduce chain stays cheaper.
-      bool direct = coll == CollId::kAllReduce                                       ? n >= 3
-                    : (coll == CollId::kAllGather || coll == CollId::kReduceScatter) ? n >= 5
-                                                                                     : false;
+      // Direct's one hop costs more fixed time than a ring hop (tuning_constants.h), and a
+      // reduction more: it wins for AllReduce (2(n-1) ring hops) and AllGather (n-1) from 3 ranks,
+      // ReduceScatter from 4, and against the cheaper hops of a chain, Broadcast from 6 and Reduce
+      // from 7.
+      constexpr int kDirectFrom[kNumColls] = {6, 7, 3, 4, 3};  // by CollId
+      bool direct = n >= kDirectFrom[static_cast<int>(coll)];
       CommModel m = directModel(n);
       Decision d = decideOk(m, all, coll, 8);
       EXPECT_EQ(d.algo, direct ? kAlgoDirect : kAlgoRing) << n << " " << collName(coll);
@@ -495,7 +495,7 @@ TEST(PlanDecide, LowLatencyProtocolsFillChannelsBeforeThreads) {
   EXPECT_EQ(d.nThreads, 128);
   d = decideOk(m, ll, CollId::kAllReduce, 1 << 20);
   EXPECT_EQ(d.nChannels, 16);
-  EXPECT_EQ(d.nThreads, 512);
+  EXPECT_EQ(d.nThreads, 256);  // kMaxGrownThreads: 512-thread LL CTAs step slower
   // LL128: 160-thread CTAs; threads grow only at 64 B per thread.
   Filter ll128 = parse(nullptr, "ll128");
   d = decideOk(m, ll128, CollId::kAllReduce, 64 << 10);
@@ -601,14 +601,18 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   CommModel m = hopperModel(8);
   // Latency only at 0 bytes: base + 2(n-1) hops for AllReduce, n-1 for AllGather, n for Broadcast.
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0),
-                   kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple]);
+                   kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple] * kRingHopFactor[kProtoSimple]);
+  // Simple's step floor hides behind the data once the operation is large.
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 8 << 10),
+                   estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0));
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllGather, kProtoLL, 16, 0),
                    kRingBaseLatencyUs[kProtoLL] + 7 * m.hopLatencyUs[kProtoLL]);
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0),
                    kRingBaseLatencyUs[kProtoLL128] + 8 * m.hopLatencyUs[kProtoLL128] * kChainHopFactor);
-  // Simple bandwidth: 16 x 20 GB/s bus x kRingSimpleBwFactor, algBw = bus x 8 / 14.
+  // Simple bandwidth: 16 x 20 GB/s bus x kRingSimpleBwFactor, algBw = bus x 8 / 14, above the
+  // latency of the steps without their floor.
   double simple1G = estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000) -
-                    estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0);
+                    (kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple]);
   EXPECT_NEAR(simple1G, 1e9 / (1000.0 * 320.0 * kRingSimpleBwFactor * 8 / 14), 1e-6);
   // More channels never make it slower; LL is capped (kLlMaxBusBwGBps) on one node.
   EXPECT_LT(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1 << 24),
@@ -621,14 +625,18 @@ TEST(PlanEstimate, MonotonicAndShaped) {
 
 TEST(PlanEstimate, DirectIsOneHopOverTheBusiestPort) {
   CommModel m = directModel(4);
-  // One hop whatever the collective.
+  // One hop whatever the collective, and the reduction where the receivers reduce.
   for (CollId coll : kColls) {
-    EXPECT_DOUBLE_EQ(estimateDirectUs(m, coll, 16, 0), kDirectBaseLatencyUs + m.hopLatencyUs[kProtoLL]);
+    bool copies = coll == CollId::kAllGather || coll == CollId::kBroadcast;
+    EXPECT_DOUBLE_EQ(estimateDirectUs(m, coll, 16, 0),
+                     kDirectBaseLatencyUs + m.hopLatencyUs[kProtoLL] + (copies ? 0.0 : kDirectReduceLatencyUs));
   }
-  // AllReduce sends everything to 3 peers; AllGather one quarter: 4x the bytes per port.
-  double ar = estimateDirectUs(m, CollId::kAllReduce, 16, 1 << 20) - estimateDirectUs(m, CollId::kAllReduce, 16, 0);
-  double ag = estimateDirectUs(m, CollId::kAllGather, 16, 1 << 20) - estimateDirectUs(m, CollId::kAllGather, 16, 0);
-  EXPECT_NEAR(ar, 4 * ag, 1e-9);
+  // ReduceScatter sends one quarter to each of 3 peers, AllReduce everything: 4x the bytes per port.
+  // AllGather moves ReduceScatter's bytes without reducing them, faster.
+  auto bytesUs = [&](CollId coll) { return estimateDirectUs(m, coll, 16, 1 << 20) - estimateDirectUs(m, coll, 16, 0); };
+  EXPECT_NEAR(bytesUs(CollId::kAllReduce), 4 * bytesUs(CollId::kReduceScatter), 1e-9);
+  EXPECT_NEAR(bytesUs(CollId::kAllGather),
+              bytesUs(CollId::kReduceScatter) * kDirectReduceBwFactor / kDirectCopyBwFactor, 1e-9);
   EXPECT_EQ(estimateDirectUs(hopperModel(4), CollId::kAllReduce, 16, 8), -1.0);  // no direct channels
 }
 
