@@ -58,9 +58,9 @@ struct ncclComm {
   // The data path's progress board, once it exists (null without one), and the last operation a
   // hang report was made for: core/hang_watch.h. Read under the registry's lock like lastLaunch_.
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
-  std::atomic<uint64_t> hangReportedSeq_{0};
   std::atomic<uint64_t> p2pHangReportedSeq_{0};
-  braid::GraphWatch graphWatch_;  // the watch thread's only (core/graph_progress.h)
+  braid::WaitWatch eagerWatch_;  // the watch thread's only (core/wait_notes.h)
+  braid::WaitWatch graphWatch_;  // the same for graph ops (core/graph_progress.h)
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

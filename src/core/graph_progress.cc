@@ -19,23 +19,6 @@ bool captureRecordOf(const ProgressBoard& board, uint64_t capture, OpRecord* out
   return out->seq == capture;  // a later capture reuses the slot
 }
 
-uint64_t graphOpWaitingNow(const ProgressBoard& board, WaitBeats* beats, uint64_t* capture) {
-  uint64_t waiting = 0;
-  for (int b = 0; b < kMaxChannels; b++) {
-    const uint64_t beat = loadAcquire(&board.graphWaits.beat[b]);
-    if (beat == beats->beat[b]) continue;
-    beats->beat[b] = beat;
-    // The op and capture were noted with this beat or just after it: a look that catches them
-    // half-written is one look; only what lasts is reported.
-    const uint64_t op = loadAcquire(&board.graphWaits.op[b]);
-    if (op != 0 && (waiting == 0 || op < waiting)) {
-      waiting = op;
-      *capture = loadAcquire(&board.graphWaits.capture[b]);
-    }
-  }
-  return waiting;
-}
-
 GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op) {
   GraphRankProgress p;
   p.op = waitingOp;
@@ -43,23 +26,6 @@ GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op) {
             : waitingOp == op ? GraphRankProgress::Where::kWaitingInIt
                               : GraphRankProgress::Where::kWaitingElsewhere;
   return p;
-}
-
-bool graphReportDue(const ProgressBoard& board, GraphWatch* watch, int64_t nowNs, int64_t thresholdNs, uint64_t* op,
-                    uint64_t* capture, int64_t* sinceNs) {
-  uint64_t noted = 0;
-  const uint64_t waiting = graphOpWaitingNow(board, &watch->beats, &noted);
-  if (waiting != watch->seen) {  // a new wait, or none: its clock starts now
-    watch->seen = waiting;
-    watch->seenNs = nowNs;
-    return false;
-  }
-  if (waiting == 0 || waiting <= watch->reported || nowNs - watch->seenNs < thresholdNs) return false;
-  watch->reported = waiting;
-  *op = waiting;
-  *capture = noted;
-  *sinceNs = watch->seenNs;
-  return true;
 }
 
 std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSeconds, int self,

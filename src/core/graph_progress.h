@@ -6,11 +6,10 @@
 //     is in the board's `captures`;
 //   - at replay, the GPU numbers the captured kernels of the communicator as they begin (graph op
 //     1, 2, ...), and a CTA that has waited long notes in `graphWaits`, at every later read of the
-//     abort flag, which graph op and capture it waits in, with a fresh beat.
-// Beats that move between two looks mean "waiting now". Every rank must replay its graphs in the
-// same order, so graph op n is the same operation on every rank: a rank whose CTAs wait in op n is
-// in it; one that waits in none has not begun it (not replayed as often, or stuck before it) or is
-// done with it.
+//     abort flag, which graph op and capture it waits in, with a fresh beat (core/wait_notes.h).
+// Every rank must replay its graphs in the same order, so graph op n is the same operation on every
+// rank: a rank whose CTAs wait in op n is in it; one that waits in none has not begun it (not
+// replayed as often, or stuck before it) or is done with it.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "core/progress_board.h"
+#include "core/wait_notes.h"
 
 namespace braid {
 
@@ -27,15 +27,6 @@ uint64_t noteCapture(ProgressBoard* board, OpRecord op);
 // Reader side. What a GPU or another process writes is read with atomic loads.
 // Capture c as noted, or false when a later capture has reused its slot (or there is none).
 bool captureRecordOf(const ProgressBoard& board, uint64_t capture, OpRecord* out);
-
-// The beats of a board's CTAs at one look.
-struct WaitBeats {
-  uint64_t beat[kMaxChannels] = {};
-};
-// The graph op the board's CTAs wait in now: those whose beat moved since `*beats` (which then holds
-// this look's beats); the smallest op when they differ. 0 when none waits; *capture is the op's
-// capture number.
-uint64_t graphOpWaitingNow(const ProgressBoard& board, WaitBeats* beats, uint64_t* capture);
 
 // Where one rank is with graph op n.
 struct GraphRankProgress {
@@ -49,21 +40,6 @@ struct GraphRankProgress {
   uint64_t op = 0;
 };
 GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op);
-
-// The watch's memory of one communicator's graph ops: the beats of its last look, the op it has
-// seen waiting since when, and the last op it reported.
-struct GraphWatch {
-  WaitBeats beats;
-  uint64_t seen = 0;
-  int64_t seenNs = 0;
-  uint64_t reported = 0;
-};
-
-// Called at every check: true when the same graph op has been seen waiting at every check for
-// thresholdNs or more and was not reported yet; *op, *capture and *sinceNs (when first seen) say
-// which.
-bool graphReportDue(const ProgressBoard& board, GraphWatch* watch, int64_t nowNs, int64_t thresholdNs, uint64_t* op,
-                    uint64_t* capture, int64_t* sinceNs);
 
 // The report of graph op `op` of rank `self`, waiting for at least `stuckSeconds`. `capture` is its
 // capture record (null when no longer noted), ranks[r] rank r's progress with it.

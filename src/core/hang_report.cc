@@ -54,11 +54,11 @@ std::string rankList(const std::vector<int>& ranks) {
   return out;
 }
 
-std::string hangReport(const OpRecord& op, double stuckSeconds, int self, const std::vector<RankProgress>& ranks,
-                       int64_t nowNs) {
+std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
+                       const std::vector<RankProgress>& ranks, int64_t nowNs) {
   using Where = RankProgress::Where;
-  std::vector<int> queued, running, done, unknown;
-  std::string notLaunched;
+  std::vector<int> waiting, notWaiting, unknown;
+  std::string notLaunched, elsewhere;
   for (int r = 0; r < static_cast<int>(ranks.size()); r++) {
     const RankProgress& p = ranks[r];
     switch (p.where) {
@@ -67,28 +67,35 @@ std::string hangReport(const OpRecord& op, double stuckSeconds, int self, const 
                        std::to_string(p.launched) +
                        (p.lastLaunchNs != 0 ? ", launched " + secondsAgo(p.lastLaunchNs, nowNs) : std::string()) + ")";
         break;
-      case Where::kQueued:
-        queued.push_back(r);
+      case Where::kWaitingInIt:
+        waiting.push_back(r);
         break;
-      case Where::kRunning:
-        running.push_back(r);
+      case Where::kWaitingElsewhere:
+        elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (#" +
+                     std::to_string(p.waitingOp) + ")";
         break;
-      case Where::kDone:
-        done.push_back(r);
+      case Where::kNotWaiting:
+        notWaiting.push_back(r);
         break;
       default:
         unknown.push_back(r);
         break;
     }
   }
-  std::string text = "rank " + std::to_string(self) + ": " + describeOp(op);
+  std::string text = "rank " + std::to_string(self) + ": ";
+  text += op != nullptr ? describeOp(*op) : "collective #" + std::to_string(seq);
   char stuck[64];
   std::snprintf(stuck, sizeof(stuck), " has not completed %.1f s after its launch.", stuckSeconds);
   text += stuck;
   if (!notLaunched.empty()) text += " Not launched by: " + notLaunched + ".";
-  if (!queued.empty()) text += " Launched, waiting behind earlier GPU work: ranks " + rankList(queued) + ".";
-  if (!running.empty()) text += " Running: ranks " + rankList(running) + ".";
-  if (!done.empty()) text += " Done: ranks " + rankList(done) + ".";
+  if (!waiting.empty()) text += " Waiting in it: ranks " + rankList(waiting) + ".";
+  if (!elsewhere.empty()) text += " Waiting in another collective: " + elsewhere + ".";
+  if (!notWaiting.empty()) {
+    text +=
+        " Launched it, not waiting in a collective (done with it, or their GPU has not begun it: earlier work "
+        "on its stream): ranks " +
+        rankList(notWaiting) + ".";
+  }
   if (!unknown.empty()) text += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";
   if (!notLaunched.empty()) {
     text +=

@@ -1,5 +1,5 @@
-// Hang diagnosis, the words: the one WARN that names a collective that has not completed, and
-// where every rank is with it. Pure text from progress boards (core/progress_board.h), so it is
+// Hang diagnosis, the words: the one WARN that names a collective this rank's GPU has waited in
+// long, and where every rank is with it. Pure text from progress boards (core/progress_board.h), so it is
 // tested on any machine.
 #pragma once
 
@@ -17,9 +17,10 @@ std::string describeOp(const OpRecord& op);
 // "0-3, 5, 7": ranks in increasing order, runs shortened.
 std::string rankList(const std::vector<int>& ranks);
 
-// The report of operation `op` (its record on rank `self`), which has not completed after
-// `stuckSeconds`; ranks[r] is rank r's progress with it, nowNs the monotonic time now.
-std::string hangReport(const OpRecord& op, double stuckSeconds, int self, const std::vector<RankProgress>& ranks,
-                       int64_t nowNs);
+// The report of operation `seq` (`op`: its record on rank `self`, null when no longer noted), which
+// has not completed `stuckSeconds` after its launch; ranks[r] is rank r's progress with it, nowNs
+// the monotonic time now.
+std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
+                       const std::vector<RankProgress>& ranks, int64_t nowNs);
 
 }  // namespace braid

@@ -14,20 +14,9 @@
 namespace braid {
 namespace {
 
-// Between two looks at other ranks' graph wait notes: many beats of a waiting CTA (one per
+// Between two looks at other ranks' wait notes: many beats of a waiting CTA (one per
 // kAbortPollSpins spins of a waiting thread, milliseconds).
 constexpr int64_t kBeatLookGapMs = 50;
-
-}  // namespace
-
-bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, OpRecord* op) {
-  const uint64_t seq = completedThrough(board) + 1;
-  if (seq > launchedThrough(board) || seq <= reported) return false;
-  // A record overwritten meanwhile: the operation completed, or the next check sees it.
-  return recordOf(board, seq, op) && nowNs - op->launchNs >= thresholdNs;
-}
-
-namespace {
 
 // Rank r's board, when r shares this process's pid space and has one: read-only, valid while
 // *segment lives.
@@ -44,38 +33,63 @@ const ProgressBoard* openPeerBoard(uint64_t commHash, int self, const std::vecto
   return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
 }
 
+// The boards of the other ranks readable from here (null where not), valid while this lives.
+struct PeerBoards {
+  std::vector<ShmSegment> segments;
+  std::vector<const ProgressBoard*> boards;
+};
+PeerBoards openPeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers) {
+  PeerBoards open{std::vector<ShmSegment>(peers.size()), std::vector<const ProgressBoard*>(peers.size(), nullptr)};
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    if (r != self) open.boards[r] = openPeerBoard(commHash, self, peers, r, &open.segments[r]);
+  }
+  return open;
+}
+
+// The op each board's CTAs wait in now by their `notes` (0: none, or no board): two looks gapMs
+// apart, so that only beats that move count.
+std::vector<uint64_t> opsWaitingNow(const PeerBoards& open, DevWaitNotes ProgressBoard::*notes, int64_t gapMs) {
+  const size_t n = open.boards.size();
+  std::vector<WaitBeats> beats(n);
+  uint64_t capture = 0;
+  for (size_t r = 0; r < n; r++) {
+    if (open.boards[r] != nullptr) (void)opWaitingNow(open.boards[r]->*notes, &beats[r], &capture);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(gapMs));
+  std::vector<uint64_t> waiting(n, 0);
+  for (size_t r = 0; r < n; r++) {
+    if (open.boards[r] != nullptr) waiting[r] = opWaitingNow(open.boards[r]->*notes, &beats[r], &capture);
+  }
+  return waiting;
+}
+
 }  // namespace
 
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
-                                         const ProgressBoard& own, uint64_t seq) {
+                                         const ProgressBoard& own, uint64_t seq, int64_t gapMs) {
+  const PeerBoards open = openPeerBoards(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::eagerWaits, gapMs);
   std::vector<RankProgress> ranks(peers.size());
   for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-    ShmSegment segment;
-    const ProgressBoard* board = r == self ? &own : openPeerBoard(commHash, self, peers, r, &segment);
-    if (board != nullptr) ranks[r] = progressOf(board, seq);
+    if (r == self) {
+      ranks[r] = progressOf(&own, seq, seq);
+    } else if (open.boards[r] != nullptr) {
+      ranks[r] = progressOf(open.boards[r], seq, waiting[r]);
+    }
   }
   return ranks;
 }
 
 std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                                    uint64_t op, int64_t gapMs) {
-  const size_t n = peers.size();
-  std::vector<ShmSegment> segments(n);
-  std::vector<const ProgressBoard*> boards(n, nullptr);
-  std::vector<WaitBeats> beats(n);
-  uint64_t capture = 0;
-  for (size_t r = 0; r < n; r++) {
-    if (static_cast<int>(r) == self) continue;
-    boards[r] = openPeerBoard(commHash, self, peers, static_cast<int>(r), &segments[r]);
-    if (boards[r] != nullptr) (void)graphOpWaitingNow(*boards[r], &beats[r], &capture);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(gapMs));
-  std::vector<GraphRankProgress> ranks(n);
-  for (size_t r = 0; r < n; r++) {
-    if (static_cast<int>(r) == self) {
+  const PeerBoards open = openPeerBoards(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::graphWaits, gapMs);
+  std::vector<GraphRankProgress> ranks(peers.size());
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    if (r == self) {
       ranks[r] = graphProgressFrom(op, op);
-    } else if (boards[r] != nullptr) {
-      ranks[r] = graphProgressFrom(graphOpWaitingNow(*boards[r], &beats[r], &capture), op);
+    } else if (open.boards[r] != nullptr) {
+      ranks[r] = graphProgressFrom(waiting[r], op);
     }
   }
   return ranks;
@@ -101,17 +115,22 @@ void checkHang(ncclComm* comm) {
   if (thresholdMs <= 0 || board == nullptr || comm->state_.load() != CommState::kReady) return;
   const int64_t now = monotonicNs();
   const auto commId = static_cast<unsigned long long>(comm->commHash_);
-  OpRecord op{};
-  if (hangReportDue(*board, comm->hangReportedSeq_.load(), now, thresholdMs * 1000000, &op)) {
-    comm->hangReportedSeq_.store(op.seq);
-    const std::vector<RankProgress> ranks = gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, op.seq);
+  uint64_t seq = 0;
+  uint64_t unused = 0;
+  int64_t seenNs = 0;
+  if (waitReportDue(board->eagerWaits, &comm->eagerWatch_, now, thresholdMs * 1000000, &seq, &unused, &seenNs)) {
+    const std::vector<RankProgress> ranks =
+        gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, seq, kBeatLookGapMs);
+    OpRecord op{};
+    const bool noted = recordOf(*board, seq, &op);
+    const int64_t sinceNs = noted ? op.launchNs : seenNs;
     WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
-         hangReport(op, static_cast<double>(now - op.launchNs) * 1e-9, comm->rank_, ranks, now).c_str());
+         hangReport(seq, noted ? &op : nullptr, static_cast<double>(now - sinceNs) * 1e-9, comm->rank_, ranks, now)
+             .c_str());
   }
   uint64_t graphOp = 0;
   uint64_t captureNo = 0;
-  int64_t seenNs = 0;
-  if (graphReportDue(*board, &comm->graphWatch_, now, thresholdMs * 1000000, &graphOp, &captureNo, &seenNs)) {
+  if (waitReportDue(board->graphWaits, &comm->graphWatch_, now, thresholdMs * 1000000, &graphOp, &captureNo, &seenNs)) {
     const std::vector<GraphRankProgress> ranks =
         gatherGraphProgress(comm->commHash_, comm->rank_, comm->peers_, graphOp, kBeatLookGapMs);
     OpRecord capture{};

@@ -1,10 +1,10 @@
 // Hang diagnosis, the watch. The watch thread (core/peer_watch.cc) calls checkHang for every ready
-// communicator. When its oldest collective that has not completed was launched more than
-// BRAID_HANG_REPORT_MS ago, one WARN names it and says where each rank is with it (hang_report.h):
-// not launched yet, waiting behind earlier GPU work, running, or done. It learns that from the
-// progress boards of the ranks on this host (progress_board.h): plain loads from shared memory, no
-// CUDA call and no message to any rank, so it works while GPUs are stuck and peers do not answer.
-// One report per operation.
+// communicator. When this rank's GPU has waited in one collective for BRAID_HANG_REPORT_MS (its
+// long-wait notes, core/wait_notes.h), one WARN names it and says where each rank is with it
+// (hang_report.h): not launched yet, waiting in it, waiting in another one, or launched and not
+// waiting. It learns that from the progress boards of the ranks on this host (progress_board.h):
+// plain loads from shared memory, no CUDA call and no message to any rank, so it works while GPUs
+// are stuck and peers do not answer. One report per operation.
 #pragma once
 
 #include <cstdint>
@@ -18,18 +18,14 @@ struct ncclComm;
 
 namespace braid {
 
-// Whether a report is due: for the oldest operation on `board` that has not completed, if it is
-// newer than `reported` and was launched at least thresholdNs before nowNs; its record goes to *op.
-bool hangReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, OpRecord* op);
-
-// Every rank's progress with operation `seq`: `own` for rank `self`, the boards of the ranks that
-// share self's pid space read from shared memory, kUnknown for the others.
+// Every rank's progress with operation `seq`, in which rank `self` waits (`own` is its board): the
+// boards of the ranks that share self's pid space read from shared memory, their wait notes looked
+// at twice, gapMs apart (the calling thread sleeps; from checkHang, with the registry locked, once
+// per report); kUnknown for the others.
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
-                                         const ProgressBoard& own, uint64_t seq);
+                                         const ProgressBoard& own, uint64_t seq, int64_t gapMs);
 
-// Every rank's progress with graph op `op` (graph_progress.h), in which rank `self` waits: two
-// looks at the wait notes of the boards readable from here, gapMs apart (the calling thread
-// sleeps; from checkHang, with the registry locked, once per report), kUnknown for the others.
+// The same for graph op `op` (graph_progress.h).
 std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                                    uint64_t op, int64_t gapMs);
 

@@ -27,13 +27,11 @@ namespace {
 // part in had completed (the end of a job) harms nothing until the next operation, which then waits
 // for it and gets the communicator marked.
 bool workInFlight(const ncclComm* comm) {
-  // Eager kernels are on the progress board: no CUDA call needed.
+  // Point-to-point kernels are on the progress board: no CUDA call needed.
   const ProgressBoard* board = comm->progressBoard_.load();
-  if (board != nullptr && (completedThrough(*board) < launchedThrough(*board) ||
-                           p2pCompletedThrough(*board) < p2pLaunchedThrough(*board))) {
-    return true;
-  }
-  // Graph replays are not: the latest launch's event covers them.
+  if (board != nullptr && p2pCompletedThrough(*board) < p2pLaunchedThrough(*board)) return true;
+  // Collectives, eager or replayed from graphs, note no progress on their fast path: the latest
+  // launch's event covers them.
   cudaEvent_t latest = comm->lastLaunch_.load();
   if (latest == nullptr) return false;
   // The communicator's own GPU, whose context exists already: a runtime call on this thread's

@@ -7,17 +7,6 @@
 #include <ctime>
 
 namespace braid {
-namespace {
-
-bool left(const ProgressBoard& board, const OpRecord& op) {
-  const int ctas = op.nChannels < 1 ? 1 : (op.nChannels > kMaxChannels ? kMaxChannels : op.nChannels);
-  for (int b = 0; b < ctas; b++) {
-    if (loadAcquire(&board.dev.ctaDone[b]) < op.seq) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::string progressBoardName(uint64_t commHash, int rank, int pid) {
   char name[96];
@@ -51,29 +40,20 @@ bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out) {
   return out->seq == seq;
 }
 
-// Operations run one after another on a communicator (the next kernel begins after the previous
-// one ended), so every operation before the last one begun is complete.
-uint64_t completedThrough(const ProgressBoard& board) {
-  const uint64_t started = loadAcquire(&board.dev.started);
-  OpRecord op{};
-  if (started == 0 || !recordOf(board, started, &op)) return started == 0 ? 0 : started - 1;
-  return left(board, op) ? started : started - 1;
-}
-
-RankProgress progressOf(const ProgressBoard* board, uint64_t seq) {
+RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waitingOp) {
   RankProgress p;
   if (board == nullptr || board->magic != kProgressBoardMagic) return p;
   p.launched = launchedThrough(*board);
+  p.waitingOp = waitingOp;
   OpRecord last{};
   if (recordOf(*board, p.launched, &last)) p.lastLaunchNs = last.launchNs;
+  using Where = RankProgress::Where;
   if (p.launched < seq) {
-    p.where = RankProgress::Where::kNotLaunched;
-  } else if (completedThrough(*board) >= seq) {
-    p.where = RankProgress::Where::kDone;
-  } else if (loadAcquire(&board->dev.started) >= seq) {
-    p.where = RankProgress::Where::kRunning;
+    p.where = Where::kNotLaunched;
+  } else if (waitingOp == seq) {
+    p.where = Where::kWaitingInIt;
   } else {
-    p.where = RankProgress::Where::kQueued;
+    p.where = waitingOp != 0 ? Where::kWaitingElsewhere : Where::kNotWaiting;
   }
   return p;
 }

@@ -4,10 +4,12 @@
 // A rank's board is a POSIX shared memory segment, one per communicator with a data path:
 //   - the host notes each collective kernel it launches: the sequence number (1, 2, ... per
 //     communicator), what the operation is, and when (CLOCK_MONOTONIC, one clock for the host);
-//   - the kernels note in `dev` (a cudaHostRegister mapping of the same pages) that an operation
-//     began (CTA 0) and that each CTA left it.
+//   - the kernels note in `eagerWaits` (a cudaHostRegister mapping of the same pages) only their
+//     long waits: which operation each waiting CTA is in, with a fresh beat (core/wait_notes.h).
+//     Nothing on their fast path: a store to host memory costs a kernel ~0.9 us.
 // Every rank launches a communicator's collectives in the same order, so the numbers agree across
-// ranks: another rank's board says whether it has reached operation n, and whether its GPU has.
+// ranks: another rank's board says whether it has launched operation n, and whether its GPU waits
+// in it now.
 // Point-to-point kernels are numbered on their own (their order differs from rank to rank); what
 // matches across ranks there is the count of sends from a rank to a peer and of receives the peer
 // posted from it, which the board keeps for every peer (core/p2p_progress.h).
@@ -20,11 +22,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/wait_notes.h"
 #include "device/dev_types.h"
 
 namespace braid {
 
-constexpr uint64_t kProgressBoardMagic = 0x4252414944505233ull;  // "BRAIDPR3"
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505234ull;  // "BRAIDPR4"
 constexpr int kRecentOps = 256;                                  // launches a board describes
 constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
 constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
@@ -70,7 +73,7 @@ struct ProgressBoard {
   int32_t pad;
   uint64_t launched;            // seq of the last launch noted; stored after its record
   OpRecord recent[kRecentOps];  // the launch of seq n is in recent[n % kRecentOps]
-  DevProgress dev;              // written by this rank's kernels
+  DevWaitNotes eagerWaits;      // written by this rank's kernels when they wait long
   uint64_t p2pLaunched;         // the same for point-to-point kernels
   P2pRecord recentP2p[kRecentP2pLaunches];
   DevP2pProgress p2pDev;
@@ -105,22 +108,24 @@ void noteLaunch(ProgressBoard* board, const OpRecord& op);
 uint64_t launchedThrough(const ProgressBoard& board);
 // Operation seq's record as noted, or false when it is older than the last kRecentOps launches.
 bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out);
-// The largest n such that every launch up to n has left all its CTAs (0: none).
-uint64_t completedThrough(const ProgressBoard& board);
 
 // Where one rank is with respect to operation seq.
 struct RankProgress {
   enum class Where {
-    kUnknown,      // no board to read (another host, or it could not be opened)
-    kNotLaunched,  // this rank has not launched it: its code has not called it, or is stuck before it
-    kQueued,       // launched, but its GPU has not begun it (earlier work on the GPU is not done)
-    kRunning,      // its kernel began and has not left
-    kDone,         // its kernel left
+    kUnknown,           // no board to read (another host, or it could not be opened)
+    kNotLaunched,       // this rank has not launched it: its code has not called it, or is stuck before it
+    kWaitingInIt,       // its CTAs wait in it
+    kWaitingElsewhere,  // its CTAs wait in another collective (waitingOp)
+    kNotWaiting,        // launched it, no CTA waits in a collective: done with it, or its GPU has not
+                        // begun it (earlier work on its stream is not done)
   };
   Where where = Where::kUnknown;
   uint64_t launched = 0;     // its last launch
   int64_t lastLaunchNs = 0;  // when (0 when unknown)
+  uint64_t waitingOp = 0;    // the collective its CTAs wait in (0: none)
 };
-RankProgress progressOf(const ProgressBoard* board, uint64_t seq);
+// From the board and the collective its CTAs wait in now (opWaitingNow over two looks at
+// eagerWaits; 0: none).
+RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waitingOp);
 
 }  // namespace braid

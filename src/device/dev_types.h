@@ -139,30 +139,23 @@ struct DevComm {
   uint64_t graphOpsBegun;
 };
 
-// Hang diagnosis (core/progress_board.h): where a rank's collective kernels note their progress, in
-// host memory that every process of the host can read without a CUDA call. `started` is the
-// sequence number of the last operation whose CTA 0 began; ctaDone[b] that of the last one CTA b
-// left. Operations run one after another, so both only grow.
-struct DevProgress {
-  uint64_t started;
-  uint64_t ctaDone[kMaxChannels];
-};
-
-// The same for a communicator's point-to-point kernels, numbered on their own (1, 2, ... per
-// communicator): `started` is noted by CTA 0, ctaDone[b] when CTA b leaves.
+// Hang diagnosis of a communicator's point-to-point kernels (core/p2p_progress.h), in host memory
+// that every process of the host can read without a CUDA call. Kernels are numbered on their own (1,
+// 2, ... per communicator): `started` is noted by CTA 0, ctaDone[b] when CTA b leaves.
 constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
 struct DevP2pProgress {
   uint64_t started;
   uint64_t ctaDone[kMaxP2pKernelCtas];
 };
 
-// Hang diagnosis of graph ops (core/graph_progress.h) without a store to host memory on the fast
+// Hang diagnosis of collectives (core/wait_notes.h) without a store to host memory on the fast
 // path: a kernel that stores to host memory at all takes ~0.9 us longer to end (2 H200, AllReduce
 // of 8 B: 5.9 us without, 6.8 with one or many such stores, whatever the store's kind), so a
-// captured kernel notes nothing unless one of its threads has waited long: from the second read of
-// the abort flag in one operation on (2 x kAbortPollSpins spins, milliseconds), every such read
-// also notes which graph op and capture CTA b is waiting in and a fresh beat (%globaltimer). Beats
-// that move between two looks mean CTA b is waiting now.
+// collective kernel notes nothing unless one of its threads has waited long: from the second read
+// of the abort flag in one operation on (2 x kAbortPollSpins spins, milliseconds), every such read
+// also notes which op CTA b is waiting in (an eager one: its seq; a captured one: its graph op and
+// capture) and a fresh beat (%globaltimer). Beats that move between two looks mean CTA b is waiting
+// now.
 struct DevWaitNotes {
   uint64_t beat[kMaxChannels];
   uint64_t op[kMaxChannels];
@@ -186,12 +179,12 @@ struct DevWork {
   uint8_t redOp;          // DevRedOp
   uint8_t proto;          // ProtoId
   uint8_t algo;           // DevAlgo (kDirect: LL only; kTree: AllReduce with LL or Simple)
+  uint8_t captured;       // 1: captured in a CUDA graph (seq is its capture number)
   int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
   uint64_t seq;           // the collective's sequence number on its communicator (captured: its capture
                           // number); 0: not counted
-  DevProgress* progress;  // host-mapped; where an eager launch notes seq (null otherwise)
-  DevWaitNotes* waitNotes;  // host-mapped; where a captured one notes its long waits (null otherwise)
+  DevWaitNotes* waitNotes;  // host-mapped; where its long waits are noted (null: no progress board)
 };
 
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two

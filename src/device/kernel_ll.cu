@@ -37,7 +37,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
                                       kProtoLL, workScalar(args.work));
     runWork<LLPicker>(args, state);
   }
-  noteCtaLeft(args.work);
 }
 
 cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch, cudaStream_t stream) {

@@ -28,7 +28,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                     kProtoLL128, workScalar(args.work));
   runWork<LL128Picker>(args, state);
-  noteCtaLeft(args.work);
 }
 
 cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,

@@ -40,7 +40,6 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   }
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);
-  noteCtaLeft(args.work);
 }
 
 cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,

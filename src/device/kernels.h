@@ -63,25 +63,24 @@ __device__ __forceinline__ void waitForPreviousKernel() {
 #endif
 }
 
-// Hang diagnosis: CTA 0 notes that the operation began, each CTA that it left (DevProgress).
-// Stores to host memory that the kernel never waits for; the pointer comes with the parameters,
-// so no load precedes them. A captured operation notes only its long waits (DevWaitNotes): here CTA
-// 0 counts the graph op and every CTA tells its wait loops where to note (PrimsShared), before the
-// barrier that precedes the work.
+// Hang diagnosis: a collective notes only its long waits (DevWaitNotes), never on its fast path.
+// Every CTA tells its wait loops where to note and which op (PrimsShared), before the barrier that
+// precedes the work: an eager operation its seq; a captured one the graph op CTA 0 counts here.
 __device__ __forceinline__ void noteOpStarted(const DevKernelArgs& args, PrimsShared* shared) {
   if (threadIdx.x != 0) return;
   const DevWork& work = args.work;
-  if (blockIdx.x == 0 && work.progress != nullptr) stRelaxedSys(&work.progress->started, work.seq);
   shared->waitNotes = work.waitNotes;
   if (work.waitNotes == nullptr) return;
-  shared->graphOpsBegun = &args.comm->graphOpsBegun;
   shared->waitCapture = work.seq;
+  if (work.captured == 0) {
+    shared->waitOp = &shared->waitCapture;
+    return;
+  }
+  shared->waitOp = &args.comm->graphOpsBegun;
   if (blockIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&args.comm->graphOpsBegun), 1ull);
 }
-__device__ __forceinline__ void noteCtaLeft(const DevWork& work) {
-  if (work.progress != nullptr && threadIdx.x == 0) stRelaxedSys(&work.progress->ctaDone[blockIdx.x], work.seq);
-}
-// The same for a point-to-point kernel.
+// Hang diagnosis of a point-to-point kernel: CTA 0 notes that it began, each CTA that it left
+// (DevP2pProgress). Stores to host memory that the kernel never waits for (they cost it ~0.9 us).
 __device__ __forceinline__ void notePeerOpsStarted(DevP2pProgress* progress, uint64_t seq) {
   if (progress != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stRelaxedSys(&progress->started, seq);
 }

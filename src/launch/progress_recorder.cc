@@ -43,7 +43,7 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
   board->nRanks = nRanks;
   __atomic_store_n(&board->magic, kProgressBoardMagic, __ATOMIC_RELEASE);
   board_ = board;
-  devProgress_ = reinterpret_cast<DevProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, dev));
+  devEagerWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, eagerWaits));
   devP2pProgress_ = reinterpret_cast<DevP2pProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pDev));
   devGraphWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, graphWaits));
 }
@@ -71,13 +71,15 @@ void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* 
   op.seq = ++seq_;
   braid::noteLaunch(board_, op);
   work->seq = op.seq;
-  work->progress = devProgress_;
+  work->waitNotes = devEagerWaits_;
+  work->captured = 0;
 }
 
 void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork* work) {
   if (board_ == nullptr) return;
   work->seq = braid::noteCapture(board_, opRecordFor(task, nChannels));
   work->waitNotes = devGraphWaits_;
+  work->captured = 1;
 }
 
 void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,

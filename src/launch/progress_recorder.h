@@ -26,7 +26,8 @@ class ProgressRecorder {
   // Creates the board (current device: the communicator's). Without one, launches are not counted.
   void init(uint64_t commHash, int rank, int nRanks);
   // A collective kernel of nChannels CTAs is about to be launched eagerly: numbers it, notes it on
-  // the board, and points `work` at the board. Does nothing without a board.
+  // the board, and points `work` at the board's eager side, where it notes its long waits
+  // (core/wait_notes.h). Does nothing without a board.
   void noteLaunch(const CollTask& task, int nChannels, DevWork* work);
   // The same for a collective kernel being captured in a CUDA graph: notes the capture and points
   // `work` at the board's graph side, where a replay of it notes its long waits
@@ -41,7 +42,7 @@ class ProgressRecorder {
   ShmSegment segment_;
   bool registered_ = false;                   // segment_ is registered with CUDA
   ProgressBoard* board_ = nullptr;            // in segment_, once it is usable
-  DevProgress* devProgress_ = nullptr;        // the board's dev, as the GPU sees it
+  DevWaitNotes* devEagerWaits_ = nullptr;     // the board's eagerWaits, as the GPU sees it
   DevP2pProgress* devP2pProgress_ = nullptr;  // its p2pDev
   DevWaitNotes* devGraphWaits_ = nullptr;     // its graphWaits
   uint64_t seq_ = 0;

@@ -2,7 +2,7 @@
 // NCCL has no such report).
 //   - Collectives: every rank runs AllReduce #1; then every rank but rank 1 launches AllReduce #2
 //     while rank 1 sleeps. The waiting ranks each log one WARN naming AllReduce #2, rank 1 as the
-//     rank that has not launched it (its last being #1), and themselves as running it.
+//     rank that has not launched it (its last being #1), and themselves as waiting in it.
 //   - Point-to-point: every rank sends to the next and receives from the previous, twice; rank 1
 //     posts its second exchange late. The rank after rank 1 waits for its receive #2 (a send may
 //     complete into the receiver's FIFO without the receiver): its WARN says that rank 1 has posted
@@ -38,7 +38,7 @@ std::string readFile(const std::string& path) {
 
 // "0, 2, 3": the waiting ranks as the report lists them (all but rank 1, runs of three or more
 // shortened).
-std::string runningRanks(int n) {
+std::string waitingRanks(int n) {
   std::string out = "0";
   if (n == 3) out += ", 2";
   if (n == 4) out += ", 2, 3";
@@ -126,7 +126,7 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
               }
               const bool named = log.find(head) != std::string::npos &&
                                  log.find("Not launched by: rank 1 (its last: #1, launched ") != std::string::npos &&
-                                 log.find("Running: ranks " + runningRanks(n) + ".") != std::string::npos;
+                                 log.find("Waiting in it: ranks " + waitingRanks(n) + ".") != std::string::npos;
               if (!named)
                 std::fprintf(stderr, "rank %d: no report naming rank 1 and AllReduce #2; log:\n%s\n", rank,
                              log.c_str());
@@ -177,7 +177,7 @@ TEST_F(HangReport, TheRanksThatHaveNotReplayedACapturedCollectiveAreNamed) {
                                        ": graph op #2 of this communicator, captured AllReduce #1 (1048576 x int32, "
                                        "sum, ";
               const bool named = log.find(head) != std::string::npos &&
-                                 log.find("Waiting in it: ranks " + runningRanks(n) + ".") != std::string::npos &&
+                                 log.find("Waiting in it: ranks " + waitingRanks(n) + ".") != std::string::npos &&
                                  log.find("Not waiting in a graph op: ranks 1.") != std::string::npos;
               if (!named)
                 std::fprintf(stderr, "rank %d: no report naming rank 1 and graph op #2; log:\n%s\n", rank, log.c_str());

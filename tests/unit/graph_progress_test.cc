@@ -63,14 +63,14 @@ TEST(GraphProgress, CtasWaitNowWhileTheirBeatsMove) {
   auto b = emptyBoard();
   WaitBeats beats;
   uint64_t capture = 0;
-  EXPECT_EQ(graphOpWaitingNow(*b, &beats, &capture), 0u);
+  EXPECT_EQ(opWaitingNow(b->graphWaits, &beats, &capture), 0u);
   beat(b.get(), 3, 7, 2);
   beat(b.get(), 5, 6, 1);  // CTAs that disagree: the older op
-  EXPECT_EQ(graphOpWaitingNow(*b, &beats, &capture), 6u);
+  EXPECT_EQ(opWaitingNow(b->graphWaits, &beats, &capture), 6u);
   EXPECT_EQ(capture, 1u);
-  EXPECT_EQ(graphOpWaitingNow(*b, &beats, &capture), 0u);  // no beat since
+  EXPECT_EQ(opWaitingNow(b->graphWaits, &beats, &capture), 0u);  // no beat since
   beat(b.get(), 3, 7, 2);
-  EXPECT_EQ(graphOpWaitingNow(*b, &beats, &capture), 7u);
+  EXPECT_EQ(opWaitingNow(b->graphWaits, &beats, &capture), 7u);
   EXPECT_EQ(capture, 2u);
   EXPECT_EQ(graphProgressFrom(0, 7).where, Where::kNotWaiting);
   EXPECT_EQ(graphProgressFrom(7, 7).where, Where::kWaitingInIt);
@@ -81,10 +81,10 @@ TEST(GraphProgress, CtasWaitNowWhileTheirBeatsMove) {
 
 TEST(GraphProgress, AReportIsDueOnceAnOpHasBeenSeenWaitingPastTheThreshold) {
   auto b = emptyBoard();
-  GraphWatch watch;
+  WaitWatch watch;
   uint64_t op = 0, capture = 0;
   int64_t since = 0;
-  auto due = [&](int64_t now) { return graphReportDue(*b, &watch, now, 100, &op, &capture, &since); };
+  auto due = [&](int64_t now) { return waitReportDue(b->graphWaits, &watch, now, 100, &op, &capture, &since); };
   EXPECT_FALSE(due(1000));  // nothing waits
   beat(b.get(), 0, 1, 4);
   EXPECT_FALSE(due(1000));  // first seen now

@@ -1,14 +1,18 @@
-// Hang diagnosis on the host: progress boards (what a rank launched and what its kernels noted), the
-// choice of the operation a report is due for, reading other ranks' boards from shared memory, and
-// the report's words. The kernels' side (DevProgress writes) is covered by the GPU tests.
+// Hang diagnosis on the host: progress boards (what a rank launched and where its kernels noted
+// long waits), the choice of the operation a report is due for, reading other ranks' boards from
+// shared memory, and the report's words. The kernels' side (DevWaitNotes writes) is covered by the
+// GPU tests (tests/gpu/hang_report_test.cc).
 #include "core/hang_watch.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/hang_report.h"
@@ -35,42 +39,29 @@ OpRecord op(uint64_t seq, int nChannels, CollId coll = CollId::kAllReduce, int64
 }
 
 using testutil::emptyBoard;
-using testutil::TestBoard;
 
-TEST(ProgressBoard, WhereARankIsFollowsLaunchesStartsAndEveryCtaLeaving) {
+// What a waiting CTA of eager operation `seq` notes at one read of the abort flag.
+void beat(ProgressBoard* b, int cta, uint64_t seq) {
+  b->eagerWaits.op[cta] = seq;
+  b->eagerWaits.capture[cta] = seq;
+  b->eagerWaits.beat[cta] += 1000;
+}
+
+TEST(ProgressBoard, WhereARankIsFollowsItsLaunchesAndTheOperationItsCtasWaitIn) {
   auto b = emptyBoard();
-  EXPECT_EQ(completedThrough(*b), 0u);
-  EXPECT_EQ(progressOf(b.get(), 1).where, Where::kNotLaunched);
-  noteLaunch(b.get(), op(1, 2));
-  noteLaunch(b.get(), op(2, 4));
+  EXPECT_EQ(progressOf(b.get(), 1, 0).where, Where::kNotLaunched);
+  noteLaunch(b.get(), op(1, 2, CollId::kAllReduce, 100));
+  noteLaunch(b.get(), op(2, 4, CollId::kAllReduce, 700));
   EXPECT_EQ(launchedThrough(*b), 2u);
-  EXPECT_EQ(progressOf(b.get(), 1).where, Where::kQueued);
-  EXPECT_EQ(progressOf(b.get(), 3).where, Where::kNotLaunched);
-  EXPECT_EQ(progressOf(b.get(), 3).launched, 2u);
-
-  b->dev.started = 1;
-  b->dev.ctaDone[0] = 1;  // CTA 1 of op 1 has not left
-  EXPECT_EQ(completedThrough(*b), 0u);
-  EXPECT_EQ(progressOf(b.get(), 1).where, Where::kRunning);
-  b->dev.ctaDone[1] = 1;
-  EXPECT_EQ(completedThrough(*b), 1u);
-  EXPECT_EQ(progressOf(b.get(), 1).where, Where::kDone);
-  EXPECT_EQ(progressOf(b.get(), 2).where, Where::kQueued);
-
-  // Op 2 has 4 CTAs: three left, one still in it.
-  b->dev.started = 2;
-  for (int c = 0; c < 3; c++) b->dev.ctaDone[c] = 2;
-  EXPECT_EQ(progressOf(b.get(), 2).where, Where::kRunning);
-  EXPECT_EQ(completedThrough(*b), 1u);
-  b->dev.ctaDone[3] = 2;
-  EXPECT_EQ(completedThrough(*b), 2u);
-  EXPECT_EQ(progressOf(b.get(), 2).where, Where::kDone);
-  // A later operation that began implies every earlier one ended, whatever CTAs it used.
-  noteLaunch(b.get(), op(3, 1));
-  b->dev.started = 3;
-  EXPECT_EQ(completedThrough(*b), 2u);
-  EXPECT_EQ(progressOf(b.get(), 2).where, Where::kDone);
-  EXPECT_EQ(progressOf(b.get(), 3).where, Where::kRunning);
+  const RankProgress notYet = progressOf(b.get(), 3, 2);
+  EXPECT_EQ(notYet.where, Where::kNotLaunched);
+  EXPECT_EQ(notYet.launched, 2u);
+  EXPECT_EQ(notYet.lastLaunchNs, 700);
+  EXPECT_EQ(progressOf(b.get(), 1, 0).where, Where::kNotWaiting);
+  EXPECT_EQ(progressOf(b.get(), 2, 2).where, Where::kWaitingInIt);
+  const RankProgress elsewhere = progressOf(b.get(), 1, 2);
+  EXPECT_EQ(elsewhere.where, Where::kWaitingElsewhere);
+  EXPECT_EQ(elsewhere.waitingOp, 2u);
 }
 
 TEST(ProgressBoard, OldRecordsAreOverwrittenAndNotMistakenForNewOnes) {
@@ -85,32 +76,29 @@ TEST(ProgressBoard, OldRecordsAreOverwrittenAndNotMistakenForNewOnes) {
   EXPECT_EQ(r.seq, 6u);
   ASSERT_TRUE(recordOf(*b, n, &r));
   EXPECT_EQ(r.count, 1024 * n);
-  EXPECT_EQ(progressOf(nullptr, 1).where, Where::kUnknown);
+  EXPECT_EQ(progressOf(nullptr, 1, 0).where, Where::kUnknown);
   b->magic = 0;  // not a board (yet)
-  EXPECT_EQ(progressOf(b.get(), 1).where, Where::kUnknown);
+  EXPECT_EQ(progressOf(b.get(), 1, 0).where, Where::kUnknown);
 }
 
-// The operation a report is due for (0: none).
-uint64_t dueSeq(const ProgressBoard& b, uint64_t reported, int64_t nowNs, int64_t thresholdNs) {
-  OpRecord r{};
-  return hangReportDue(b, reported, nowNs, thresholdNs, &r) ? r.seq : 0;
-}
-
-TEST(HangWatch, AReportIsDueOnceForTheOldestIncompleteOperationPastTheThreshold) {
+TEST(HangWatch, AReportIsDueOnceTheGpuHasWaitedInAnOperationPastTheThreshold) {
   auto b = emptyBoard();
-  EXPECT_EQ(dueSeq(*b, 0, 1'000'000'000, 10), 0u);  // nothing launched
-  noteLaunch(b.get(), op(1, 1, CollId::kAllReduce, 100));
-  noteLaunch(b.get(), op(2, 1, CollId::kAllReduce, 500));
-  EXPECT_EQ(dueSeq(*b, 0, 150, 100), 0u);  // 50 ns old, threshold 100
-  EXPECT_EQ(dueSeq(*b, 0, 200, 100), 1u);
-  EXPECT_EQ(dueSeq(*b, 1, 10'000, 100), 0u);  // reported already
-  b->dev.started = 1;
-  b->dev.ctaDone[0] = 1;
-  EXPECT_EQ(dueSeq(*b, 1, 550, 100), 0u);  // op 2 is 50 ns old
-  EXPECT_EQ(dueSeq(*b, 1, 600, 100), 2u);
-  b->dev.started = 2;
-  b->dev.ctaDone[0] = 2;
-  EXPECT_EQ(dueSeq(*b, 1, 10'000, 100), 0u);  // all done
+  WaitWatch watch;
+  uint64_t seq = 0, capture = 0;
+  int64_t since = 0;
+  auto due = [&](int64_t now) { return waitReportDue(b->eagerWaits, &watch, now, 100, &seq, &capture, &since); };
+  noteLaunch(b.get(), op(1, 2, CollId::kAllReduce, 10));
+  EXPECT_FALSE(due(1000));  // launched long ago, but no CTA waits: it may be queued or done
+  beat(b.get(), 1, 1);
+  EXPECT_FALSE(due(1000));  // first seen waiting now
+  beat(b.get(), 1, 1);
+  EXPECT_FALSE(due(1050));
+  beat(b.get(), 1, 1);
+  ASSERT_TRUE(due(1100));
+  EXPECT_EQ(seq, 1u);
+  EXPECT_EQ(since, 1000);
+  beat(b.get(), 1, 1);
+  EXPECT_FALSE(due(5000));  // reported already
 }
 
 TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
@@ -132,43 +120,51 @@ TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
   user.count = 5;
   EXPECT_EQ(describeOp(user), "ReduceScatter #9 (5 x float32, premulsum, 1 CTAs)");
 
-  std::vector<RankProgress> ranks(6);
-  ranks[0].where = Where::kRunning;
-  ranks[1].where = Where::kRunning;
+  std::vector<RankProgress> ranks(7);
+  ranks[0].where = Where::kWaitingInIt;
+  ranks[1].where = Where::kWaitingInIt;
   ranks[2].where = Where::kNotLaunched;
   ranks[2].launched = 41;
   ranks[2].lastLaunchNs = 2'000'000'000;
-  ranks[3].where = Where::kQueued;
-  ranks[4].where = Where::kDone;
+  ranks[3].where = Where::kNotWaiting;
+  ranks[4].where = Where::kNotWaiting;
   ranks[5].where = Where::kUnknown;
-  const std::string text = hangReport(r, 61.25, 0, ranks, 5'000'000'000);
+  ranks[6].where = Where::kWaitingElsewhere;
+  ranks[6].waitingOp = 40;
+  const std::string text = hangReport(42, &r, 61.25, 0, ranks, 5'000'000'000);
   EXPECT_EQ(text,
             "rank 0: AllReduce #42 (1048576 x float32, sum, 8 CTAs) has not completed 61.2 s after its launch. Not "
-            "launched by: rank 2 (its last: #41, launched 3.0 s ago). Launched, waiting behind earlier GPU work: ranks "
-            "3. Running: ranks 0, 1. Done: ranks 4. Not known (another host, or gone): ranks 5. Look at the ranks that "
-            "have not launched it: their code has not called it (a skipped or reordered collective), or is stuck "
-            "before it.");
-  // Everyone launched it: no advice about the ranks that did not.
-  for (RankProgress& p : ranks) p.where = Where::kRunning;
-  EXPECT_EQ(hangReport(r, 1, 3, ranks, 0).find("Look at"), std::string::npos);
+            "launched by: rank 2 (its last: #41, launched 3.0 s ago). Waiting in it: ranks 0, 1. Waiting in another "
+            "collective: rank 6 (#40). Launched it, not waiting in a collective (done with it, or their GPU has not "
+            "begun it: earlier work on its stream): ranks 3, 4. Not known (another host, or gone): ranks 5. Look at "
+            "the ranks that have not launched it: their code has not called it (a skipped or reordered collective), "
+            "or is stuck before it.");
+  // Everyone launched it: no advice about the ranks that did not. Its record gone: its number.
+  for (RankProgress& p : ranks) p.where = Where::kWaitingInIt;
+  const std::string waiting = hangReport(42, nullptr, 1, 3, ranks, 0);
+  EXPECT_EQ(waiting.find("Look at"), std::string::npos);
+  EXPECT_EQ(waiting.find("rank 3: collective #42 has not completed 1.0 s after its launch. Waiting in it: ranks 0-6."),
+            0u)
+      << waiting;
 }
 
-// Ranks 1 and 2 have boards in shared memory (this process plays them), rank 3 is on another
-// host, rank 4 made none.
-TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemory) {
+// Ranks 1 and 2 have boards in shared memory (this process plays them: rank 1 launched operation 5
+// and its CTAs beat in it while the watch looks; rank 2 launched 4 only, and its note of 3 is old),
+// rank 3 is on another host, rank 4 made none.
+TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwice) {
   const uint64_t hash = 0xabcd000000000000ull | static_cast<uint64_t>(::getpid()) << 8 | (std::rand() & 0xff);
   const int pid = static_cast<int>(::getpid());
   std::vector<ShmSegment> segments(3);
+  std::vector<ProgressBoard*> boards(3, nullptr);
   for (int r = 1; r <= 2; r++) {
     ASSERT_EQ(ShmSegment::create(progressBoardName(hash, r, pid), progressBoardBytes(5), "test", &segments[r]),
               ncclSuccess);
-    auto* b = static_cast<ProgressBoard*>(segments[r].ptr());
-    b->magic = kProgressBoardMagic;
-    b->nRanks = 5;
-    for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(b, op(s, 1));
-    b->dev.started = r == 1 ? 5 : 3;
-    b->dev.ctaDone[0] = b->dev.started;
+    boards[r] = static_cast<ProgressBoard*>(segments[r].ptr());
+    boards[r]->magic = kProgressBoardMagic;
+    boards[r]->nRanks = 5;
+    for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(boards[r], op(s, 1));
   }
+  beat(boards[2], 0, 3);
   std::vector<PeerInfo> peers(5);
   for (int r = 0; r < 5; r++) {
     peers[r].rank = r;
@@ -177,22 +173,35 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemory) {
   }
   auto own = emptyBoard(5);
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(own.get(), op(s, 1));
-  own->dev.started = 5;  // running 5
 
-  const std::vector<RankProgress> ranks = gatherProgress(hash, 0, peers, *own, 5);
+  std::atomic<bool> stop{false};
+  std::thread beater([&] {
+    while (!stop.load()) {
+      beat(boards[1], 2, 5);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const std::vector<RankProgress> ranks = gatherProgress(hash, 0, peers, *own, 5, 50);
+  const RankProgress rank1On4 = gatherProgress(hash, 0, peers, *own, 4, 50)[1];
+  stop = true;
+  beater.join();
   ASSERT_EQ(ranks.size(), 5u);
-  EXPECT_EQ(ranks[0].where, Where::kRunning);
-  EXPECT_EQ(ranks[1].where, Where::kDone);
+  EXPECT_EQ(ranks[0].where, Where::kWaitingInIt);  // the reporting rank
+  EXPECT_EQ(ranks[1].where, Where::kWaitingInIt);
   EXPECT_EQ(ranks[2].where, Where::kNotLaunched);
   EXPECT_EQ(ranks[2].launched, 4u);
-  EXPECT_EQ(ranks[3].where, Where::kUnknown);  // another pid space
-  EXPECT_EQ(ranks[4].where, Where::kUnknown);  // no board
+  EXPECT_EQ(ranks[3].where, Where::kUnknown);           // another pid space
+  EXPECT_EQ(ranks[4].where, Where::kUnknown);           // no board
+  EXPECT_EQ(rank1On4.where, Where::kWaitingElsewhere);  // it launched 4 too, and waits in 5
+  EXPECT_EQ(rank1On4.waitingOp, 5u);
+  // Once its beats stop, nothing moves between the two looks: not waiting.
+  EXPECT_EQ(gatherProgress(hash, 0, peers, *own, 5, 10)[1].where, Where::kNotWaiting);
   ShmSegment missing;
   EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 4, pid), progressBoardBytes(5), &missing), ncclSuccess);
   EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 1, pid), progressBoardBytes(5) * 2, &missing),
             ncclSuccess);
   // A board of a communicator of another size (a stale segment) is not read.
-  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5)[1].where,
+  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
             Where::kUnknown);
 }
 

@@ -61,9 +61,11 @@ struct PrimsShared {
   uint64_t recvDone;  // absolute number of receive steps whose payload is consumed
   uint64_t finished;  // nonzero once the workers have finished the operation
   int aborted;        // set by the first thread that sees the abort flag
-  // Where AbortWatch notes a long wait (a captured operation; null otherwise), and what it notes.
+  // Where AbortWatch notes a long wait (null: not noted), and what it notes: the op number read
+  // from *waitOp (a captured operation: DevComm::graphOpsBegun; an eager one: &waitCapture, its
+  // seq) and waitCapture.
   DevWaitNotes* waitNotes;
-  const uint64_t* graphOpsBegun;  // DevComm::graphOpsBegun
+  const uint64_t* waitOp;
   uint64_t waitCapture;
 };
 
@@ -74,7 +76,7 @@ __device__ __forceinline__ void noteLongWait(const PrimsShared* shared) {
   DevWaitNotes* notes = shared->waitNotes;
   if (notes == nullptr) return;
   const unsigned b = blockIdx.x;
-  stRelaxedSys(&notes->op[b], *reinterpret_cast<const volatile uint64_t*>(shared->graphOpsBegun));
+  stRelaxedSys(&notes->op[b], *reinterpret_cast<const volatile uint64_t*>(shared->waitOp));
   stRelaxedSys(&notes->capture[b], shared->waitCapture);
   stRelaxedSys(&notes->beat[b], globalTimerNs());
 }
