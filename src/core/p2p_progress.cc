@@ -51,7 +51,8 @@ bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out) {
   return out->seq == seq;  // a later launch may have reused the slot
 }
 
-// As completedThrough: kernels of a communicator run one after another.
+// Kernels of a communicator run one after another (the next begins after the previous ended), so
+// every launch before the last one begun is complete.
 uint64_t p2pCompletedThrough(const ProgressBoard& board) {
   const uint64_t started = loadAcquire(&board.p2pDev.started);
   P2pRecord rec{};

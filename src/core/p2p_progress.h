@@ -36,7 +36,8 @@ uint64_t p2pCompletedThrough(const ProgressBoard& board);
 // (an operation of rank `self`): its receives from self for a send, its sends to self for a receive.
 uint64_t postedToward(const ProgressBoard& board, int self, const P2pOpNote& mine);
 
-// Whether a report is due: as hangReportDue (hang_watch.h), for point-to-point kernels.
+// Whether a report is due: for the oldest point-to-point launch on `board` that has not completed,
+// if it is newer than `reported` and was launched at least thresholdNs before nowNs.
 bool p2pReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec);
 
 // The report of launch `rec` of rank `self`, stuck for `stuckSeconds`. matching[i] is what the
