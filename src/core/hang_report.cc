@@ -57,7 +57,7 @@ std::string rankList(const std::vector<int>& ranks) {
 std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
                        const std::vector<RankProgress>& ranks, int64_t nowNs) {
   using Where = RankProgress::Where;
-  std::vector<int> waiting, notWaiting, unknown;
+  std::vector<int> waiting, done, notWaiting, unknown;
   std::string notLaunched, elsewhere;
   for (int r = 0; r < static_cast<int>(ranks.size()); r++) {
     const RankProgress& p = ranks[r];
@@ -73,6 +73,9 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
       case Where::kWaitingElsewhere:
         elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (#" +
                      std::to_string(p.waitingOp) + ")";
+        break;
+      case Where::kDone:
+        done.push_back(r);
         break;
       case Where::kNotWaiting:
         notWaiting.push_back(r);
@@ -90,10 +93,11 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
   if (!notLaunched.empty()) text += " Not launched by: " + notLaunched + ".";
   if (!waiting.empty()) text += " Waiting in it: ranks " + rankList(waiting) + ".";
   if (!elsewhere.empty()) text += " Waiting in another collective: " + elsewhere + ".";
+  if (!done.empty()) text += " Done with it: ranks " + rankList(done) + ".";
   if (!notWaiting.empty()) {
     text +=
-        " Launched it, not waiting in a collective (done with it, or their GPU has not begun it: earlier work "
-        "on its stream): ranks " +
+        " Launched it, waiting in no collective, not seen done (their GPU has not begun it: earlier work on "
+        "its stream; or it has just ended): ranks " +
         rankList(notWaiting) + ".";
   }
   if (!unknown.empty()) text += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";

@@ -23,6 +23,20 @@
 namespace braid {
 namespace {
 
+// The state of comm's latest-launch event: cudaSuccess (everything launched before its record has
+// completed), cudaErrorNotReady, or another error (cleared: not this thread's error to keep), which
+// says nothing. Queried on the communicator's own GPU, whose context exists already: a runtime call
+// on this thread's default device 0 could create a context there, in a process that never uses
+// GPU 0. The device is not restored, for the same reason.
+cudaError_t latestLaunchStatus(const ncclComm* comm) {
+  cudaEvent_t latest = comm->lastLaunch_.load();
+  if (latest == nullptr) return cudaErrorInvalidResourceHandle;
+  cudaError_t status = cudaSetDevice(comm->cudaDev_);
+  if (status == cudaSuccess) status = cudaEventQuery(latest);
+  if (status != cudaSuccess && status != cudaErrorNotReady) (void)cudaGetLastError();
+  return status;
+}
+
 // Only work in flight can be waiting for a dead peer. A peer that exited after everything it took
 // part in had completed (the end of a job) harms nothing until the next operation, which then waits
 // for it and gets the communicator marked.
@@ -32,19 +46,19 @@ bool workInFlight(const ncclComm* comm) {
   if (board != nullptr && p2pCompletedThrough(*board) < p2pLaunchedThrough(*board)) return true;
   // Collectives, eager or replayed from graphs, note no progress on their fast path: the latest
   // launch's event covers them.
-  cudaEvent_t latest = comm->lastLaunch_.load();
-  if (latest == nullptr) return false;
-  // The communicator's own GPU, whose context exists already: a runtime call on this thread's
-  // default device 0 could create a context there, in a process that never uses GPU 0. The
-  // device is not restored, for the same reason.
-  if (cudaSetDevice(comm->cudaDev_) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  const cudaError_t status = cudaEventQuery(latest);
-  if (status == cudaErrorNotReady) return true;
-  if (status != cudaSuccess) (void)cudaGetLastError();  // not this thread's error to keep
-  return false;
+  return latestLaunchStatus(comm) == cudaErrorNotReady;
+}
+
+// Eager collectives note nothing when they end (a store to host memory would cost each ~0.9 us):
+// once the latest-launch event has completed, so has every collective launched before its record,
+// which the board then says for the hang reports (progress_board.h, `completed`).
+void noteCompletedCollectives(ncclComm* comm) {
+  ProgressBoard* board = comm->progressBoard_.load();
+  if (board == nullptr || comm->state_.load() != CommState::kReady) return;
+  // Read before the query: a record made meanwhile only makes the query stricter.
+  const uint64_t recorded = recordedThrough(*board);
+  if (recorded <= completedThrough(*board)) return;  // nothing new: no CUDA call
+  if (latestLaunchStatus(comm) == cudaSuccess) noteCompleted(board, recorded);
 }
 
 // Marks `comm` if one of its peers died; the comm registry is locked by the caller.
@@ -69,7 +83,8 @@ void watchLoop(int64_t intervalMs) {
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
     commRegistryForEach([](ncclComm* comm) {
-      checkHang(comm);  // first: it makes no CUDA call, and checkComm may block in one
+      checkHang(comm);  // first: it makes no CUDA call, and the others may block in one
+      noteCompletedCollectives(comm);
       checkComm(comm);
     });
   }

@@ -31,7 +31,15 @@ void noteLaunch(ProgressBoard* board, const OpRecord& op) {
   __atomic_store_n(&board->launched, op.seq, __ATOMIC_RELEASE);
 }
 
+void noteRecorded(ProgressBoard* board, uint64_t seq) { __atomic_store_n(&board->recorded, seq, __ATOMIC_RELEASE); }
+
+void noteCompleted(ProgressBoard* board, uint64_t seq) {
+  if (seq > loadAcquire(&board->completed)) __atomic_store_n(&board->completed, seq, __ATOMIC_RELEASE);
+}
+
 uint64_t launchedThrough(const ProgressBoard& board) { return loadAcquire(&board.launched); }
+uint64_t recordedThrough(const ProgressBoard& board) { return loadAcquire(&board.recorded); }
+uint64_t completedThrough(const ProgressBoard& board) { return loadAcquire(&board.completed); }
 
 bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out) {
   if (seq == 0 || seq > launchedThrough(board)) return false;
@@ -52,6 +60,8 @@ RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waiti
     p.where = Where::kNotLaunched;
   } else if (waitingOp == seq) {
     p.where = Where::kWaitingInIt;
+  } else if (completedThrough(*board) >= seq) {
+    p.where = Where::kDone;
   } else {
     p.where = waitingOp != 0 ? Where::kWaitingElsewhere : Where::kNotWaiting;
   }

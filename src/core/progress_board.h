@@ -6,7 +6,10 @@
 //     communicator), what the operation is, and when (CLOCK_MONOTONIC, one clock for the host);
 //   - the kernels note in `eagerWaits` (a cudaHostRegister mapping of the same pages) only their
 //     long waits: which operation each waiting CTA is in, with a fresh beat (core/wait_notes.h).
-//     Nothing on their fast path: a store to host memory costs a kernel ~0.9 us.
+//     Nothing on their fast path: a store to host memory costs a kernel ~0.9 us;
+//   - so the host notes which launch the communicator's last-launch event was recorded after, and
+//     the watch thread (core/peer_watch.cc), when that event has completed, notes that every launch
+//     up to it has (`completed`, one watch interval late at most).
 // Every rank launches a communicator's collectives in the same order, so the numbers agree across
 // ranks: another rank's board says whether it has launched operation n, and whether its GPU waits
 // in it now.
@@ -28,7 +31,7 @@
 
 namespace braid {
 
-constexpr uint64_t kProgressBoardMagic = 0x4252414944505234ull;  // "BRAIDPR4"
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505235ull;  // "BRAIDPR5"
 constexpr int kRecentOps = 256;                                  // launches a board describes
 constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
 constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
@@ -73,6 +76,8 @@ struct ProgressBoard {
   int32_t nRanks;  // length of the per-peer counts after the struct (p2pPosted)
   int32_t pad;
   uint64_t launched;            // seq of the last launch noted; stored after its record
+  uint64_t recorded;            // seq of the last launch the last-launch event was recorded after
+  uint64_t completed;           // every launch up to this one has completed (written by the watch)
   OpRecord recent[kRecentOps];  // the launch of seq n is in recent[n % kRecentOps]
   DevWaitNotes eagerWaits;      // written by this rank's kernels when they wait long
   uint64_t p2pLaunched;         // the same for point-to-point kernels
@@ -105,8 +110,15 @@ int64_t monotonicNs();
 // Owner side: notes a launch (record first, then `launched`, so a reader that sees n finds n's record).
 void noteLaunch(ProgressBoard* board, const OpRecord& op);
 
+// Owner side: the communicator's last-launch event was just recorded after launch `seq`.
+void noteRecorded(ProgressBoard* board, uint64_t seq);
+// The watch, once that event has completed: every launch up to `seq` has (never lowers it).
+void noteCompleted(ProgressBoard* board, uint64_t seq);
+
 // Reader side. Values another process (or a GPU) writes are read with atomic loads.
 uint64_t launchedThrough(const ProgressBoard& board);
+uint64_t recordedThrough(const ProgressBoard& board);
+uint64_t completedThrough(const ProgressBoard& board);
 // Operation seq's record as noted, or false when it is older than the last kRecentOps launches.
 bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out);
 
@@ -117,8 +129,9 @@ struct RankProgress {
     kNotLaunched,       // this rank has not launched it: its code has not called it, or is stuck before it
     kWaitingInIt,       // its CTAs wait in it
     kWaitingElsewhere,  // its CTAs wait in another collective (waitingOp)
-    kNotWaiting,        // launched it, no CTA waits in a collective: done with it, or its GPU has not
-                        // begun it (earlier work on its stream is not done)
+    kDone,              // it completed (completedThrough)
+    kNotWaiting,        // launched it, no CTA waits in a collective, not seen done: its GPU has not
+                        // begun it (earlier work on its stream is not done), or it has just ended
   };
   Where where = Where::kUnknown;
   uint64_t launched = 0;     // its last launch

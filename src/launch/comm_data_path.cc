@@ -183,7 +183,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                      registered.direct ? &registered.peers : nullptr));
     if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }
-  return order_.after(task.stream);
+  NCCLCHECK(order_.after(task.stream));
+  if (!order_.launchCaptured()) progress_.noteRecorded();
+  return ncclSuccess;
 }
 
 ncclResult_t CommDataPath::waitIdle() { return order_.waitIdle(); }

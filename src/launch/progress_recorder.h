@@ -36,6 +36,11 @@ class ProgressRecorder {
   // The same for a point-to-point kernel of nCtas CTAs moving `tasks` (core/p2p_progress.h): sets
   // *seq and *progress for the kernel's parameters (0 and null without a board).
   void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevP2pProgress** progress);
+  // The communicator's last-launch event was just recorded after the latest eager
+  // collective: lets the watch learn when it has completed (core/progress_board.h, `completed`).
+  void noteRecorded() {
+    if (board_ != nullptr) braid::noteRecorded(board_, seq_);
+  }
   ProgressBoard* board() const { return board_; }
 
  private:

@@ -62,6 +62,20 @@ TEST(ProgressBoard, WhereARankIsFollowsItsLaunchesAndTheOperationItsCtasWaitIn) 
   const RankProgress elsewhere = progressOf(b.get(), 1, 2);
   EXPECT_EQ(elsewhere.where, Where::kWaitingElsewhere);
   EXPECT_EQ(elsewhere.waitingOp, 2u);
+  // The last-launch event was recorded after launch 2; the watch saw it complete before 2 was
+  // recorded, so only 1 is known done, and `completed` never goes back.
+  EXPECT_EQ(recordedThrough(*b), 0u);
+  noteCompleted(b.get(), 1);
+  noteRecorded(b.get(), 2);
+  EXPECT_EQ(recordedThrough(*b), 2u);
+  EXPECT_EQ(completedThrough(*b), 1u);
+  EXPECT_EQ(progressOf(b.get(), 1, 0).where, Where::kDone);
+  EXPECT_EQ(progressOf(b.get(), 1, 2).where, Where::kDone);  // waits in 2, so done with 1
+  EXPECT_EQ(progressOf(b.get(), 2, 0).where, Where::kNotWaiting);
+  noteCompleted(b.get(), 2);
+  noteCompleted(b.get(), 1);
+  EXPECT_EQ(completedThrough(*b), 2u);
+  EXPECT_EQ(progressOf(b.get(), 2, 0).where, Where::kDone);
 }
 
 TEST(ProgressBoard, OldRecordsAreOverwrittenAndNotMistakenForNewOnes) {
@@ -120,7 +134,7 @@ TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
   user.count = 5;
   EXPECT_EQ(describeOp(user), "ReduceScatter #9 (5 x float32, premulsum, 1 CTAs)");
 
-  std::vector<RankProgress> ranks(7);
+  std::vector<RankProgress> ranks(8);
   ranks[0].where = Where::kWaitingInIt;
   ranks[1].where = Where::kWaitingInIt;
   ranks[2].where = Where::kNotLaunched;
@@ -131,19 +145,20 @@ TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
   ranks[5].where = Where::kUnknown;
   ranks[6].where = Where::kWaitingElsewhere;
   ranks[6].waitingOp = 40;
+  ranks[7].where = Where::kDone;
   const std::string text = hangReport(42, &r, 61.25, 0, ranks, 5'000'000'000);
   EXPECT_EQ(text,
             "rank 0: AllReduce #42 (1048576 x float32, sum, 8 CTAs) has not completed 61.2 s after its launch. Not "
             "launched by: rank 2 (its last: #41, launched 3.0 s ago). Waiting in it: ranks 0, 1. Waiting in another "
-            "collective: rank 6 (#40). Launched it, not waiting in a collective (done with it, or their GPU has not "
-            "begun it: earlier work on its stream): ranks 3, 4. Not known (another host, or gone): ranks 5. Look at "
-            "the ranks that have not launched it: their code has not called it (a skipped or reordered collective), "
-            "or is stuck before it.");
+            "collective: rank 6 (#40). Done with it: ranks 7. Launched it, waiting in no collective, not seen done "
+            "(their GPU has not begun it: earlier work on its stream; or it has just ended): ranks 3, 4. Not known "
+            "(another host, or gone): ranks 5. Look at the ranks that have not launched it: their code has not "
+            "called it (a skipped or reordered collective), or is stuck before it.");
   // Everyone launched it: no advice about the ranks that did not. Its record gone: its number.
   for (RankProgress& p : ranks) p.where = Where::kWaitingInIt;
   const std::string waiting = hangReport(42, nullptr, 1, 3, ranks, 0);
   EXPECT_EQ(waiting.find("Look at"), std::string::npos);
-  EXPECT_EQ(waiting.find("rank 3: collective #42 has not completed 1.0 s after its launch. Waiting in it: ranks 0-6."),
+  EXPECT_EQ(waiting.find("rank 3: collective #42 has not completed 1.0 s after its launch. Waiting in it: ranks 0-7."),
             0u)
       << waiting;
 }
