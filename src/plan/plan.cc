@@ -78,8 +78,8 @@ void growChannelsThenThreads(const CommModel& model, ProtoId proto, size_t bytes
   uint64_t channels = std::max<uint64_t>(ceilDiv(bytes, static_cast<uint64_t>(nt) * perThread), 1);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxChannels)));
   uint64_t grow = proto == kProtoLL ? perThread : kLl128GrowBytesPerThread;
-  while (nc == model.maxChannels && nt * 2 <= kMaxGrownThreads[proto] &&
-         bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
+  int maxThreads = model.nNodes > 1 ? kMaxThreads[proto] : kMaxGrownThreads[proto];
+  while (nc == model.maxChannels && nt * 2 <= maxThreads && bytes >= static_cast<uint64_t>(nc) * nt * 2 * grow) {
     nt *= 2;
   }
   *nChannels = nc;
@@ -206,7 +206,7 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   bool chain = isChain(coll);
   double hopUs = model.hopLatencyUs[proto] * (chain ? kChainHopFactor : 1.0);
   double latency = kRingBaseLatencyUs[proto] + nsteps * hopUs;
-  double floorUs = chain ? 0.0 : kRingBaseLatencyUs[proto] + nsteps * hopUs * kRingHopFactor[proto];
+  double floorUs = chain ? 0.0 : kRingBaseLatencyUs[proto] + nsteps * std::max(hopUs, kRingStepFloorUs[proto]);
   return std::max(floorUs, latency + static_cast<double>(bytes) / (1000.0 * algBw));
 }
 

@@ -20,12 +20,13 @@ namespace braid::plan {
 // AllReduce 9.2 us on 2 ranks, 18.6 on 4; AllGather 6.9 on 2, 11.3-12.2 on 4.
 constexpr double kRingBaseLatencyUs[kNumProtos] = {4.2, 4.8, 4.6};
 
-// A ring takes at least base + nsteps * hop * kRingHopFactor, whatever its size: a Simple step's
-// handshake costs more than topo's Simple hop (which chains and trees also use) but hides behind
-// the data once steps are large. The Simple ring's floor on 2 and 4 H200 is AllGather 13.5 us (1
-// step) and 23.5 (3), AllReduce 18.5 (2) and 37-41 (6) from 32 KiB to 2 MiB, ~6.5 us a step (same
-// plan file); large operations keep their bandwidth (AllReduce 1 GiB ~350 GB/s).
-constexpr double kRingHopFactor[kNumProtos] = {1.0, 1.0, 2.24};
+// A ring takes at least base + nsteps * max(hop, kRingStepFloorUs), whatever its size: a Simple
+// step's handshake costs more than topo's NVLink Simple hop (2.9 us, which chains and trees also
+// use) but hides behind the data once steps are large. The Simple ring's floor on 2 and 4 H200 is
+// AllGather 13.5 us (1 step) and 23.5 (3), AllReduce 18.5 (2) and 37-41 (6) from 32 KiB to 2 MiB,
+// ~6.5 us a step (same plan file); large operations keep their bandwidth (AllReduce 1 GiB ~350
+// GB/s). Slower hops (the network's 21 us) are above the floor: it changes nothing there.
+constexpr double kRingStepFloorUs[kNumProtos] = {0.0, 0.0, 6.5};
 
 // Bus bandwidth = nChannels * bwPerChannel, then per protocol: LL carries 8 data bytes in each
 // 16-byte line (x0.5) and is capped for the whole operation (measured ~120 GB/s on one node);
@@ -65,8 +66,9 @@ constexpr int kMaxThreads[kNumProtos] = {512, 640, 512};
 constexpr int kMinOverrideThreads[kNumProtos] = {64, 160, 64};
 // Automatic halving of the thread count for small operations stops here.
 constexpr int kMinAutoThreads = 128;
-// Automatic growth of an LL / LL128 CTA stops here. 4 H200, AllReduce LL on 16 channels: 256 KiB
-// 17.9 us with 256 threads, 24.4 with 512; 512 KiB 21.0 against 26.0 (2026-11-22-ll-channels.txt).
+// Automatic growth of an LL / LL128 CTA on one host stops here (across hosts: kMaxThreads, not
+// measured otherwise). 4 H200, AllReduce LL on 16 channels: 256 KiB 17.9 us with 256 threads, 24.4
+// with 512; 512 KiB 21.0 against 26.0 (2026-11-22-ll-channels.txt).
 constexpr int kMaxGrownThreads[kNumProtos] = {256, 640, 512};
 
 // LL and LL128 start from CTAs this small and add channels first: a receiving thread spins on its

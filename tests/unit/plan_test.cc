@@ -601,10 +601,14 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   CommModel m = hopperModel(8);
   // Latency only at 0 bytes: base + 2(n-1) hops for AllReduce, n-1 for AllGather, n for Broadcast.
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0),
-                   kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple] * kRingHopFactor[kProtoSimple]);
+                   kRingBaseLatencyUs[kProtoSimple] + 14 * kRingStepFloorUs[kProtoSimple]);
   // Simple's step floor hides behind the data once the operation is large.
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 8 << 10),
                    estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0));
+  // Network hops are slower than the floor: it changes nothing there.
+  CommModel net = netModel(2, 2);
+  EXPECT_DOUBLE_EQ(estimateUs(net, CollId::kAllReduce, kProtoSimple, 1, 0),
+                   kRingBaseLatencyUs[kProtoSimple] + 6 * net.hopLatencyUs[kProtoSimple]);
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllGather, kProtoLL, 16, 0),
                    kRingBaseLatencyUs[kProtoLL] + 7 * m.hopLatencyUs[kProtoLL]);
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0),
