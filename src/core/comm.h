@@ -55,12 +55,14 @@ struct ncclComm {
   // registry's lock, which release() leaves before tearing the data path down) whether work is in
   // flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
-  // The data path's progress board, once it exists (null without one), and the last operation a
-  // hang report was made for: core/hang_watch.h. Read under the registry's lock like lastLaunch_.
+  // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
+  // under the registry's lock like lastLaunch_. Then the watch thread's own memory of the reports:
+  // the last point-to-point launch reported, and the waits seen in collectives (core/wait_notes.h)
+  // and graph ops (core/graph_progress.h).
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
   std::atomic<uint64_t> p2pHangReportedSeq_{0};
-  braid::WaitWatch eagerWatch_;  // the watch thread's only (core/wait_notes.h)
-  braid::WaitWatch graphWatch_;  // the same for graph ops (core/graph_progress.h)
+  braid::WaitWatch eagerWatch_;
+  braid::WaitWatch graphWatch_;
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

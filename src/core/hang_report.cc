@@ -88,11 +88,15 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
   std::string text = "rank " + std::to_string(self) + ": ";
   text += op != nullptr ? describeOp(*op) : "collective #" + std::to_string(seq);
   char stuck[64];
-  std::snprintf(stuck, sizeof(stuck), " has not completed %.1f s after its launch.", stuckSeconds);
+  if (op != nullptr) {
+    std::snprintf(stuck, sizeof(stuck), " has not completed %.1f s after its launch.", stuckSeconds);
+  } else {
+    std::snprintf(stuck, sizeof(stuck), " has waited %.1f s.", stuckSeconds);
+  }
   text += stuck;
   if (!notLaunched.empty()) text += " Not launched by: " + notLaunched + ".";
   if (!waiting.empty()) text += " Waiting in it: ranks " + rankList(waiting) + ".";
-  if (!elsewhere.empty()) text += " Waiting in another collective: " + elsewhere + ".";
+  if (!elsewhere.empty()) text += " Waiting in an earlier collective: " + elsewhere + ".";
   if (!done.empty()) text += " Done with it: ranks " + rankList(done) + ".";
   if (!notWaiting.empty()) {
     text +=

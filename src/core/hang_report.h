@@ -18,8 +18,8 @@ std::string describeOp(const OpRecord& op);
 std::string rankList(const std::vector<int>& ranks);
 
 // The report of operation `seq` (`op`: its record on rank `self`, null when no longer noted), which
-// has not completed `stuckSeconds` after its launch; ranks[r] is rank r's progress with it, nowNs
-// the monotonic time now.
+// has not completed `stuckSeconds` after its launch (without a record: has waited that long); ranks[r] is rank r's
+// progress with it, nowNs the monotonic time now.
 std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
                        const std::vector<RankProgress>& ranks, int64_t nowNs);
 

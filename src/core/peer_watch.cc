@@ -54,7 +54,7 @@ bool workInFlight(const ncclComm* comm) {
 // which the board then says for the hang reports (progress_board.h, `completed`).
 void noteCompletedCollectives(ncclComm* comm) {
   ProgressBoard* board = comm->progressBoard_.load();
-  if (board == nullptr || comm->state_.load() != CommState::kReady) return;
+  if (paramInt(ParamId::kHangReportMs) <= 0 || board == nullptr || comm->state_.load() != CommState::kReady) return;
   // Read before the query: a record made meanwhile only makes the query stricter.
   const uint64_t recorded = recordedThrough(*board);
   if (recorded <= completedThrough(*board)) return;  // nothing new: no CUDA call

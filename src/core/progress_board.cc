@@ -60,8 +60,8 @@ RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waiti
     p.where = Where::kNotLaunched;
   } else if (waitingOp == seq) {
     p.where = Where::kWaitingInIt;
-  } else if (completedThrough(*board) >= seq) {
-    p.where = Where::kDone;
+  } else if (waitingOp > seq || completedThrough(*board) >= seq) {
+    p.where = Where::kDone;  // a communicator's kernels run one after another
   } else {
     p.where = waitingOp != 0 ? Where::kWaitingElsewhere : Where::kNotWaiting;
   }

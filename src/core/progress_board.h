@@ -9,7 +9,7 @@
 //     Nothing on their fast path: a store to host memory costs a kernel ~0.9 us;
 //   - so the host notes which launch the communicator's last-launch event was recorded after, and
 //     the watch thread (core/peer_watch.cc), when that event has completed, notes that every launch
-//     up to it has (`completed`, one watch interval late at most).
+//     up to it has (`completed`: late while the rank keeps launching, exact once it stops).
 // Every rank launches a communicator's collectives in the same order, so the numbers agree across
 // ranks: another rank's board says whether it has launched operation n, and whether its GPU waits
 // in it now.
@@ -128,8 +128,8 @@ struct RankProgress {
     kUnknown,           // no board to read (another host, or it could not be opened)
     kNotLaunched,       // this rank has not launched it: its code has not called it, or is stuck before it
     kWaitingInIt,       // its CTAs wait in it
-    kWaitingElsewhere,  // its CTAs wait in another collective (waitingOp)
-    kDone,              // it completed (completedThrough)
+    kWaitingElsewhere,  // its CTAs wait in an earlier collective (waitingOp)
+    kDone,              // it completed (completedThrough, or its CTAs wait in a later collective)
     kNotWaiting,        // launched it, no CTA waits in a collective, not seen done: its GPU has not
                         // begun it (earlier work on its stream is not done), or it has just ended
   };
