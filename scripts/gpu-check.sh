@@ -28,6 +28,7 @@ ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$LOGS/ctest.log" 2>&
 tests_rc=$?
 ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$LOGS/ctest.log" 2>&1 || tests_rc=1
 grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|lost|grew|FAILED" "$LOGS/ctest.log" | tail -20
+pack_logs
 else
   tests_rc=0
 fi
@@ -47,6 +48,7 @@ run_perf() {  # label, args...
     timeout 300 "$perf" "$@" >"$LOGS/perf-$label.log" 2>&1
   fi
   local rc=$?
+  pack_logs
   { echo "-- $label: braid-perf $* (rc $rc)"; grep -vE '^\s*$' "$LOGS/perf-$label.log" | grep -vE '^# (compare|  |medians|WARNING)' |
       grep -E 'ms|MiB|^ +[0-9]|summary' ; } >>"$summary"
 }
@@ -88,5 +90,5 @@ fi
 echo
 echo "== summary (A = Braid, B = NVIDIA NCCL; medians; A/B < 1 means Braid is cheaper)"
 cat "$summary"
-echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log)"
+echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log, in logs.tgz)"
 exit $tests_rc

@@ -1,14 +1,15 @@
 # Sourced by the GPU scripts (gpu-check.sh, tune-sweep.sh): the safety environment, the build into
 # build-gpu with all cores, and the path of NVIDIA's libnccl.so.2 for comparisons. Expects OUT.
 # The device tool brings back at most 8 files from $OUT: the scripts write their logs under LOGS and
-# pack_logs (run at exit) puts them into one $OUT/logs.tgz next to the summary.
+# pack_logs puts them into one $OUT/logs.tgz next to the summary, after each phase and at exit (a
+# run killed at its time limit keeps what the last phase packed).
 # NVLink SHARP/multicast must stay off on shared hosts: a program using it can take the GPUs out
 # of service. Braid never uses it; NVIDIA's NCCL must be told.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 build=build-gpu
 LOGS=$(mktemp -d /tmp/braid-logs.XXXXXX)
-pack_logs() { tar czf "$OUT/logs.tgz" -C "$LOGS" . ; }
+pack_logs() { tar czf "$OUT/logs.tgz.part" -C "$LOGS" . && mv "$OUT/logs.tgz.part" "$OUT/logs.tgz"; }
 trap pack_logs EXIT
 perf="$build/tools/perf/braid-perf"
 

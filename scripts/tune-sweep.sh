@@ -26,6 +26,7 @@ while IFS='|' read -r label envs args; do
   # shellcheck disable=SC2086
   env $pre $envs timeout 120 "$perf" $args -c 0 >"$log" 2>&1
   echo "# $n $label: $envs braid-perf $args (rc $?)" >>"$table"
+  pack_logs
   grep -E '^ +[0-9]' "$log" | awk -v l="$label" '{printf "%-28s %12s %10s %8s\n", l, $1, $6, $8}' >>"$table"
 done <"$1"
 cat "$table"
