@@ -39,8 +39,7 @@ std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSe
         waiting.push_back(r);
         break;
       case Where::kWaitingElsewhere:
-        elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (#" +
-                     std::to_string(ranks[r].op) + ")";
+        appendRankNote(&elsewhere, r, "#" + std::to_string(ranks[r].op));
         break;
       case Where::kNotWaiting:
         notWaiting.push_back(r);

@@ -54,6 +54,10 @@ std::string rankList(const std::vector<int>& ranks) {
   return out;
 }
 
+void appendRankNote(std::string* list, int rank, const std::string& note) {
+  *list += (list->empty() ? "rank " : "; rank ") + std::to_string(rank) + " (" + note + ")";
+}
+
 std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
                        const std::vector<RankProgress>& ranks, int64_t nowNs) {
   using Where = RankProgress::Where;
@@ -63,16 +67,15 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
     const RankProgress& p = ranks[r];
     switch (p.where) {
       case Where::kNotLaunched:
-        notLaunched += (notLaunched.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (its last: #" +
-                       std::to_string(p.launched) +
-                       (p.lastLaunchNs != 0 ? ", launched " + secondsAgo(p.lastLaunchNs, nowNs) : std::string()) + ")";
+        appendRankNote(&notLaunched, r,
+                       "its last: #" + std::to_string(p.launched) +
+                           (p.lastLaunchNs != 0 ? ", launched " + secondsAgo(p.lastLaunchNs, nowNs) : std::string()));
         break;
       case Where::kWaitingInIt:
         waiting.push_back(r);
         break;
       case Where::kWaitingElsewhere:
-        elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " (#" +
-                     std::to_string(p.waitingOp) + ")";
+        appendRankNote(&elsewhere, r, "#" + std::to_string(p.waitingOp));
         break;
       case Where::kDone:
         done.push_back(r);

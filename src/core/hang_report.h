@@ -17,6 +17,9 @@ std::string describeOp(const OpRecord& op);
 // "0-3, 5, 7": ranks in increasing order, runs shortened.
 std::string rankList(const std::vector<int>& ranks);
 
+// Appends "rank r (note)" to a "; "-separated list.
+void appendRankNote(std::string* list, int rank, const std::string& note);
+
 // The report of operation `seq` (`op`: its record on rank `self`, null when no longer noted), which
 // has not completed `stuckSeconds` after its launch (without a record: has waited that long); ranks[r] is rank r's
 // progress with it, nowNs the monotonic time now.

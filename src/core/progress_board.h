@@ -101,9 +101,6 @@ size_t progressBoardBytes(int nRanks);
 inline uint64_t* p2pPosted(ProgressBoard* board) { return reinterpret_cast<uint64_t*>(board + 1); }
 inline const uint64_t* p2pPosted(const ProgressBoard* board) { return reinterpret_cast<const uint64_t*>(board + 1); }
 
-// A word another process or a GPU writes.
-inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
 // Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes of a host.
 int64_t monotonicNs();
 

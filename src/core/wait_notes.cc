@@ -1,24 +1,19 @@
 #include "core/wait_notes.h"
 
 namespace braid {
-namespace {
-
-uint64_t loadNoted(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
-}  // namespace
 
 uint64_t opWaitingNow(const DevWaitNotes& notes, WaitBeats* beats, uint64_t* capture) {
   uint64_t waiting = 0;
   for (int b = 0; b < kMaxChannels; b++) {
-    const uint64_t beat = loadNoted(&notes.beat[b]);
+    const uint64_t beat = loadAcquire(&notes.beat[b]);
     if (beat == beats->beat[b]) continue;
     beats->beat[b] = beat;
     // The op and capture were noted with this beat or just after it: a look that catches them
     // half-written is one look; only what lasts is reported.
-    const uint64_t op = loadNoted(&notes.op[b]);
+    const uint64_t op = loadAcquire(&notes.op[b]);
     if (op != 0 && (waiting == 0 || op < waiting)) {
       waiting = op;
-      *capture = loadNoted(&notes.capture[b]);
+      *capture = loadAcquire(&notes.capture[b]);
     }
   }
   return waiting;

@@ -12,6 +12,9 @@
 
 namespace braid {
 
+// A word another process or a GPU writes.
+inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
 // The beats of a board's CTAs at one look.
 struct WaitBeats {
   uint64_t beat[kMaxChannels] = {};
