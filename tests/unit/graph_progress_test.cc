@@ -5,11 +5,9 @@
 #include "core/graph_progress.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,7 +15,6 @@
 #include "core/hang_watch.h"
 #include "core/progress_board.h"
 #include "progress_board_test_util.h"
-#include "util/shm_segment.h"
 
 namespace braid {
 namespace {
@@ -138,24 +135,10 @@ TEST(GraphProgress, TheReportNamesTheCaptureAndTheRanksNotWaitingInIt) {
 // Ranks 1 and 2 have boards in shared memory (this process plays them; rank 1's CTAs beat while
 // the watch looks, rank 2's stopped long ago); rank 3 is on another host.
 TEST(GraphProgress, OtherRanksBoardsAreLookedAtTwice) {
-  const uint64_t hash = 0xabce000000000000ull | static_cast<uint64_t>(::getpid()) << 8 | (std::rand() & 0xff);
-  const int pid = static_cast<int>(::getpid());
-  std::vector<ShmSegment> segments(3);
-  std::vector<ProgressBoard*> boards(3, nullptr);
-  for (int r = 1; r <= 2; r++) {
-    ASSERT_EQ(ShmSegment::create(progressBoardName(hash, r, pid), progressBoardBytes(4), "test", &segments[r]),
-              ncclSuccess);
-    boards[r] = static_cast<ProgressBoard*>(segments[r].ptr());
-    boards[r]->nRanks = 4;
-    boards[r]->magic = kProgressBoardMagic;
-  }
+  testutil::SharedBoards shared;
+  ASSERT_TRUE(testutil::makeSharedBoards(0xabce000000000000ull, 4, &shared));
+  const std::vector<ProgressBoard*>& boards = shared.boards;
   beat(boards[2], 0, 4, 2);  // an old note: it does not move
-  std::vector<PeerInfo> peers(4);
-  for (int r = 0; r < 4; r++) {
-    peers[r].rank = r;
-    peers[r].pid = pid;
-    peers[r].pidSpace = r == 3 ? 77 : 42;
-  }
   std::atomic<bool> stop{false};
   std::thread beater([&] {
     while (!stop.load()) {
@@ -163,7 +146,7 @@ TEST(GraphProgress, OtherRanksBoardsAreLookedAtTwice) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
-  const std::vector<GraphRankProgress> ranks = gatherGraphProgress(hash, 0, peers, 5, 50);
+  const std::vector<GraphRankProgress> ranks = gatherGraphProgress(shared.hash, 0, shared.peers, 5, 50);
   stop = true;
   beater.join();
   ASSERT_EQ(ranks.size(), 4u);

@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -166,25 +165,16 @@ TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
 // and its CTAs beat in it while the watch looks; rank 2 launched 4 only, and its note of 3 is old),
 // rank 3 is on another host, rank 4 made none.
 TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwice) {
-  const uint64_t hash = 0xabcd000000000000ull | static_cast<uint64_t>(::getpid()) << 8 | (std::rand() & 0xff);
+  testutil::SharedBoards shared;
+  ASSERT_TRUE(testutil::makeSharedBoards(0xabcd000000000000ull, 5, &shared));
+  const uint64_t hash = shared.hash;
   const int pid = static_cast<int>(::getpid());
-  std::vector<ShmSegment> segments(3);
-  std::vector<ProgressBoard*> boards(3, nullptr);
+  const std::vector<ProgressBoard*>& boards = shared.boards;
+  const std::vector<PeerInfo>& peers = shared.peers;
   for (int r = 1; r <= 2; r++) {
-    ASSERT_EQ(ShmSegment::create(progressBoardName(hash, r, pid), progressBoardBytes(5), "test", &segments[r]),
-              ncclSuccess);
-    boards[r] = static_cast<ProgressBoard*>(segments[r].ptr());
-    boards[r]->magic = kProgressBoardMagic;
-    boards[r]->nRanks = 5;
     for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(boards[r], op(s, 1));
   }
   beat(boards[2], 0, 3);
-  std::vector<PeerInfo> peers(5);
-  for (int r = 0; r < 5; r++) {
-    peers[r].rank = r;
-    peers[r].pid = pid;
-    peers[r].pidSpace = r == 3 ? 77 : 42;
-  }
   auto own = emptyBoard(5);
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(own.get(), op(s, 1));
 

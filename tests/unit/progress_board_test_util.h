@@ -1,10 +1,16 @@
 // Progress boards for host-side tests: zeroed, with their per-peer counts, in ordinary memory.
 #pragma once
 
-#include <cstdint>
-#include <memory>
+#include <unistd.h>
 
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "core/peer_info.h"
 #include "core/progress_board.h"
+#include "util/shm_segment.h"
 
 namespace braid::testutil {
 
@@ -22,6 +28,38 @@ inline TestBoard emptyBoard(int nRanks = 0, int rank = 0) {
   b->nRanks = nRanks;
   b->rank = rank;
   return b;
+}
+
+// Boards of ranks 1 and 2 of a communicator of nRanks in shared memory, as their processes make
+// them (this process plays both), under a hash of the test's own (hashTop, this pid, a random byte),
+// and every rank's PeerInfo: one pid, all on this host but rank 3 (another pid space).
+struct SharedBoards {
+  uint64_t hash = 0;
+  std::vector<ShmSegment> segments;
+  std::vector<ProgressBoard*> boards;  // [1] and [2]
+  std::vector<PeerInfo> peers;
+};
+inline bool makeSharedBoards(uint64_t hashTop, int nRanks, SharedBoards* out) {
+  const int pid = static_cast<int>(::getpid());
+  out->hash = hashTop | static_cast<uint64_t>(pid) << 8 | (std::rand() & 0xff);
+  out->segments.resize(3);
+  out->boards.assign(3, nullptr);
+  for (int r = 1; r <= 2; r++) {
+    if (ShmSegment::create(progressBoardName(out->hash, r, pid), progressBoardBytes(nRanks), "test",
+                           &out->segments[r]) != ncclSuccess) {
+      return false;
+    }
+    out->boards[r] = static_cast<ProgressBoard*>(out->segments[r].ptr());
+    out->boards[r]->magic = kProgressBoardMagic;
+    out->boards[r]->nRanks = nRanks;
+  }
+  out->peers.assign(nRanks, PeerInfo{});
+  for (int r = 0; r < nRanks; r++) {
+    out->peers[r].rank = r;
+    out->peers[r].pid = pid;
+    out->peers[r].pidSpace = r == 3 ? 77 : 42;
+  }
+  return true;
 }
 
 }  // namespace braid::testutil
