@@ -68,6 +68,12 @@ constexpr int kNumColls = 5;
 // 1/nranks, then summed) or kSumPostDiv (integer types: summed, then divided by nranks, truncating).
 enum class DevRedOp : uint8_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kPreMulSum = 4, kSumPostDiv = 5 };
 
+// Step tags (balanced point-to-point operations, device/prims/p2p_balanced.h): kFifoSlotsSimple
+// words beside the tail, in the receiver's memory, where the sender stores which chunk of the
+// operation step s carries (word s % kFifoSlotsSimple) before it posts the tail. Not on NET
+// connections (the proxy ships payload only), where they are null.
+constexpr uint64_t kStepTagEnd = ~0ull;  // the tag of a sender's last step of an operation: no payload
+
 // Sender's view of one connection.
 struct DevSendConn {
   char* buffs[kNumProtos];  // the receiver's FIFO buffers (remote for P2P)
@@ -79,14 +85,16 @@ struct DevSendConn {
   // each step's payload bytes (LL: its lines' bytes | kNetSizeLL) before it posts the tail, for the
   // proxy that ships the slot.
   uint32_t* sizes;
+  uint64_t* stepTags;  // in the receiver's memory, beside tail (null on NET connections)
 };
 
 // Receiver's view of one connection.
 struct DevRecvConn {
-  char* buffs[kNumProtos];  // this receiver's FIFO buffers
-  uint64_t* tail;           // in this receiver's memory; written by the sender
-  uint64_t* head;           // in the sender's memory (remote for P2P)
-  uint64_t step;            // next step to consume
+  char* buffs[kNumProtos];   // this receiver's FIFO buffers
+  uint64_t* tail;            // in this receiver's memory; written by the sender
+  uint64_t* head;            // in the sender's memory (remote for P2P)
+  uint64_t step;             // next step to consume
+  const uint64_t* stepTags;  // in this receiver's memory, beside tail (null on NET connections)
 };
 
 // One channel: one ring, driven by one CTA.
@@ -207,16 +215,23 @@ struct DevP2pCta {
 };
 // direct (registered buffers): a send's destination in the peer's receive buffer, or, on the
 // receiving side, buff itself (the peer writes it); null for the FIFO path.
+// balancedPages (nonzero: a balanced operation, device/prims/p2p_balanced.h): the segment is the
+// whole operation, shared by its `ctas` CTAs in chunks of balancedPages x kP2pBalancedPage bytes
+// that the sending CTAs take from DevP2pArgs::tickets[ticket].
+constexpr uint64_t kP2pBalancedPage = 4096;
 struct DevP2pSeg {
   char* buff;
   char* direct;
   uint64_t bytes;
+  uint32_t ticket;
+  uint16_t balancedPages;
+  uint16_t ctas;
 };
 
 // The kernel's whole work list travels in its parameters (no device memory to manage per launch):
 // a small variant for the usual few operations, whose parameters cost little to launch, a medium
-// one within 4 KiB (one peer on every channel both ways, or a 2-GPU all-to-all), and a large one
-// (about 27 KiB, within CUDA's 32 KiB parameter limit) for big groups. Parameters over 4 KiB cost
+// one within 4 KiB (one peer both ways on up to 24 channels, or several small operations), and a large one
+// (about 31 KiB, within CUDA's 32 KiB parameter limit) for big groups. Parameters over 4 KiB cost
 // the first launches dearly: 2 H200, a 512 KiB all-to-all on the large variant took 15.9 us with
 // 10 warm-up launches and 10.2 us with 100.
 template <int kCtas, int kSegs>
@@ -229,12 +244,15 @@ struct DevP2pArgs {
   int32_t pad;
   DevP2pProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)
   uint64_t seq;
+  // The communicator's counters of balanced operations (zero between operations: the CTA whose
+  // take is an operation's last zeroes its counter).
+  uint64_t* tickets;
   DevP2pCta ctas[kCtas];
   DevP2pSeg segs[kSegs];
 };
 using DevP2pArgsSmall = DevP2pArgs<16, 32>;
-using DevP2pArgsMedium = DevP2pArgs<48, 112>;
-using DevP2pArgsLarge = DevP2pArgs<kMaxP2pKernelCtas, 1024>;
+using DevP2pArgsMedium = DevP2pArgs<48, 88>;
+using DevP2pArgsLarge = DevP2pArgs<kMaxP2pKernelCtas, 896>;
 static_assert(sizeof(DevP2pArgsMedium) <= 4096, "the medium variant stays within 4 KiB of parameters");
 static_assert(sizeof(DevP2pArgsLarge) <= 32764, "a kernel's parameters are limited to 32764 bytes");
 

@@ -6,9 +6,12 @@
 // Both ends split a segment into the same steps: full slots (DevP2pArgs::slotBytes, equal on both
 // sides because the connection's FIFO sizes were checked at connect) and the remainder last. A
 // zero-copy segment (registered receive buffer, DevP2pSeg::direct) is two steps on both ends: the
-// kStepEnter handshake, then the whole part written straight into the receiver's buffer.
+// kStepEnter handshake, then the whole part written straight into the receiver's buffer. A
+// balanced segment (DevP2pSeg::balancedPages) is a whole operation whose chunks the CTAs of its
+// channels take as they go (prims/p2p_balanced.h).
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
+#include "device/prims/p2p_balanced.h"
 #include "device/prims/prims_simple.h"
 
 static_assert(braid::kMaxSimpleP2pWorkers <= braid::kMaxSimpleWorkers, "the Simple kernels keep their register budget");
@@ -51,6 +54,15 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
       const int direct = flags == kStepSend ? kStepDirectSend : kStepDirectRecv;
       simpleStep<uint8_t, FuncSum<uint8_t>>(state, flags == kStepSend ? seg.buff : nullptr, seg.direct,
                                             static_cast<int64_t>(seg.bytes), flags | direct);
+      continue;
+    }
+    if (seg.balancedPages != 0) {
+      const uint64_t chunk = seg.balancedPages * kP2pBalancedPage;
+      if (flags == kStepSend) {
+        balancedSend(state, seg.buff, seg.bytes, chunk, args.tickets + seg.ticket, seg.ctas);
+      } else {
+        balancedRecv(state, seg.buff, seg.bytes, chunk);
+      }
       continue;
     }
     for (int64_t o = 0; o < static_cast<int64_t>(seg.bytes); o += chunk) {

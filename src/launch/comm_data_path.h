@@ -167,6 +167,8 @@ class CommDataPath final : public DataPathBase {
   std::vector<char> p2pDirectPair_;  // per peer: a P2P pair (peers can map each other's buffers)
   std::vector<topo::Link> p2pLinks_;
   uint64_t p2pSlotBytes_ = 0;
+  int64_t p2pBalanceBytes_ = 0;  // BRAID_P2P_BALANCE_BYTES
+  int64_t p2pBalanceChunk_ = 0;  // BRAID_P2P_BALANCE_CHUNK
   int p2pChannels_ = 0;
   std::vector<int> p2pPeerChannels_;    // per peer: p2pChannels_, or fewer to a peer on another host
   std::vector<uint64_t> p2pRecvCount_;  // receives issued per peer, numbering the count check's messages

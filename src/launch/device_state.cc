@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
+#include "plan/p2p_plan.h"
 #include "util/check.h"
 
 namespace braid {
@@ -12,6 +13,7 @@ DeviceState::~DeviceState() {
   if (devComm_ != nullptr) (void)cudaFree(devComm_);
   if (ringRanks_ != nullptr) (void)cudaFree(ringRanks_);
   if (p2pPeers_ != nullptr) (void)cudaFree(p2pPeers_);
+  if (p2pTickets_ != nullptr) (void)cudaFree(p2pTickets_);
   if (hostAbortFlag_ != nullptr) (void)cudaFreeHost(hostAbortFlag_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
@@ -63,12 +65,17 @@ ncclResult_t DeviceState::upload(DevComm comm, const std::vector<std::vector<int
 
 ncclResult_t DeviceState::allocP2pPeers(int nranks) {
   if (p2pPeers_ != nullptr) return ncclSuccess;
+  const size_t peersBytes = sizeof(DevP2pPeer) * static_cast<size_t>(nranks);
+  const size_t ticketsBytes = sizeof(uint64_t) * plan::kP2pBalancedOpsPerPeer * static_cast<size_t>(nranks);
   void* dev = nullptr;
-  CUDACHECK(cudaMalloc(&dev, sizeof(DevP2pPeer) * static_cast<size_t>(nranks)));
+  CUDACHECK(cudaMalloc(&dev, peersBytes));
   p2pPeers_ = static_cast<DevP2pPeer*>(dev);
+  CUDACHECK(cudaMalloc(&dev, ticketsBytes));
+  p2pTickets_ = static_cast<uint64_t*>(dev);
   cudaStream_t stream = nullptr;
   NCCLCHECK(uploadStream(&stream));
-  CUDACHECK(cudaMemsetAsync(p2pPeers_, 0, sizeof(DevP2pPeer) * static_cast<size_t>(nranks), stream));
+  CUDACHECK(cudaMemsetAsync(p2pPeers_, 0, peersBytes, stream));
+  CUDACHECK(cudaMemsetAsync(p2pTickets_, 0, ticketsBytes, stream));
   CUDACHECK(cudaStreamSynchronize(stream));
   return ncclSuccess;
 }

@@ -28,10 +28,13 @@ class DeviceState {
   [[nodiscard]] ncclResult_t upload(DevComm comm, const std::vector<std::vector<int>>& rings);
 
   // Point-to-point connections: a zeroed device array of one DevP2pPeer per rank, allocated once;
-  // a peer's entry is written when it connects (no kernel uses that entry before).
+  // a peer's entry is written when it connects (no kernel uses that entry before). With it, the
+  // zeroed counters of balanced operations (DevP2pArgs::tickets): plan::kP2pBalancedOpsPerPeer per
+  // peer.
   [[nodiscard]] ncclResult_t allocP2pPeers(int nranks);
   [[nodiscard]] ncclResult_t uploadP2pPeer(int peer, const DevP2pPeer& entry);
   DevP2pPeer* p2pPeers() const { return p2pPeers_; }  // indexed by peer rank
+  uint64_t* p2pTickets() const { return p2pTickets_; }
 
   DevComm* devComm() const { return devComm_; }
   const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }
@@ -47,6 +50,7 @@ class DeviceState {
   DevComm* devComm_ = nullptr;
   int* ringRanks_ = nullptr;
   DevP2pPeer* p2pPeers_ = nullptr;
+  uint64_t* p2pTickets_ = nullptr;
 };
 
 }  // namespace braid

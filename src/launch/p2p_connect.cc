@@ -51,6 +51,8 @@ ncclResult_t CommDataPath::initP2pPlan() {
   NCCLCHECK(topo::detectLinks(rankDescs(*comm_), comm_->rank_, &p2pLinks_));
   int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
   p2pSlotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
+  p2pBalanceBytes_ = paramInt(ParamId::kP2pBalanceBytes);
+  p2pBalanceChunk_ = paramInt(ParamId::kP2pBalanceChunk);
   p2pResidentCtas_ = residentP2pCtas(*comm_);
   p2pChannels_ =
       plan::p2pChannelsPerPeer(paramInt(ParamId::kMaxP2pNchannels), kMaxP2pChannels, comm_->nranks_, p2pResidentCtas_);

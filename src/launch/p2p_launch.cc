@@ -5,9 +5,10 @@
 // Work list: one queue per (peer, direction), operations in issue order. An operation of B bytes
 // is split over plan::p2pChannelsFor(B) channels in 16-byte-multiple parts; channel c of a queue becomes
 // one CTA that moves part c of every operation of the queue, skipping empty parts (a zero-copy
-// operation's part carries its place in the receiver's buffer, see p2p_reg.cc). The two ends of a
-// connection see the same operations in the same order with the same sizes, so they compute the
-// same parts and count the same steps.
+// operation's part carries its place in the receiver's buffer, see p2p_reg.cc). A balanced
+// operation (P2pBalance) is instead one segment on each of its channels, the whole operation, whose
+// chunks those CTAs share. The two ends of a connection see the same operations in the same order
+// with the same sizes, so they compute the same parts and make the same operations balanced.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -23,6 +24,13 @@
 #include "util/log.h"
 
 namespace braid {
+
+uint64_t P2pBalance::chunk(const P2pTask& op, size_t indexInQueue, int maxChannels) const {
+  if (indexInQueue >= static_cast<size_t>(plan::kP2pBalancedOpsPerPeer) || op.direct != nullptr) return 0;
+  if (p2pPairs == nullptr || (*p2pPairs)[op.peer] == 0) return 0;
+  return plan::p2pBalancedChunk(op.bytes, plan::p2pChannelsFor(op.bytes, maxChannels), slotBytes, minBytes, chunkBytes);
+}
+
 namespace {
 
 constexpr uint64_t kP2pMinThreads = 128;
@@ -30,54 +38,71 @@ constexpr uint64_t kP2pMaxThreads = 512;
 
 using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
 
-// Appends the CTA of channel `channel` (of `channels`), moving part `channel` of each of `ops`.
-// segmentAt(op, offset) gives an operation's segment from that offset, with the whole operation's
-// bytes (0: nothing to move). False if the CTA or its segments do not fit.
-template <typename Args, typename Ops, typename SegmentAt>
-bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, int channel, int channels, Args* args, int* nSegs,
-            uint64_t* largestPart, const SegmentAt& segmentAt) {
+// Appends the CTA of one channel, moving segmentFor(op, i) of each of `ops` (the i-th of its
+// queue; a segment of 0 bytes is nothing on this channel). False if the CTA or its segments do not
+// fit.
+template <typename Args, typename Ops, typename SegmentFor>
+bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, Args* args, int* nSegs, uint64_t* largestPart,
+            const SegmentFor& segmentFor) {
   if (args->nCtas == Args::kMaxCtas) return false;
   DevP2pCta& cta = args->ctas[args->nCtas++];
   cta.send = send;
   cta.recv = recv;
   cta.firstSeg = *nSegs;
   cta.nSegs = 0;
-  for (const auto& op : ops) {
-    const uint64_t bytes = segmentAt(op, 0).bytes;
-    if (bytes == 0) continue;
-    plan::P2pPart part = plan::p2pPart(bytes, channel, plan::p2pChannelsFor(bytes, channels));
-    if (part.bytes == 0) continue;
+  for (size_t i = 0; i < ops.size(); i++) {
+    const DevP2pSeg seg = segmentFor(ops[i], i);
+    if (seg.bytes == 0) continue;
     if (*nSegs == Args::kMaxSegs) return false;
-    DevP2pSeg seg = segmentAt(op, part.offset);
-    seg.bytes = part.bytes;
     args->segs[(*nSegs)++] = seg;
     cta.nSegs++;
-    *largestPart = std::max(*largestPart, part.bytes);
+    *largestPart = std::max(*largestPart, seg.balancedPages != 0 ? seg.balancedPages * kP2pBalancedPage : seg.bytes);
   }
   return true;
+}
+
+// Part `channel` of a static operation, or the whole operation for each of its channels if it is
+// balanced (P2pBalance::chunk).
+DevP2pSeg queueSegment(const P2pTask& op, int channel, int maxChannels, uint64_t balancedChunk, uint32_t ticket) {
+  const int channels = plan::p2pChannelsFor(op.bytes, maxChannels);
+  if (balancedChunk != 0) {
+    if (channel >= channels) return DevP2pSeg{};
+    return DevP2pSeg{op.buff,
+                     nullptr,
+                     op.bytes,
+                     ticket,
+                     static_cast<uint16_t>(balancedChunk / kP2pBalancedPage),
+                     static_cast<uint16_t>(channels)};
+  }
+  const plan::P2pPart part = plan::p2pPart(op.bytes, channel, channels);
+  if (part.bytes == 0) return DevP2pSeg{};
+  return DevP2pSeg{
+      op.buff + part.offset, op.direct != nullptr ? op.direct + part.offset : nullptr, part.bytes, 0, 0, 0};
 }
 
 // Fills args from the queues, then the self copies; false if they do not fit its capacity.
 // *peerCtas: the CTAs of the queues (those that must be resident together).
 template <typename Args>
 bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-                  DevP2pPeer* devPeers, const std::vector<int>& peerChannels, Args* args, uint64_t* largestPart,
-                  int* peerCtas) {
+                  DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance, Args* args,
+                  uint64_t* largestPart, int* peerCtas) {
   int nSegs = 0;
   args->nCtas = 0;
   *largestPart = 0;
   for (const auto& [key, ops] : queues) {
-    const auto [peer, isSend] = key;
+    const int peer = key.first;  // not a structured binding: the lambda below captures it
+    const bool isSend = key.second;
     const int maxChannels = peerChannels[peer];
     int queueChannels = 0;
     for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, plan::p2pChannelsFor(op->bytes, maxChannels));
-    auto segmentAt = [](const P2pTask* op, uint64_t offset) {
-      return DevP2pSeg{op->buff + offset, op->direct != nullptr ? op->direct + offset : nullptr, op->bytes};
-    };
     for (int c = 0; c < queueChannels; c++) {
       DevSendConn* send = isSend ? &devPeers[peer].send[c] : nullptr;
       DevRecvConn* recv = isSend ? nullptr : &devPeers[peer].recv[c];
-      if (!addCta(ops, send, recv, c, maxChannels, args, &nSegs, largestPart, segmentAt)) return false;
+      auto segmentFor = [&](const P2pTask* op, size_t i) {
+        const uint32_t ticket = static_cast<uint32_t>(peer * plan::kP2pBalancedOpsPerPeer) + static_cast<uint32_t>(i);
+        return queueSegment(*op, c, maxChannels, balance.chunk(*op, i, maxChannels), ticket);
+      };
+      if (!addCta(ops, send, recv, args, &nSegs, largestPart, segmentFor)) return false;
     }
   }
   *peerCtas = args->nCtas;
@@ -85,14 +110,17 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
   for (const auto& [send, recv] : selfPairs)
     largestSelf = std::max(largestSelf, send->buff != recv->buff ? send->bytes : 0);
   if (largestSelf == 0) return true;
-  // A self CTA's segment: buff is the receive buffer, direct the send buffer it copies from.
-  auto segmentAt = [](const std::pair<const P2pTask*, const P2pTask*>& pair, uint64_t offset) {
-    const auto [send, recv] = pair;
-    return DevP2pSeg{recv->buff + offset, send->buff + offset, send->buff != recv->buff ? send->bytes : 0};
-  };
-  for (int c = 0; c < plan::p2pChannelsFor(largestSelf, plan::kP2pSelfCopyCtas); c++) {
-    if (!addCta(selfPairs, nullptr, nullptr, c, plan::kP2pSelfCopyCtas, args, &nSegs, largestPart, segmentAt))
-      return false;
+  const int selfCtas = plan::p2pChannelsFor(largestSelf, plan::kP2pSelfCopyCtas);
+  for (int c = 0; c < selfCtas; c++) {
+    // A self CTA's segment: buff is the receive buffer, direct the send buffer it copies from.
+    auto segmentFor = [&](const std::pair<const P2pTask*, const P2pTask*>& pair, size_t) {
+      const auto [send, recv] = pair;
+      const uint64_t bytes = send->buff != recv->buff ? send->bytes : 0;
+      if (bytes == 0) return DevP2pSeg{};
+      const plan::P2pPart part = plan::p2pPart(bytes, c, plan::p2pChannelsFor(bytes, plan::kP2pSelfCopyCtas));
+      return DevP2pSeg{recv->buff + part.offset, send->buff + part.offset, part.bytes, 0, 0, 0};
+    };
+    if (!addCta(selfPairs, nullptr, nullptr, args, &nSegs, largestPart, segmentFor)) return false;
   }
   return true;
 }
@@ -107,7 +135,7 @@ int p2pThreads(uint64_t largestPart) {
 }
 
 // The kernel's work list, in the smallest parameter variant that holds it (see DevP2pArgs). The
-// bigger ones are made (and zeroed) only when the smaller did not fit; the large one, 27 KiB, on the
+// bigger ones are made (and zeroed) only when the smaller did not fit; the large one, 31 KiB, on the
 // heap.
 struct P2pLaunchArgs {
   DevP2pArgsSmall small{};
@@ -123,21 +151,24 @@ struct P2pLaunchArgs {
 
   // False if even the large variant cannot hold the work.
   bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-             DevP2pPeer* devPeers, const std::vector<int>& peerChannels) {
-    if (buildP2pArgs(queues, selfPairs, devPeers, peerChannels, &small, &largestPart, &peerCtas)) return true;
-    if (buildP2pArgs(queues, selfPairs, devPeers, peerChannels, &medium.emplace(), &largestPart, &peerCtas))
-      return true;
+             DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance) {
+    auto buildInto = [&](auto* args) {
+      return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, balance, args, &largestPart, &peerCtas);
+    };
+    if (buildInto(&small)) return true;
+    if (buildInto(&medium.emplace())) return true;
     medium.reset();
     large = std::make_unique<DevP2pArgsLarge>();
-    return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, large.get(), &largestPart, &peerCtas);
+    return buildInto(large.get());
   }
 
   // progress and seq: where the kernel notes its progress for hang reports (null and 0: nowhere).
-  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, DevP2pProgress* progress, uint64_t seq,
-                     const LaunchOptions& launch, cudaStream_t stream) {
+  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, DevP2pProgress* progress,
+                     uint64_t seq, const LaunchOptions& launch, cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
       args.slotBytes = slotBytes;
+      args.tickets = tickets;
       args.progress = progress;
       args.seq = seq;
       return launchP2pKernel(args, p2pThreads(largestPart), launch, stream);
@@ -211,7 +242,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   const SelfPairs noPairs;
   const SelfPairs& kernelSelf = queues.empty() ? noPairs : selfPairs;
   P2pLaunchArgs args;
-  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pPeerChannels_);
+  const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
+  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pPeerChannels_, balance);
   if (!fits || args.peerCtas > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN(
@@ -233,7 +265,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     DevP2pProgress* progress = nullptr;
     // Not numbered when captured: a replay would note an old number again (progress_board.h).
     if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &progress);
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, progress, seq, plainLaunch_, stream));
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), progress, seq, plainLaunch_,
+                          stream));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));

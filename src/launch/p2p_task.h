@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace braid {
 namespace reg {
@@ -24,6 +25,22 @@ struct P2pTask {
   // mapped here; a receive's own buffer, which the peer writes. Null: the copy path.
   char* direct = nullptr;
   reg::Registration* reg = nullptr;  // the registration of buff, when direct
+};
+
+// Which operations of a launch are balanced (device/prims/p2p_balanced.h), decided alike on both
+// ends of a pair from what both know: the operation's size and place in its queue, the pair's
+// transport and the parameters.
+struct P2pBalance {
+  // Per peer: linked by P2P. Only those pairs are balanced: NET connections have no step tags, and
+  // SHM pairs are far from the SM store rates that balancing evens out.
+  const std::vector<char>* p2pPairs = nullptr;
+  uint64_t slotBytes = 0;
+  int64_t minBytes = 0;    // BRAID_P2P_BALANCE_BYTES
+  int64_t chunkBytes = 0;  // BRAID_P2P_BALANCE_CHUNK
+
+  // The chunk of `op`, the indexInQueue-th of its (peer, direction) queue, whose peer has
+  // maxChannels channels; 0: op is moved in fixed parts.
+  uint64_t chunk(const P2pTask& op, size_t indexInQueue, int maxChannels) const;
 };
 
 }  // namespace braid

@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "device/dev_types.h"
+
 namespace braid::plan {
 namespace {
 
@@ -41,6 +43,14 @@ P2pPart p2pPart(uint64_t bytes, int channel, int nChannels) {
   uint64_t begin = std::min(bytes, share * static_cast<uint64_t>(channel));
   uint64_t end = std::min(bytes, begin + share);
   return {begin, end - begin};
+}
+
+uint64_t p2pBalancedChunk(uint64_t bytes, int channels, uint64_t slotBytes, int64_t minBytes, int64_t chunkBytes) {
+  if (minBytes <= 0 || bytes < static_cast<uint64_t>(minBytes) || channels < 2) return 0;
+  constexpr uint64_t kPage = kP2pBalancedPage;
+  uint64_t chunk = std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(chunkBytes, 0)), slotBytes);
+  chunk = std::min<uint64_t>(chunk, UINT16_MAX * kPage) / kPage * kPage;
+  return chunk;
 }
 
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {

@@ -42,6 +42,15 @@ struct P2pPart {
 };
 P2pPart p2pPart(uint64_t bytes, int channel, int nChannels);
 
+// Balanced operations (device/prims/p2p_balanced.h): the CTAs of a peer's channels take chunks of
+// the operation as they go. At most kP2pBalancedOpsPerPeer operations per peer and direction in one
+// launch are balanced (each has its own counter), the first ones of the queue.
+constexpr int kP2pBalancedOpsPerPeer = 4;
+// The chunk of a balanced operation of `bytes` on `channels` channels: `chunkBytes` in whole pages
+// (DevP2pSeg's unit: at least one, at most the slot and what 16 bits of pages hold). 0: the
+// operation is not balanced (below minBytes, minBytes 0, or a single channel).
+uint64_t p2pBalancedChunk(uint64_t bytes, int channels, uint64_t slotBytes, int64_t minBytes, int64_t chunkBytes);
+
 // One queued send or receive as the estimate sees it.
 struct P2pOpModel {
   int peer;

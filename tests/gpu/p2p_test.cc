@@ -1,6 +1,6 @@
 // Point-to-point on real GPUs: ncclSend/ncclRecv patterns (ring shift, all pairs with random sizes
 // including 0 and self, many messages to one peer in one group, 10,000 small exchanges, ungrouped
-// pairs in both orders), ncclAlltoAll with every datatype, ncclGather and ncclScatter from every
+// pairs in both orders), balanced operations, ncclAlltoAll with every datatype, ncclGather and ncclScatter from every
 // root in and out of place, the SHM transport, and the argument errors. Ranks run as processes (one
 // GPU each) and as one thread driving every GPU inside groups.
 //
@@ -302,6 +302,65 @@ TEST_P(P2p, AcrossEmulatedHosts) {
                        return exchange(ranks, p, seed);
                      },
                      perHost));
+  }
+}
+
+// Replays a captured exchange of the pattern three times, receive buffers poisoned before each.
+int replayedExchange(std::vector<Rank>& ranks, const Pattern& p, uint64_t seed) {
+  for (Rank& r : ranks) {
+    if (prepare(r, p, seed) != 0) return 1;
+    CHILD_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  CHILD_NCCL(ncclGroupStart());
+  for (Rank& r : ranks) {
+    if (enqueue(r, p) != 0) return 1;
+  }
+  CHILD_NCCL(ncclGroupEnd());
+  std::vector<cudaGraphExec_t> execs;
+  for (Rank& r : ranks) {
+    cudaGraph_t graph = nullptr;
+    CHILD_CUDA(cudaStreamEndCapture(r.stream, &graph));
+    execs.emplace_back();
+    CHILD_CUDA(cudaGraphInstantiate(&execs.back(), graph, 0));
+    CHILD_CUDA(cudaGraphDestroy(graph));
+  }
+  int rc = 0;
+  for (int replay = 0; replay < 3 && rc == 0; replay++) {
+    for (size_t i = 0; i < ranks.size(); i++) {
+      CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+      CHILD_CUDA(gputest::poisonSync(ranks[i].recv, kPoison, ranks[i].recvLayout.total));
+      CHILD_CUDA(cudaGraphLaunch(execs[i], ranks[i].stream));
+    }
+    for (Rank& r : ranks) rc |= verify(r, p, seed);
+  }
+  for (cudaGraphExec_t exec : execs) CHILD_CUDA(cudaGraphExecDestroy(exec));
+  for (Rank& r : ranks) rc |= release(r);
+  return rc;
+}
+
+// Balanced operations (BRAID_P2P_BALANCE_BYTES lowered to 1 MiB): sizes that are not multiples of
+// the chunk or of 16 bytes, on misaligned buffers; more balanced-size messages to one peer in one
+// group than have counters (the others move in fixed parts) and a small one between them; every
+// pair at once; repeated launches and replays of a captured exchange, each of which must find the
+// operations' counters back at zero.
+TEST_P(P2p, BalancedOperations) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Braid's balancing";
+  colltest::ScopedSetenv balance("BRAID_P2P_BALANCE_BYTES", "1048576");
+  const int n = this->n();
+  static constexpr size_t kSizes[] = {1 << 20, (3 << 20) + 5, (17 << 20) + 4093, 100, (2 << 20) + 16, (5 << 20) + 1};
+  const Pattern several{n, [n](int s, int d) { return d == (s + 1) % n ? 6 : 0; },
+                        [](int, int, int k) { return kSizes[k]; }, 3};
+  const Pattern everyPair{n, [](int s, int d) { return s != d ? 1 : 0; },
+                          [](int s, int d, int) { return size_t{(2 << 20) + 4099 * static_cast<size_t>(s + 1)} + d; }};
+  for (Mode mode : {Mode::kProcesses, Mode::kOneThread}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [&](std::vector<Rank>& ranks) {
+                for (uint64_t seed = 40; seed < 43; seed++) {
+                  if (exchange(ranks, several, seed) != 0) return 1;
+                }
+                if (exchange(ranks, everyPair, 50) != 0) return 1;
+                return mode == Mode::kProcesses ? replayedExchange(ranks, several, 51) : 0;
+              }));
   }
 }
 

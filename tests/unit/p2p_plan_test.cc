@@ -1,11 +1,14 @@
 // The point-to-point split and estimate (plan/p2p_plan.h): channel counts every rank computes alike,
-// parts that tile an operation exactly, and an estimate that grows with the work.
+// parts that tile an operation exactly, the chunks of balanced operations, and an estimate that
+// grows with the work.
 #include "plan/p2p_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
+
+#include "device/dev_types.h"
 
 namespace braid::plan {
 namespace {
@@ -50,6 +53,23 @@ TEST(P2pPlan, PartsTileTheOperationOn16ByteBoundaries) {
     }
     ASSERT_EQ(bytes, next);
   }
+}
+
+TEST(P2pPlan, BalancedChunks) {
+  constexpr uint64_t kSlot = 512 << 10;
+  constexpr int64_t kMin = 8 << 20;
+  constexpr int64_t kChunk = 128 << 10;
+  // Below the threshold, with balancing off, or on one channel: fixed parts.
+  EXPECT_EQ(0u, p2pBalancedChunk((8 << 20) - 1, 32, kSlot, kMin, kChunk));
+  EXPECT_EQ(0u, p2pBalancedChunk(1ull << 30, 32, kSlot, 0, kChunk));
+  EXPECT_EQ(0u, p2pBalancedChunk(1ull << 30, 1, kSlot, kMin, kChunk));
+  // The chunk asked for, in whole pages, at most the slot and what 16 bits of pages hold.
+  EXPECT_EQ(uint64_t{kChunk}, p2pBalancedChunk(8 << 20, 32, kSlot, kMin, kChunk));
+  EXPECT_EQ(uint64_t{kChunk}, p2pBalancedChunk(1ull << 30, 2, kSlot, kMin, kChunk + 4095));
+  EXPECT_EQ(kSlot, p2pBalancedChunk(1ull << 30, 32, kSlot, kMin, 4 << 20));
+  EXPECT_EQ(uint64_t{UINT16_MAX} * kP2pBalancedPage, p2pBalancedChunk(1ull << 40, 2, 1ull << 30, kMin, 1ull << 30));
+  // A chunk under a page cannot travel: the operation stays in fixed parts.
+  EXPECT_EQ(0u, p2pBalancedChunk(1ull << 30, 32, kSlot, kMin, 100));
 }
 
 TEST(P2pPlan, EstimateGrowsWithBytesAndPeers) {

@@ -60,6 +60,7 @@ struct PrimsShared {
   uint64_t sendDone;  // absolute number of send steps whose payload is written
   uint64_t recvDone;  // absolute number of receive steps whose payload is consumed
   uint64_t finished;  // nonzero once the workers have finished the operation
+  uint64_t stepTag;   // balanced point-to-point steps: worker 0 passes the step's tag to the others
   int aborted;        // set by the first thread that sees the abort flag
   // Where AbortWatch notes a long wait (null: not noted), and what it notes: the op number read
   // from *waitOp (a captured operation: DevComm::graphOpsBegun; an eager one: &waitCapture, its
