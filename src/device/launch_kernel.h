@@ -38,13 +38,15 @@ constexpr int clusterSizeFor(int blocks, int wanted) {
                                                  cudaStream_t stream, const DevRegPeers* peers = nullptr);
 
 // Launches a point-to-point kernel: args.nCtas CTAs of nThreads Simple workers (a multiple of 32,
-// at most kMaxSimpleP2pWorkers) plus one poster warp each. Same launch and error rules as above.
-[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, const LaunchOptions& launch,
-                                          cudaStream_t stream);
-[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, const LaunchOptions& launch,
-                                          cudaStream_t stream);
-[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, const LaunchOptions& launch,
-                                          cudaStream_t stream);
+// at most kMaxSimpleP2pWorkers) plus one poster warp each; `balanced` must be true when a segment
+// is balanced (DevP2pSeg::balancedPages), and is best false otherwise. Same launch and error rules
+// as above.
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool balanced,
+                                          const LaunchOptions& launch, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsMedium& args, int nThreads, bool balanced,
+                                          const LaunchOptions& launch, cudaStream_t stream);
+[[nodiscard]] cudaError_t launchP2pKernel(const DevP2pArgsLarge& args, int nThreads, bool balanced,
+                                          const LaunchOptions& launch, cudaStream_t stream);
 
 // One rank with a PreMulSum op (work.redOp): recv[i] = send[i] * scalar for work.count elements
 // (in place too). Same launch and error rules as above; cudaErrorInvalidValue for another op.

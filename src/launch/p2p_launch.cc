@@ -43,7 +43,7 @@ using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
 // fit.
 template <typename Args, typename Ops, typename SegmentFor>
 bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, Args* args, int* nSegs, uint64_t* largestPart,
-            const SegmentFor& segmentFor) {
+            bool* balanced, const SegmentFor& segmentFor) {
   if (args->nCtas == Args::kMaxCtas) return false;
   DevP2pCta& cta = args->ctas[args->nCtas++];
   cta.send = send;
@@ -57,6 +57,7 @@ bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, Args* args, in
     args->segs[(*nSegs)++] = seg;
     cta.nSegs++;
     *largestPart = std::max(*largestPart, seg.balancedPages != 0 ? seg.balancedPages * kP2pBalancedPage : seg.bytes);
+    *balanced = *balanced || seg.balancedPages != 0;
   }
   return true;
 }
@@ -81,14 +82,15 @@ DevP2pSeg queueSegment(const P2pTask& op, int channel, int maxChannels, uint64_t
 }
 
 // Fills args from the queues, then the self copies; false if they do not fit its capacity.
-// *peerCtas: the CTAs of the queues (those that must be resident together).
+// *peerCtas: the CTAs of the queues (those that must be resident together); *balanced: a segment is balanced.
 template <typename Args>
 bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
                   DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance, Args* args,
-                  uint64_t* largestPart, int* peerCtas) {
+                  uint64_t* largestPart, bool* balanced, int* peerCtas) {
   int nSegs = 0;
   args->nCtas = 0;
   *largestPart = 0;
+  *balanced = false;
   for (const auto& [key, ops] : queues) {
     const int peer = key.first;  // not a structured binding: the lambda below captures it
     const bool isSend = key.second;
@@ -102,7 +104,7 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
         const uint32_t ticket = static_cast<uint32_t>(peer * plan::kP2pBalancedOpsPerPeer) + static_cast<uint32_t>(i);
         return queueSegment(*op, c, maxChannels, balance.chunk(*op, i, maxChannels), ticket);
       };
-      if (!addCta(ops, send, recv, args, &nSegs, largestPart, segmentFor)) return false;
+      if (!addCta(ops, send, recv, args, &nSegs, largestPart, balanced, segmentFor)) return false;
     }
   }
   *peerCtas = args->nCtas;
@@ -120,7 +122,7 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
       const plan::P2pPart part = plan::p2pPart(bytes, c, plan::p2pChannelsFor(bytes, plan::kP2pSelfCopyCtas));
       return DevP2pSeg{recv->buff + part.offset, send->buff + part.offset, part.bytes, 0, 0, 0};
     };
-    if (!addCta(selfPairs, nullptr, nullptr, args, &nSegs, largestPart, segmentFor)) return false;
+    if (!addCta(selfPairs, nullptr, nullptr, args, &nSegs, largestPart, balanced, segmentFor)) return false;
   }
   return true;
 }
@@ -142,7 +144,8 @@ struct P2pLaunchArgs {
   std::optional<DevP2pArgsMedium> medium;
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largestPart = 0;
-  int peerCtas = 0;  // the CTAs of the queues (those that must be resident together)
+  bool balanced = false;  // some segment is balanced
+  int peerCtas = 0;       // the CTAs of the queues (those that must be resident together)
 
   int nCtas() const {
     if (large != nullptr) return large->nCtas;
@@ -153,7 +156,7 @@ struct P2pLaunchArgs {
   bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
              DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance) {
     auto buildInto = [&](auto* args) {
-      return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, balance, args, &largestPart, &peerCtas);
+      return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, balance, args, &largestPart, &balanced, &peerCtas);
     };
     if (buildInto(&small)) return true;
     if (buildInto(&medium.emplace())) return true;
@@ -171,7 +174,7 @@ struct P2pLaunchArgs {
       args.tickets = tickets;
       args.progress = progress;
       args.seq = seq;
-      return launchP2pKernel(args, p2pThreads(largestPart), launch, stream);
+      return launchP2pKernel(args, p2pThreads(largestPart), balanced, launch, stream);
     };
     if (large != nullptr) return launchArgs(*large);
     if (medium.has_value()) return launchArgs(*medium);
