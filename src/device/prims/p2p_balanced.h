@@ -17,7 +17,7 @@
 // payload tells the receiving CTA of that channel that the operation is over. Each CTA's failed
 // take is exactly one, so the CTA that takes number nChunks + ctas - 1 is the last to touch the
 // counter and zeroes it for the next operation that uses it (the next launch, or a graph's next
-// replay). Worker 0 takes the next chunk while the workers copy the current one.
+// replay).
 // Receiver: wait for the step, read its tag, copy the slot to the chunk's place, until the end tag.
 // Both ends count one step per chunk moved on the channel plus the end step, so the connection's
 // step numbers stay equal.
@@ -29,7 +29,7 @@
 
 namespace braid {
 
-// The part of a chunk: its byte offset and size within an operation of `bytes`.
+// The bytes of chunk `tag` (at offset tag * chunk) of an operation of `bytes`: the last may be short.
 __device__ __forceinline__ int64_t balancedChunkBytes(uint64_t tag, uint64_t chunk, uint64_t bytes) {
   const uint64_t offset = tag * chunk;
   return static_cast<int64_t>(bytes - offset < chunk ? bytes - offset : chunk);
