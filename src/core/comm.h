@@ -56,13 +56,13 @@ struct ncclComm {
   // flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
   // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
-  // under the registry's lock like lastLaunch_. Then the watch thread's own memory of the reports:
-  // the last point-to-point launch reported, and the waits seen in collectives (core/wait_notes.h)
-  // and graph ops (core/graph_progress.h).
+  // under the registry's lock like lastLaunch_. Then the watch thread's own memory of the waits it
+  // has seen and reported (core/wait_notes.h): in collectives, graph ops (core/graph_progress.h)
+  // and point-to-point launches (core/p2p_progress.h).
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
-  std::atomic<uint64_t> p2pHangReportedSeq_{0};
   braid::WaitWatch eagerWatch_;
   braid::WaitWatch graphWatch_;
+  braid::WaitWatch p2pWatch_;
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

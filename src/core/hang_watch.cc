@@ -141,8 +141,7 @@ void checkHang(ncclComm* comm) {
              .c_str());
   }
   P2pRecord rec{};
-  if (p2pReportDue(*board, comm->p2pHangReportedSeq_.load(), now, thresholdMs * 1000000, &rec)) {
-    comm->p2pHangReportedSeq_.store(rec.seq);
+  if (p2pReportDue(*board, &comm->p2pWatch_, now, thresholdMs * 1000000, &rec)) {
     const std::vector<int64_t> matching = gatherMatches(comm->commHash_, comm->rank_, comm->peers_, rec);
     WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
          p2pHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, matching).c_str());

@@ -7,14 +7,6 @@
 namespace braid {
 namespace {
 
-bool left(const ProgressBoard& board, const P2pRecord& rec) {
-  const int ctas = std::clamp(rec.nCtas, 1, kMaxP2pKernelCtas);
-  for (int b = 0; b < ctas; b++) {
-    if (loadAcquire(&board.p2pDev.ctaDone[b]) < rec.seq) return false;
-  }
-  return true;
-}
-
 std::string describe(const P2pOpNote& op) {
   char text[96];
   std::snprintf(text, sizeof(text), "%s #%" PRIu64 " %s rank %d (%" PRIu64 " bytes)", op.isSend ? "send" : "receive",
@@ -51,29 +43,34 @@ bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out) {
   return out->seq == seq;  // a later launch may have reused the slot
 }
 
-// Kernels of a communicator run one after another (the next begins after the previous ended), so
-// every launch before the last one begun is complete.
-uint64_t p2pCompletedThrough(const ProgressBoard& board) {
-  const uint64_t started = loadAcquire(&board.p2pDev.started);
-  P2pRecord rec{};
-  if (started == 0 || !p2pRecordOf(board, started, &rec)) return started == 0 ? 0 : started - 1;
-  return left(board, rec) ? started : started - 1;
-}
-
 uint64_t postedToward(const ProgressBoard& board, int self, const P2pOpNote& mine) {
   if (self < 0 || self >= board.nRanks) return 0;
   // My send is matched by its receives (second half), my receive by its sends (first half).
   return loadAcquire(&p2pPosted(&board)[(mine.isSend != 0 ? board.nRanks : 0) + self]);
 }
 
-bool p2pReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec) {
-  const uint64_t seq = p2pCompletedThrough(board) + 1;
-  if (seq > p2pLaunchedThrough(board) || seq <= reported) return false;
-  return p2pRecordOf(board, seq, rec) && nowNs - rec->launchNs >= thresholdNs;
+bool p2pReportDue(const ProgressBoard& board, WaitWatch* watch, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec) {
+  uint64_t seq = 0;
+  uint64_t unused = 0;
+  int64_t seenNs = 0;
+  if (!waitReportDue(board.p2pWaits, watch, nowNs, thresholdNs, &seq, &unused, &seenNs)) return false;
+  if (!p2pRecordOf(board, seq, rec)) {
+    *rec = P2pRecord{};
+    rec->seq = seq;
+    rec->launchNs = seenNs;
+  }
+  return true;
 }
 
 std::string p2pHangReport(const P2pRecord& rec, double stuckSeconds, int self, const std::vector<int64_t>& matching) {
-  char head[160];
+  char head[200];
+  if (rec.nOps == 0) {
+    std::snprintf(head, sizeof(head),
+                  "rank %d: point-to-point launch #%" PRIu64
+                  " (older than the %d launches the board describes) has been waiting %.1f s.",
+                  self, rec.seq, kRecentP2pLaunches, stuckSeconds);
+    return head;
+  }
   std::snprintf(head, sizeof(head), "rank %d: point-to-point launch #%" PRIu64 " (%d operations", self, rec.seq,
                 rec.nOps);
   std::string text = head;

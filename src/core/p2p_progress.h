@@ -2,10 +2,10 @@
 // every rank, so they cannot be numbered like collectives; what does match is the k-th send from
 // rank a to rank b with the k-th receive b posts from a. A rank's progress board (progress_board.h)
 // therefore counts, per peer, the sends it posted to it and the receives it posted from it, and
-// records each point-to-point kernel with the index of each of its operations. When such a kernel
-// has not completed after BRAID_HANG_REPORT_MS, one WARN lists its operations and, for each, whether
-// the peer has posted the matching one: "rank 1 has posted 4 receives from rank 0, so send #5 has
-// no match yet" points at the missing or reordered ncclRecv.
+// records each point-to-point kernel with the index of each of its operations. When the CTAs of such
+// a kernel have waited in it for BRAID_HANG_REPORT_MS (its long-wait notes, core/wait_notes.h), one
+// WARN lists its operations and, for each, whether the peer has posted the matching one: "rank 1 has posted 4 receives
+// from rank 0, so send #5 has no match yet" points at the missing or reordered ncclRecv.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/progress_board.h"
+#include "core/wait_notes.h"
 
 namespace braid {
 
@@ -30,17 +31,19 @@ uint64_t noteP2pLaunch(ProgressBoard* board, int nCtas, int64_t launchNs, const 
 // Reader side (atomic loads of what the owner and its GPU write).
 uint64_t p2pLaunchedThrough(const ProgressBoard& board);
 bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out);
-// The largest n such that every point-to-point kernel up to n has left all its CTAs.
-uint64_t p2pCompletedThrough(const ProgressBoard& board);
 // How many operations `board`'s rank posted toward `peer` in the direction that matches `mine`
 // (an operation of rank `self`): its receives from self for a send, its sends to self for a receive.
 uint64_t postedToward(const ProgressBoard& board, int self, const P2pOpNote& mine);
 
-// Whether a report is due: for the oldest point-to-point launch on `board` that has not completed,
-// if it is newer than `reported` and was launched at least thresholdNs before nowNs.
-bool p2pReportDue(const ProgressBoard& board, uint64_t reported, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec);
+// Called at every check of `board` (the watch's memory of its p2pWaits in *watch): whether a report is
+// due, for a point-to-point launch whose CTAs have been seen waiting in it at every check for
+// thresholdNs or more and was not reported yet. *rec is its record; when the board no longer holds
+// it (over kRecentP2pLaunches launches since), only its seq, nOps 0 and launchNs when it was first
+// seen waiting.
+bool p2pReportDue(const ProgressBoard& board, WaitWatch* watch, int64_t nowNs, int64_t thresholdNs, P2pRecord* rec);
 
-// The report of launch `rec` of rank `self`, stuck for `stuckSeconds`. matching[i] is what the
+// The report of launch `rec` of rank `self`, stuck for `stuckSeconds` (since its launch, or since it
+// was seen waiting when its record is gone). matching[i] is what the
 // peer of rec.ops[i] has posted toward self in the matching direction (postedToward), -1 when its
 // board cannot be read (another host, or gone).
 std::string p2pHangReport(const P2pRecord& rec, double stuckSeconds, int self, const std::vector<int64_t>& matching);

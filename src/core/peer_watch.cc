@@ -15,7 +15,6 @@
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/hang_watch.h"
-#include "core/p2p_progress.h"
 #include "core/progress_board.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -41,11 +40,8 @@ cudaError_t latestLaunchStatus(const ncclComm* comm) {
 // part in had completed (the end of a job) harms nothing until the next operation, which then waits
 // for it and gets the communicator marked.
 bool workInFlight(const ncclComm* comm) {
-  // Point-to-point kernels are on the progress board: no CUDA call needed.
-  const ProgressBoard* board = comm->progressBoard_.load();
-  if (board != nullptr && p2pCompletedThrough(*board) < p2pLaunchedThrough(*board)) return true;
-  // Collectives, eager or replayed from graphs, note no progress on their fast path: the latest
-  // launch's event covers them.
+  // No kernel notes its progress on its fast path: the latest launch's event covers them all
+  // (collectives and point-to-point, eager or replayed from graphs).
   return latestLaunchStatus(comm) == cudaErrorNotReady;
 }
 

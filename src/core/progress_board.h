@@ -15,8 +15,8 @@
 // in it now.
 // Point-to-point kernels are numbered on their own (their order differs from rank to rank); what
 // matches across ranks there is the count of sends from a rank to a peer and of receives the peer
-// posted from it, which the board keeps for every peer (core/p2p_progress.h). Their kernels still
-// note their start and each CTA's end (p2pDev), at the ~0.9 us price.
+// posted from it, which the board keeps for every peer (core/p2p_progress.h). Their kernels note
+// only their long waits too (`p2pWaits`, op = the point-to-point launch's number).
 // Collectives captured in a CUDA graph are followed apart (core/graph_progress.h): the host notes
 // each capture, and the GPU notes the graph ops replays run when they wait long. Not followed:
 // point-to-point kernels captured in a graph, and communicators of one rank.
@@ -31,7 +31,7 @@
 
 namespace braid {
 
-constexpr uint64_t kProgressBoardMagic = 0x4252414944505235ull;  // "BRAIDPR5"
+constexpr uint64_t kProgressBoardMagic = 0x4252414944505236ull;  // "BRAIDPR6"
 constexpr int kRecentOps = 256;                                  // launches a board describes
 constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
 constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
@@ -82,7 +82,7 @@ struct ProgressBoard {
   DevWaitNotes eagerWaits;      // written by this rank's kernels when they wait long
   uint64_t p2pLaunched;         // the same for point-to-point kernels
   P2pRecord recentP2p[kRecentP2pLaunches];
-  DevP2pProgress p2pDev;
+  DevWaitNotes p2pWaits;              // written by this rank's point-to-point kernels when they wait long
   uint64_t captured;                  // capture number of the last collective captured in a graph
   OpRecord captures[kCapturesNoted];  // capture c in captures[c % kCapturesNoted] (its seq is c)
   DevWaitNotes graphWaits;            // written by this rank's captured kernels when they wait long

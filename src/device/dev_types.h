@@ -147,23 +147,16 @@ struct DevComm {
   uint64_t graphOpsBegun;
 };
 
-// Hang diagnosis of a communicator's point-to-point kernels (core/p2p_progress.h), in host memory
-// that every process of the host can read without a CUDA call. Kernels are numbered on their own (1,
-// 2, ... per communicator): `started` is noted by CTA 0, ctaDone[b] when CTA b leaves.
 constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
-struct DevP2pProgress {
-  uint64_t started;
-  uint64_t ctaDone[kMaxP2pKernelCtas];
-};
 
-// Hang diagnosis of collectives (core/wait_notes.h) without a store to host memory on the fast
-// path: a kernel that stores to host memory at all takes ~0.9 us longer to end (2 H200, AllReduce
-// of 8 B: 5.9 us without, 6.8 with one or many such stores, whatever the store's kind), so a
-// collective kernel notes nothing unless one of its threads has waited long: from the second read
-// of the abort flag in one operation on (2 x kAbortPollSpins spins, milliseconds), every such read
-// also notes which op CTA b is waiting in (an eager one: its seq; a captured one: its graph op and
-// capture) and a fresh beat (%globaltimer). Beats that move between two looks mean CTA b is waiting
-// now.
+// Hang diagnosis of collectives and point-to-point kernels (core/wait_notes.h) without a store to host memory on the
+// fast path: a kernel that stores to host memory at all takes ~0.9 us longer to end (2 H200, AllReduce of 8 B: 5.9 us
+// without, 6.8 with one or many such stores, whatever the store's kind), so a collective kernel notes nothing unless
+// one of its threads has waited long: from the second read of the abort flag in one operation on (2 x kAbortPollSpins
+// spins, milliseconds), every such read also notes which op CTA b is waiting in (an eager one: its seq; a captured one:
+// its graph op and capture) and a fresh beat (%globaltimer). Beats that move between two looks mean CTA b is waiting
+// now. A point-to-point kernel has up to kMaxP2pKernelCtas CTAs: CTA b notes in slot b % kMaxChannels,
+// which CTAs of the same kernel share (they wait in the same op).
 struct DevWaitNotes {
   uint64_t beat[kMaxChannels];
   uint64_t op[kMaxChannels];
@@ -242,7 +235,9 @@ struct DevP2pArgs {
   uint64_t slotBytes;  // Simple slot of the point-to-point connections; every step but an operation's last is full
   int32_t nCtas;
   int32_t pad;
-  DevP2pProgress* progress;  // host-mapped; where seq is noted (null when seq is 0)
+  // Hang diagnosis (core/p2p_progress.h): where its CTAs note their long waits, as in launch seq
+  // (host-mapped; null when seq is 0).
+  DevWaitNotes* waitNotes;
   uint64_t seq;
   // The communicator's counters of balanced operations (zero between operations: the CTA whose
   // take is an operation's last zeroes its counter).

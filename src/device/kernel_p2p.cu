@@ -28,8 +28,7 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   __shared__ PrimsShared shared;
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
-  notePeerOpsStarted(args.progress, args.seq);
-  if (threadIdx.x == 0) shared.waitNotes = nullptr;  // point-to-point waits are not noted
+  notePeerOpsStarted(args.waitNotes, args.seq, &shared);
   if (cta.send == nullptr && cta.recv == nullptr) {
     // A self copy (see DevP2pCta): every thread copies, nobody is waited for.
     for (int i = 0; i < cta.nSegs; i++) {
@@ -39,7 +38,6 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
           reinterpret_cast<const uint8_t*>(seg.direct), reinterpret_cast<uint8_t*>(seg.buff), nullptr,
           static_cast<int64_t>(seg.bytes), false, false, false);
     }
-    notePeerCtaLeft(args.progress, args.seq);
     return;
   }
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
@@ -79,7 +77,6 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   finishProtoState(state);
   // After the steps were written back (same thread): lets the poster post the last step and exit.
   if (tid == 0) stReleaseCta(&shared.finished, 1);
-  notePeerCtaLeft(args.progress, args.seq);
 }
 
 template <typename Args>

@@ -79,13 +79,13 @@ __device__ __forceinline__ void noteOpStarted(const DevKernelArgs& args, PrimsSh
   shared->waitOp = &args.comm->graphOpsBegun;
   if (blockIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&args.comm->graphOpsBegun), 1ull);
 }
-// Hang diagnosis of a point-to-point kernel: CTA 0 notes that it began, each CTA that it left
-// (DevP2pProgress). Stores to host memory that the kernel never waits for (they cost it ~0.9 us).
-__device__ __forceinline__ void notePeerOpsStarted(DevP2pProgress* progress, uint64_t seq) {
-  if (progress != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stRelaxedSys(&progress->started, seq);
-}
-__device__ __forceinline__ void notePeerCtaLeft(DevP2pProgress* progress, uint64_t seq) {
-  if (progress != nullptr && threadIdx.x == 0) stRelaxedSys(&progress->ctaDone[blockIdx.x], seq);
+// Hang diagnosis of a point-to-point kernel: its waits are noted like an eager collective's, with
+// the kernel's own number (core/p2p_progress.h). Nothing is stored to host memory otherwise.
+__device__ __forceinline__ void notePeerOpsStarted(DevWaitNotes* waitNotes, uint64_t seq, PrimsShared* shared) {
+  if (threadIdx.x != 0) return;
+  shared->waitNotes = waitNotes;
+  shared->waitCapture = seq;
+  shared->waitOp = &shared->waitCapture;
 }
 
 }  // namespace braid

@@ -165,14 +165,15 @@ struct P2pLaunchArgs {
     return buildInto(large.get());
   }
 
-  // progress and seq: where the kernel notes its progress for hang reports (null and 0: nowhere).
-  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, DevP2pProgress* progress,
+  // waitNotes and seq: where and as what the kernel notes its long waits for hang reports (null and
+  // 0: nowhere).
+  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, DevWaitNotes* waitNotes,
                      uint64_t seq, const LaunchOptions& launch, cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
       args.slotBytes = slotBytes;
       args.tickets = tickets;
-      args.progress = progress;
+      args.waitNotes = waitNotes;
       args.seq = seq;
       return launchP2pKernel(args, p2pThreads(largestPart), balanced, launch, stream);
     };
@@ -265,10 +266,10 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     }
   } else {
     uint64_t seq = 0;
-    DevP2pProgress* progress = nullptr;
+    DevWaitNotes* waitNotes = nullptr;
     // Not numbered when captured: a replay would note an old number again (progress_board.h).
-    if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &progress);
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), progress, seq, plainLaunch_,
+    if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &waitNotes);
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq, plainLaunch_,
                           stream));
   }
   for (const P2pTask& t : tasks) {

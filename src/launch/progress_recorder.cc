@@ -44,7 +44,7 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
   __atomic_store_n(&board->magic, kProgressBoardMagic, __ATOMIC_RELEASE);
   board_ = board;
   devEagerWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, eagerWaits));
-  devP2pProgress_ = reinterpret_cast<DevP2pProgress*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pDev));
+  devP2pWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pWaits));
   devGraphWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, graphWaits));
 }
 
@@ -83,14 +83,14 @@ void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork*
 }
 
 void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,
-                                     DevP2pProgress** progress) {
+                                     DevWaitNotes** waitNotes) {
   *seq = 0;
-  *progress = nullptr;
+  *waitNotes = nullptr;
   if (board_ == nullptr) return;
   p2pOps_.clear();  // kept between launches: no allocation on the launch path once it has grown
   for (const P2pTask& t : tasks) p2pOps_.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
   *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), p2pOps_);
-  *progress = devP2pProgress_;
+  *waitNotes = devP2pWaits_;
 }
 
 }  // namespace braid

@@ -34,8 +34,9 @@ class ProgressRecorder {
   // (core/graph_progress.h).
   void noteCapture(const CollTask& task, int nChannels, DevWork* work);
   // The same for a point-to-point kernel of nCtas CTAs moving `tasks` (core/p2p_progress.h): sets
-  // *seq and *progress for the kernel's parameters (0 and null without a board).
-  void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevP2pProgress** progress);
+  // *seq and *waitNotes (the board's p2pWaits) for the kernel's parameters (0 and null without a
+  // board).
+  void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevWaitNotes** waitNotes);
   // The communicator's last-launch event was just recorded after the latest eager
   // collective: lets the watch learn when it has completed (core/progress_board.h, `completed`).
   void noteRecorded() {
@@ -45,11 +46,11 @@ class ProgressRecorder {
 
  private:
   ShmSegment segment_;
-  bool registered_ = false;                   // segment_ is registered with CUDA
-  ProgressBoard* board_ = nullptr;            // in segment_, once it is usable
-  DevWaitNotes* devEagerWaits_ = nullptr;     // the board's eagerWaits, as the GPU sees it
-  DevP2pProgress* devP2pProgress_ = nullptr;  // its p2pDev
-  DevWaitNotes* devGraphWaits_ = nullptr;     // its graphWaits
+  bool registered_ = false;                // segment_ is registered with CUDA
+  ProgressBoard* board_ = nullptr;         // in segment_, once it is usable
+  DevWaitNotes* devEagerWaits_ = nullptr;  // the board's eagerWaits, as the GPU sees it
+  DevWaitNotes* devP2pWaits_ = nullptr;    // its p2pWaits
+  DevWaitNotes* devGraphWaits_ = nullptr;  // its graphWaits
   uint64_t seq_ = 0;
   std::vector<P2pOpPosted> p2pOps_;  // noteP2pLaunch's scratch
 };

@@ -1,7 +1,7 @@
 // Hang diagnosis of point-to-point kernels on the host: per-peer counts of posted sends and
-// receives, the record of each launch, completion from the kernels' notes, the choice of the launch
-// a report is due for, matching against a peer's board in shared memory, and the report's words.
-// The kernels' side (DevP2pProgress writes) is covered by the GPU test hang_report_test.
+// receives, the record of each launch, the choice of the launch a report is due for from the
+// kernels' long-wait notes, matching against a peer's board in shared memory, and the report's
+// words. The kernels' side (their p2pWaits notes) is covered by the GPU test hang_report_test.
 #include "core/p2p_progress.h"
 
 #include <gtest/gtest.h>
@@ -62,31 +62,55 @@ TEST(P2pProgress, ALaunchOfManyOperationsNotesTheFirstFewAndCountsAll) {
   EXPECT_NE(p2pHangReport(r, 1, 0, std::vector<int64_t>(kP2pOpsNoted, 0)).find("; ...)"), std::string::npos);
 }
 
-uint64_t dueSeq(const ProgressBoard& b, uint64_t reported, int64_t nowNs, int64_t thresholdNs) {
-  P2pRecord r{};
-  return p2pReportDue(b, reported, nowNs, thresholdNs, &r) ? r.seq : 0;
+// What a waiting CTA `cta` of point-to-point launch `seq` notes at one read of the abort flag.
+void beat(ProgressBoard* b, int cta, uint64_t seq) {
+  b->p2pWaits.op[cta] = seq;
+  b->p2pWaits.beat[cta] += 1000;
 }
 
-TEST(P2pProgress, CompletionFollowsTheKernelsNotesAndAReportIsDueOncePerLaunch) {
+uint64_t dueSeq(const ProgressBoard& b, WaitWatch* watch, int64_t nowNs, P2pRecord* r) {
+  *r = P2pRecord{};
+  return p2pReportDue(b, watch, nowNs, 100, r) ? r->seq : 0;
+}
+
+TEST(P2pProgress, AReportIsDueOnceWhenALaunchsCtasHaveWaitedLongEnough) {
   TestBoard b = emptyBoard(2, 0);
-  EXPECT_EQ(dueSeq(*b.get(), 0, 1'000'000, 10), 0u);
+  WaitWatch watch;
+  P2pRecord r{};
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 1'000'000, &r), 0u);  // nothing launched, nothing waits
   noteP2pLaunch(b.get(), 2, 100, {send(1, 8)});
   noteP2pLaunch(b.get(), 1, 500, {recv(1, 8)});
-  EXPECT_EQ(p2pCompletedThrough(*b.get()), 0u);
-  EXPECT_EQ(dueSeq(*b.get(), 0, 150, 100), 0u);  // 50 ns old
-  EXPECT_EQ(dueSeq(*b.get(), 0, 200, 100), 1u);
-  EXPECT_EQ(dueSeq(*b.get(), 1, 10'000, 100), 0u);  // reported already
-  b->p2pDev.started = 1;
-  b->p2pDev.ctaDone[0] = 1;  // CTA 1 still in it
-  EXPECT_EQ(p2pCompletedThrough(*b.get()), 0u);
-  b->p2pDev.ctaDone[1] = 1;
-  EXPECT_EQ(p2pCompletedThrough(*b.get()), 1u);
-  EXPECT_EQ(dueSeq(*b.get(), 1, 600, 100), 2u);
-  b->p2pDev.started = 2;
-  EXPECT_EQ(p2pCompletedThrough(*b.get()), 1u);
-  b->p2pDev.ctaDone[0] = 2;
-  EXPECT_EQ(p2pCompletedThrough(*b.get()), 2u);
-  EXPECT_EQ(dueSeq(*b.get(), 1, 10'000, 100), 0u);
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 1'000'000, &r), 0u);  // launched long ago, but not seen waiting
+  beat(b.get(), 1, 1);
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 2'000'000, &r), 0u);  // first seen waiting: its clock starts
+  beat(b.get(), 1, 1);
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 2'000'050, &r), 0u);  // 50 ns of waiting
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 2'000'100, &r), 0u);  // its beat stopped: not waiting any more
+  beat(b.get(), 0, 2);
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 3'000'000, &r), 0u);
+  beat(b.get(), 0, 2);
+  ASSERT_EQ(dueSeq(*b.get(), &watch, 3'000'100, &r), 2u);
+  EXPECT_EQ(r.nOps, 1);  // its record
+  EXPECT_EQ(r.launchNs, 500);
+  EXPECT_EQ(r.ops[0].isSend, 0);
+  beat(b.get(), 0, 2);
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 9'000'000, &r), 0u);  // reported already
+}
+
+TEST(P2pProgress, ALaunchWhoseRecordIsGoneIsStillReported) {
+  TestBoard b = emptyBoard(2, 0);
+  for (int i = 0; i < kRecentP2pLaunches + 2; i++) noteP2pLaunch(b.get(), 1, 100, {send(1, 8)});
+  WaitWatch watch;
+  P2pRecord r{};
+  beat(b.get(), 0, 1);  // launch 1's slot holds launch kRecentP2pLaunches + 1 now
+  EXPECT_EQ(dueSeq(*b.get(), &watch, 5'000, &r), 0u);
+  beat(b.get(), 0, 1);
+  ASSERT_EQ(dueSeq(*b.get(), &watch, 5'100, &r), 1u);
+  EXPECT_EQ(r.nOps, 0);
+  EXPECT_EQ(r.launchNs, 5'000);  // since it was seen waiting
+  EXPECT_EQ(p2pHangReport(r, 2.5, 0, {}),
+            "rank 0: point-to-point launch #1 (older than the 64 launches the board describes) has been waiting "
+            "2.5 s.");
 }
 
 TEST(P2pProgress, AMatchIsThePeersCountInTheOtherDirection) {

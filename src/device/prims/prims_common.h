@@ -76,7 +76,7 @@ struct PrimsShared {
 __device__ __forceinline__ void noteLongWait(const PrimsShared* shared) {
   DevWaitNotes* notes = shared->waitNotes;
   if (notes == nullptr) return;
-  const unsigned b = blockIdx.x;
+  const unsigned b = blockIdx.x % kMaxChannels;  // point-to-point kernels have more CTAs (DevWaitNotes)
   stRelaxedSys(&notes->op[b], *reinterpret_cast<const volatile uint64_t*>(shared->waitOp));
   stRelaxedSys(&notes->capture[b], shared->waitCapture);
   stRelaxedSys(&notes->beat[b], globalTimerNs());
