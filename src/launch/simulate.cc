@@ -2,6 +2,9 @@
 // plan them and their estimated times added up (a communicator runs its operations one after
 // another), then dropped. The collectives' connections exist by now (the group connects them
 // first); point-to-point pairs are estimated from this rank's own links, without connecting.
+#include <map>
+#include <utility>
+
 #include "launch/comm_data_path.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
@@ -35,10 +38,19 @@ ncclResult_t CommDataPath::simulatePending(double* us) {
   if (!p2p.empty()) {
     NCCLCHECK(initP2pPlan());
     topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+    std::vector<char> nvlinkPairs(nranks, 0);
+    for (int peer = 0; peer < nranks; peer++) {
+      nvlinkPairs[peer] = peer != comm_->rank_ && nvlinkP2p(p2pLinks_[peer], params) ? 1 : 0;
+    }
+    // The launch's rule (P2pBalance), with NVLink standing for a P2P pair.
+    const P2pBalance balance{&nvlinkPairs, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
+    std::map<std::pair<int, bool>, size_t> queued;  // (peer, send) -> operations of its queue so far
     std::vector<plan::P2pOpModel> ops;
     for (const P2pTask& t : p2p) {
-      bool self = t.peer == comm_->rank_;
-      ops.push_back(plan::P2pOpModel{t.peer, t.send, t.bytes, self, !self && nvlinkP2p(p2pLinks_[t.peer], params)});
+      const bool self = t.peer == comm_->rank_;
+      plan::P2pOpModel op{t.peer, t.send, t.bytes, self, nvlinkPairs[t.peer] != 0};
+      if (!self && t.bytes > 0) op.balanced = balance.chunk(t, queued[{t.peer, t.send}]++, p2pChannels_) != 0;
+      ops.push_back(op);
     }
     total += plan::estimateP2pUs(ops, p2pChannels_);
   }

@@ -11,11 +11,14 @@ namespace {
 
 // Cost model of the point-to-point kernel (see estimateP2pUs). Per channel: one Simple CTA copies
 // ~21 GB/s; a pair saturates near 335 GB/s whatever the channel count (16 to 21 channels measured,
-// scripts/tune-plans/2026-11-24-p2p-channels.txt); a GPU moving data to or from every peer at once
-// near 290 GB/s each way. Pairs without NVLink get the PCIe / host-memory figure.
+// scripts/tune-plans/2026-11-24-p2p-channels.txt), a balanced operation near 360 GB/s (350-363 from
+// 256 MiB to 1 GiB, 2 H200, docs/performance.md session 23); a GPU moving data to or from every peer
+// at once near 290 GB/s each way (the port rate, which binds only with several peers).
+// Pairs without NVLink get the PCIe / host-memory figure.
 constexpr double kP2pLaunchUs = 6.0;
 constexpr double kP2pChannelGBps = 21.0;
 constexpr double kP2pPairNvlinkGBps = 335.0;
+constexpr double kP2pPairBalancedGBps = 360.0;
 constexpr double kP2pPortNvlinkGBps = 290.0;
 constexpr double kP2pPairOtherGBps = 12.0;
 constexpr double kSelfCopyGBps = 2000.0;  // a device copy inside one GPU (bytes read + written ~4 TB/s)
@@ -64,13 +67,18 @@ double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
       if (op.send) selfUs += usFor(op.bytes, kSelfCopyGBps);
     } else if (op.nvlink) {
       double channelRate = kP2pChannelGBps * p2pChannelsFor(op.bytes, channelsPerPeer);
-      queueUs[{op.peer, op.send}] += usFor(op.bytes, std::min(channelRate, kP2pPairNvlinkGBps));
+      double pairRate = op.balanced ? kP2pPairBalancedGBps : kP2pPairNvlinkGBps;
+      queueUs[{op.peer, op.send}] += usFor(op.bytes, std::min(channelRate, pairRate));
       (op.send ? sendUs : recvUs) += usFor(op.bytes, kP2pPortNvlinkGBps);
     } else {
       queueUs[{op.peer, op.send}] += usFor(op.bytes, kP2pPairOtherGBps);
     }
   }
-  double busiest = std::max(sendUs, recvUs);
+  // The port rate was measured with every peer at once; one peer is bound by its pair's rate only.
+  int sendPeers = 0;
+  int recvPeers = 0;
+  for (const auto& [key, us] : queueUs) (key.second ? sendPeers : recvPeers)++;
+  double busiest = std::max(sendPeers > 1 ? sendUs : 0.0, recvPeers > 1 ? recvUs : 0.0);
   for (const auto& [key, us] : queueUs) busiest = std::max(busiest, us);
   // Self copies run beside the transfers to peers (on their own CTAs of the same kernel).
   return kP2pLaunchUs + std::max(busiest, selfUs);

@@ -56,16 +56,18 @@ struct P2pOpModel {
   int peer;
   bool send;
   uint64_t bytes;
-  bool self;    // the peer is the rank itself: a device copy, counted once, on its send
-  bool nvlink;  // the pair is linked by NVLink (else PCIe or host memory, far slower)
+  bool self;              // the peer is the rank itself: a device copy, counted once, on its send
+  bool nvlink;            // the pair is linked by NVLink (else PCIe or host memory, far slower)
+  bool balanced = false;  // its CTAs take chunks as they go (p2pBalancedChunk): a pair's faster rate
 };
 
 // Estimated time in microseconds of one rank's sends and receives of one group, launched as one
 // kernel: a fixed launch cost, then the busiest of (each peer and direction's bytes at its
-// channels' rate, all sends at the GPU's egress rate, all receives at its ingress rate, the self
-// copies at the device copy rate). Fitted on
-// 4 H200 (docs/performance.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair,
-// ~290 GB/s per GPU for all-to-all. 0 for an empty list.
+// channels' rate; all sends at the GPU's egress rate and all receives at its ingress rate, when
+// they involve several peers; the self copies at the device copy rate). Fitted on 4 H200
+// (docs/performance.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair, ~290 GB/s
+// per GPU for all-to-all; a balanced operation ~360 GB/s for one pair (2 H200, session 23). 0 for
+// an empty list.
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer);
 
 }  // namespace braid::plan

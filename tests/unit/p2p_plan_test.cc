@@ -98,5 +98,21 @@ TEST(P2pPlan, EstimateGrowsWithBytesAndPeers) {
   EXPECT_LT(estimateP2pUs(self, 16), estimateP2pUs(ringShift(64ull << 20), 16));
 }
 
+TEST(P2pPlan, ABalancedPairIsEstimatedAtItsFasterRate) {
+  std::vector<P2pOpModel> shift = {{1, true, 1ull << 30, false, true}, {3, false, 1ull << 30, false, true}};
+  const double fixed = estimateP2pUs(shift, 20);
+  for (P2pOpModel& op : shift) op.balanced = true;
+  const double balanced = estimateP2pUs(shift, 20);
+  EXPECT_LT(balanced, fixed * 0.95);
+  EXPECT_GT(balanced, 1000.0 * (1ull << 30) / 400e9 * 1e3);  // still under NVLink's raw rate
+  // A GPU's port still bounds an all-to-all, balanced or not.
+  std::vector<P2pOpModel> a2a;
+  for (int peer = 1; peer <= 3; peer++) {
+    a2a.push_back({peer, true, 256ull << 20, false, true, true});
+    a2a.push_back({peer, false, 256ull << 20, false, true, true});
+  }
+  EXPECT_GT(estimateP2pUs(a2a, 20), 1000.0 * 3 * (256ull << 20) / 300e9 * 1e3);
+}
+
 }  // namespace
 }  // namespace braid::plan
