@@ -58,11 +58,12 @@ struct ncclComm {
   // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
   // under the registry's lock like lastLaunch_. Then the watch thread's own memory of the waits it
   // has seen and reported (core/wait_notes.h): in collectives, graph ops (core/graph_progress.h)
-  // and point-to-point launches (core/p2p_progress.h).
+  // and point-to-point launches, eager and replayed (core/p2p_progress.h).
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
   braid::WaitWatch eagerWatch_;
   braid::WaitWatch graphWatch_;
   braid::WaitWatch p2pWatch_;
+  braid::WaitWatch p2pGraphWatch_;
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

@@ -109,6 +109,17 @@ std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vecto
   return matching;
 }
 
+std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                         int64_t gapMs) {
+  const PeerBoards open = openPeerBoards(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::p2pGraphWaits, gapMs);
+  std::vector<int64_t> ranks(peers.size(), -1);
+  for (size_t r = 0; r < peers.size(); r++) {
+    if (open.boards[r] != nullptr) ranks[r] = static_cast<int64_t>(waiting[r]);
+  }
+  return ranks;
+}
+
 void checkHang(ncclComm* comm) {
   const int64_t thresholdMs = paramInt(ParamId::kHangReportMs);
   const ProgressBoard* board = comm->progressBoard_.load();
@@ -145,6 +156,12 @@ void checkHang(ncclComm* comm) {
     const std::vector<int64_t> matching = gatherMatches(comm->commHash_, comm->rank_, comm->peers_, rec);
     WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
          p2pHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, matching).c_str());
+  }
+  if (p2pGraphReportDue(*board, &comm->p2pGraphWatch_, now, thresholdMs * 1000000, &rec)) {
+    const std::vector<int64_t> waiting =
+        gatherP2pGraphWaits(comm->commHash_, comm->rank_, comm->peers_, kBeatLookGapMs);
+    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
+         p2pGraphHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, waiting).c_str());
   }
 }
 

@@ -34,8 +34,13 @@ std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, 
 std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                    const P2pRecord& rec);
 
+// For each rank: the captured point-to-point launch a replay of its waits in now (0: none), -1 for
+// itself and where its board is not readable (looked at twice, gapMs apart).
+std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+                                         int64_t gapMs);
+
 // The watch thread's check of one communicator (the registry is locked): its collectives, its graph
-// ops (graph_progress.h), then its point-to-point kernels (p2p_progress.h).
+// ops (graph_progress.h), then its point-to-point kernels, eager and replayed (p2p_progress.h).
 void checkHang(ncclComm* comm);
 
 }  // namespace braid

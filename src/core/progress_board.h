@@ -18,8 +18,10 @@
 // posted from it, which the board keeps for every peer (core/p2p_progress.h). Their kernels note
 // only their long waits too (`p2pWaits`, op = the point-to-point launch's number).
 // Collectives captured in a CUDA graph are followed apart (core/graph_progress.h): the host notes
-// each capture, and the GPU notes the graph ops replays run when they wait long. Not followed:
-// point-to-point kernels captured in a graph, and communicators of one rank.
+// each capture, and the GPU notes the graph ops replays run when they wait long. Point-to-point
+// kernels captured in a graph likewise: the host numbers and notes each capture (`p2pCaptures`), a
+// replay that waits long notes its capture number (`p2pGraphWaits`). Not followed: communicators of
+// one rank.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,7 @@ constexpr int kRecentOps = 256;                                  // launches a b
 constexpr int kRecentP2pLaunches = 64;                           // point-to-point launches a board describes
 constexpr int kP2pOpsNoted = 8;                                  // operations noted per point-to-point launch
 constexpr int kCapturesNoted = 1024;                             // captured collectives a board describes
+constexpr int kP2pCapturesNoted = 64;                            // captured point-to-point launches a board describes
 
 // One launched collective.
 struct OpRecord {
@@ -52,7 +55,7 @@ struct OpRecord {
 };
 
 // One send or receive of a point-to-point launch: the index-th (1, 2, ...) this rank posted to or
-// from peer, of `bytes`.
+// from peer, of `bytes` (index 0 in a captured launch: a replay is not counted).
 struct P2pOpNote {
   uint64_t index;
   uint64_t bytes;
@@ -60,7 +63,8 @@ struct P2pOpNote {
   int32_t isSend;
 };
 
-// One launched point-to-point kernel (a group's sends and receives on this communicator).
+// One launched (or captured) point-to-point kernel (a group's sends and receives on this
+// communicator); seq is its launch (or capture) number.
 struct P2pRecord {
   uint64_t seq;      // 0: empty slot
   int64_t launchNs;  // CLOCK_MONOTONIC
@@ -82,10 +86,13 @@ struct ProgressBoard {
   DevWaitNotes eagerWaits;      // written by this rank's kernels when they wait long
   uint64_t p2pLaunched;         // the same for point-to-point kernels
   P2pRecord recentP2p[kRecentP2pLaunches];
-  DevWaitNotes p2pWaits;              // written by this rank's point-to-point kernels when they wait long
-  uint64_t captured;                  // capture number of the last collective captured in a graph
-  OpRecord captures[kCapturesNoted];  // capture c in captures[c % kCapturesNoted] (its seq is c)
-  DevWaitNotes graphWaits;            // written by this rank's captured kernels when they wait long
+  DevWaitNotes p2pWaits;                     // written by this rank's point-to-point kernels when they wait long
+  uint64_t captured;                         // capture number of the last collective captured in a graph
+  OpRecord captures[kCapturesNoted];         // capture c in captures[c % kCapturesNoted] (its seq is c)
+  DevWaitNotes graphWaits;                   // written by this rank's captured kernels when they wait long
+  uint64_t p2pCaptured;                      // capture number of the last point-to-point launch captured
+  P2pRecord p2pCaptures[kP2pCapturesNoted];  // capture c in p2pCaptures[c % kP2pCapturesNoted]
+  DevWaitNotes p2pGraphWaits;                // written by replays of them when they wait long
   // Followed by uint64_t posted[2 * nRanks] (p2pPosted): sends posted to each peer, then receives
   // posted from each peer, counted at launch.
 };

@@ -267,8 +267,12 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   } else {
     uint64_t seq = 0;
     DevWaitNotes* waitNotes = nullptr;
-    // Not numbered when captured: a replay would note an old number again (progress_board.h).
-    if (!order_.launchCaptured()) progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &waitNotes);
+    // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
+    if (order_.launchCaptured()) {
+      progress_.noteP2pCapture(tasks, args.nCtas(), &seq, &waitNotes);
+    } else {
+      progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &waitNotes);
+    }
     CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq, plainLaunch_,
                           stream));
   }

@@ -46,6 +46,8 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
   devEagerWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, eagerWaits));
   devP2pWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pWaits));
   devGraphWaits_ = reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, graphWaits));
+  devP2pGraphWaits_ =
+      reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pGraphWaits));
 }
 
 namespace {
@@ -82,15 +84,28 @@ void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork*
   work->captured = 1;
 }
 
+const std::vector<P2pOpPosted>& ProgressRecorder::postedOps(const std::vector<P2pTask>& tasks) {
+  p2pOps_.clear();  // kept between launches: no allocation on the launch path once it has grown
+  for (const P2pTask& t : tasks) p2pOps_.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
+  return p2pOps_;
+}
+
 void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,
                                      DevWaitNotes** waitNotes) {
   *seq = 0;
   *waitNotes = nullptr;
   if (board_ == nullptr) return;
-  p2pOps_.clear();  // kept between launches: no allocation on the launch path once it has grown
-  for (const P2pTask& t : tasks) p2pOps_.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
-  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), p2pOps_);
+  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), postedOps(tasks));
   *waitNotes = devP2pWaits_;
+}
+
+void ProgressRecorder::noteP2pCapture(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* capture,
+                                      DevWaitNotes** waitNotes) {
+  *capture = 0;
+  *waitNotes = nullptr;
+  if (board_ == nullptr) return;
+  *capture = braid::noteP2pCapture(board_, nCtas, postedOps(tasks));
+  *waitNotes = devP2pGraphWaits_;
 }
 
 }  // namespace braid

@@ -37,6 +37,9 @@ class ProgressRecorder {
   // *seq and *waitNotes (the board's p2pWaits) for the kernel's parameters (0 and null without a
   // board).
   void noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq, DevWaitNotes** waitNotes);
+  // The same for a point-to-point kernel being captured in a CUDA graph: numbers and notes the
+  // capture, and points its replays' long-wait notes at the board's p2pGraphWaits.
+  void noteP2pCapture(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* capture, DevWaitNotes** waitNotes);
   // The communicator's last-launch event was just recorded after the latest eager
   // collective: lets the watch learn when it has completed (core/progress_board.h, `completed`).
   void noteRecorded() {
@@ -45,14 +48,17 @@ class ProgressRecorder {
   ProgressBoard* board() const { return board_; }
 
  private:
+  const std::vector<P2pOpPosted>& postedOps(const std::vector<P2pTask>& tasks);  // in p2pOps_
+
   ShmSegment segment_;
-  bool registered_ = false;                // segment_ is registered with CUDA
-  ProgressBoard* board_ = nullptr;         // in segment_, once it is usable
-  DevWaitNotes* devEagerWaits_ = nullptr;  // the board's eagerWaits, as the GPU sees it
-  DevWaitNotes* devP2pWaits_ = nullptr;    // its p2pWaits
-  DevWaitNotes* devGraphWaits_ = nullptr;  // its graphWaits
+  bool registered_ = false;                   // segment_ is registered with CUDA
+  ProgressBoard* board_ = nullptr;            // in segment_, once it is usable
+  DevWaitNotes* devEagerWaits_ = nullptr;     // the board's eagerWaits, as the GPU sees it
+  DevWaitNotes* devP2pWaits_ = nullptr;       // its p2pWaits
+  DevWaitNotes* devGraphWaits_ = nullptr;     // its graphWaits
+  DevWaitNotes* devP2pGraphWaits_ = nullptr;  // its p2pGraphWaits
   uint64_t seq_ = 0;
-  std::vector<P2pOpPosted> p2pOps_;  // noteP2pLaunch's scratch
+  std::vector<P2pOpPosted> p2pOps_;  // noteP2pLaunch's and noteP2pCapture's scratch
 };
 
 }  // namespace braid

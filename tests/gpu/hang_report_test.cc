@@ -7,7 +7,8 @@
 //     posts its second exchange late. The rank after rank 1 waits for its receive #2 (a send may
 //     complete into the receiver's FIFO without the receiver): its WARN says that rank 1 has posted
 //     1 send to it, so its receive #2 from rank 1 has no match yet.
-//   - The same with the AllReduce captured in a CUDA graph and rank 1 replaying it late.
+//   - The same with the AllReduce captured in a CUDA graph and rank 1 replaying it late, and with the
+//     point-to-point exchange captured in a graph and rank 1 replaying it late.
 // Rank 1 then joins, the operations complete exactly, and rank 1, which never waited, logs no report.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -234,6 +235,71 @@ TEST_F(HangReport, APointToPointSendWithoutItsReceiveIsNamed) {
                 std::fprintf(stderr, "rank %d: no report naming rank 1's missing send; log:\n%s\n", rank, log.c_str());
               CHILD_EXPECT(named);
               std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
+              return 0;
+            }));
+}
+
+// The point-to-point exchange captured in a CUDA graph, replayed twice, rank 1's second replay
+// late. The rank after rank 1 waits in a replay of its capture #1 for its receive: its report names
+// the capture's operations and says that rank 1 waits in no replayed point-to-point launch.
+TEST_F(HangReport, APointToPointReplayWaitingForItsPeerIsNamed) {
+  const int n = n_;
+  const std::string logDir = logDir_;
+  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
+              ncclComm_t comm = nullptr;
+              cudaStream_t stream = nullptr;
+              if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
+              constexpr size_t kCount = 1 << 20;
+              const int next = (rank + 1) % n;
+              const int prev = (rank + n - 1) % n;
+              int32_t* sendbuf = nullptr;
+              int32_t* recvbuf = nullptr;
+              CHILD_CUDA(cudaMalloc(&sendbuf, kCount * sizeof(int32_t)));
+              CHILD_CUDA(cudaMalloc(&recvbuf, kCount * sizeof(int32_t)));
+              std::vector<int32_t> host(kCount);
+              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 5 + rank);
+              CHILD_CUDA(cudaMemcpy(sendbuf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              cudaGraph_t graph = nullptr;
+              cudaGraphExec_t exec = nullptr;
+              CHILD_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+              CHILD_NCCL(ncclGroupStart());
+              CHILD_NCCL(ncclSend(sendbuf, kCount, ncclInt32, next, comm, stream));
+              CHILD_NCCL(ncclRecv(recvbuf, kCount, ncclInt32, prev, comm, stream));
+              CHILD_NCCL(ncclGroupEnd());
+              CHILD_CUDA(cudaStreamEndCapture(stream, &graph));
+              CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+              for (int replay = 0; replay < 2; replay++) {
+                if (replay == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+                CHILD_CUDA(gputest::poisonSync(recvbuf, 0x5a, kCount * sizeof(int32_t)));
+                CHILD_CUDA(cudaGraphLaunch(exec, stream));
+                CHILD_CUDA(cudaStreamSynchronize(stream));
+              }
+              CHILD_CUDA(cudaMemcpy(host.data(), recvbuf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+              for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i * 5 + prev));
+              CHILD_CUDA(cudaGraphExecDestroy(exec));
+              CHILD_CUDA(cudaGraphDestroy(graph));
+              CHILD_NCCL(ncclCommDestroy(comm));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(sendbuf));
+              CHILD_CUDA(cudaFree(recvbuf));
+
+              const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
+              if (rank == 1) {
+                CHILD_EXPECT(log.find("captured in a CUDA graph") == std::string::npos);
+                return 0;
+              }
+              if (prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
+              const std::string head = "rank " + std::to_string(rank) +
+                                       ": a replay of point-to-point launch #1 captured in a CUDA graph (2 "
+                                       "operations: send to rank " +
+                                       std::to_string(next) +
+                                       " (4194304 bytes); receive from rank 1 (4194304 bytes)) has been waiting";
+              const std::string want = "Rank 1 waits in no replayed point-to-point launch.";
+              const bool named = log.find(head) != std::string::npos && log.find(want) != std::string::npos;
+              if (!named)
+                std::fprintf(stderr, "rank %d: no report naming rank 1's replay; log:\n%s\n", rank, log.c_str());
+              CHILD_EXPECT(named);
+              if (named) std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
               return 0;
             }));
 }

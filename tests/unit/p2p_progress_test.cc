@@ -113,6 +113,48 @@ TEST(P2pProgress, ALaunchWhoseRecordIsGoneIsStillReported) {
             "2.5 s.");
 }
 
+TEST(P2pProgress, CapturesAreNumberedApartAndNotCounted) {
+  TestBoard b = emptyBoard(2, 0);
+  EXPECT_EQ(noteP2pLaunch(b.get(), 1, 100, {send(1, 8)}), 1u);
+  EXPECT_EQ(noteP2pCapture(b.get(), 2, {send(1, 64), recv(1, 32), send(0, 8)}), 1u);
+  EXPECT_EQ(noteP2pCapture(b.get(), 1, {recv(1, 16)}), 2u);
+  EXPECT_EQ(p2pPosted(b.get())[1], 1u);  // only the eager send: replays are not counted
+  EXPECT_EQ(p2pPosted(b.get())[2 + 1], 0u);
+  P2pRecord r{};
+  ASSERT_TRUE(p2pCaptureRecordOf(*b.get(), 1, &r));
+  EXPECT_EQ(r.nOps, 2);  // the self send is left out
+  EXPECT_EQ(r.ops[0].index, 0u);
+  EXPECT_EQ(r.ops[1].bytes, 32u);
+  EXPECT_FALSE(p2pCaptureRecordOf(*b.get(), 3, &r));
+  for (int i = 0; i < kP2pCapturesNoted; i++) noteP2pCapture(b.get(), 1, {send(1, 8)});
+  EXPECT_FALSE(p2pCaptureRecordOf(*b.get(), 2, &r));  // its slot was reused
+}
+
+TEST(P2pProgress, AReplayThatWaitsIsReportedWithItsPeersWaits) {
+  TestBoard b = emptyBoard(3, 0);
+  noteP2pCapture(b.get(), 2, {send(1, 4096), recv(2, 128), send(1, 64)});
+  WaitWatch eagerWatch;
+  WaitWatch graphWatch;
+  P2pRecord r{};
+  b->p2pGraphWaits.op[0] = 1;  // CTA 0 of a replay of capture 1 waits
+  b->p2pGraphWaits.beat[0] += 1000;
+  EXPECT_FALSE(p2pReportDue(*b.get(), &eagerWatch, 2'000, 100, &r));
+  EXPECT_FALSE(p2pGraphReportDue(*b.get(), &graphWatch, 2'000, 100, &r));
+  b->p2pGraphWaits.beat[0] += 1000;
+  EXPECT_FALSE(p2pReportDue(*b.get(), &eagerWatch, 2'100, 100, &r));  // no eager launch waits
+  ASSERT_TRUE(p2pGraphReportDue(*b.get(), &graphWatch, 2'100, 100, &r));
+  EXPECT_EQ(r.seq, 1u);
+  EXPECT_EQ(r.nOps, 3);
+  EXPECT_EQ(r.launchNs, 2'000);  // when the replay was first seen waiting
+  EXPECT_EQ(p2pGraphHangReport(r, 1.5, 0, {-1, 0, 4}),
+            "rank 0: a replay of point-to-point launch #1 captured in a CUDA graph (3 operations: send to rank 1 "
+            "(4096 bytes); receive from rank 2 (128 bytes); send to rank 1 (64 bytes)) has been waiting for 1.5 s. "
+            "Rank 1 waits in no replayed point-to-point launch. Rank 2 waits in a replay of its captured "
+            "point-to-point launch #4. Look at the ranks that wait in none: their process has not replayed its graph "
+            "as often as this one (or replayed graphs in another order), or is stuck before it.");
+  EXPECT_EQ(p2pGraphHangReport(r, 1.5, 0, {-1, -1, 4}).find("Look at"), std::string::npos);
+}
+
 TEST(P2pProgress, AMatchIsThePeersCountInTheOtherDirection) {
   TestBoard mine = emptyBoard(3, 0);
   TestBoard peer = emptyBoard(3, 1);
