@@ -9,6 +9,14 @@
 // operation (P2pBalance) is instead one segment on each of its channels, the whole operation, whose
 // chunks those CTAs share. The two ends of a connection see the same operations in the same order
 // with the same sizes, so they compute the same parts and make the same operations balanced.
+//
+// A group too large for one work list runs in rounds (plan::kP2pOpsPerRound): round r is one kernel
+// moving operations r * K to r * K + K - 1 of every queue, and the rounds run in order. The k-th send
+// from rank a to rank b and the k-th receive b posts from a fall in the same round on both ranks,
+// whatever else their groups hold, so round r of every rank needs only round r of its peers, which
+// follow from rounds r - 1 by induction. A rank whose group fits one kernel serves each queue in
+// order on CTAs that are all resident, which a peer running rounds can rely on the same way. The
+// self copies of a group in rounds are plain device copies.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -37,6 +45,40 @@ constexpr uint64_t kP2pMinThreads = 128;
 constexpr uint64_t kP2pMaxThreads = 512;
 
 using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
+using Queues = std::map<std::pair<int, bool>, std::vector<const P2pTask*>>;
+
+static_assert(plan::kP2pOpsPerRound * DevP2pArgsLarge::kMaxCtas <= DevP2pArgsLarge::kMaxSegs,
+              "a round's segments (at most kP2pOpsPerRound per CTA) fit the large work list");
+
+// The channels, so the CTAs, of one queue: those of its largest operation.
+int queueChannels(const std::vector<const P2pTask*>& ops, int maxChannels) {
+  int channels = 0;
+  for (const P2pTask* op : ops) channels = std::max(channels, plan::p2pChannelsFor(op->bytes, maxChannels));
+  return channels;
+}
+
+// The CTAs of the queues, which must all be resident at once.
+int queuesCtas(const Queues& queues, const std::vector<int>& peerChannels) {
+  int ctas = 0;
+  for (const auto& [key, ops] : queues) ctas += queueChannels(ops, peerChannels[key.first]);
+  return ctas;
+}
+
+// Round `round` of `queues`: the slice of each queue that it moves (empty slices left out), and
+// those operations in one list for the progress board.
+Queues roundOf(const Queues& queues, size_t round, std::vector<P2pTask>* tasks) {
+  Queues slice;
+  tasks->clear();
+  const size_t first = round * plan::kP2pOpsPerRound;
+  for (const auto& [key, ops] : queues) {
+    if (first >= ops.size()) continue;
+    const size_t end = std::min(ops.size(), first + plan::kP2pOpsPerRound);
+    std::vector<const P2pTask*>& mine = slice[key];
+    mine.assign(ops.begin() + static_cast<std::ptrdiff_t>(first), ops.begin() + static_cast<std::ptrdiff_t>(end));
+    for (const P2pTask* op : mine) tasks->push_back(*op);
+  }
+  return slice;
+}
 
 // Appends the CTA of one channel, moving segmentFor(op, i) of each of `ops` (the i-th of its
 // queue; a segment of 0 bytes is nothing on this channel). False if the CTA or its segments do not
@@ -81,12 +123,13 @@ DevP2pSeg queueSegment(const P2pTask& op, int channel, int maxChannels, uint64_t
       op.buff + part.offset, op.direct != nullptr ? op.direct + part.offset : nullptr, part.bytes, 0, 0, 0};
 }
 
-// Fills args from the queues, then the self copies; false if they do not fit its capacity.
-// *peerCtas: the CTAs of the queues (those that must be resident together); *balanced: a segment is balanced.
+// Fills args from the queues, then the self copies; false if they do not fit its capacity. The
+// queues' first operations are the firstIndex-th of theirs in the group (a round's, see above).
+// *balanced: a segment is balanced.
 template <typename Args>
-bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-                  DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance, Args* args,
-                  uint64_t* largestPart, bool* balanced, int* peerCtas) {
+bool buildP2pArgs(const Queues& queues, size_t firstIndex, const SelfPairs& selfPairs, DevP2pPeer* devPeers,
+                  const std::vector<int>& peerChannels, const P2pBalance& balance, Args* args, uint64_t* largestPart,
+                  bool* balanced) {
   int nSegs = 0;
   args->nCtas = 0;
   *largestPart = 0;
@@ -95,19 +138,19 @@ bool buildP2pArgs(const std::map<std::pair<int, bool>, std::vector<const P2pTask
     const int peer = key.first;  // not a structured binding: the lambda below captures it
     const bool isSend = key.second;
     const int maxChannels = peerChannels[peer];
-    int queueChannels = 0;
-    for (const P2pTask* op : ops) queueChannels = std::max(queueChannels, plan::p2pChannelsFor(op->bytes, maxChannels));
-    for (int c = 0; c < queueChannels; c++) {
+    const int channels = queueChannels(ops, maxChannels);
+    for (int c = 0; c < channels; c++) {
       DevSendConn* send = isSend ? &devPeers[peer].send[c] : nullptr;
       DevRecvConn* recv = isSend ? nullptr : &devPeers[peer].recv[c];
       auto segmentFor = [&](const P2pTask* op, size_t i) {
-        const uint32_t ticket = static_cast<uint32_t>(peer * plan::kP2pBalancedOpsPerPeer) + static_cast<uint32_t>(i);
-        return queueSegment(*op, c, maxChannels, balance.chunk(*op, i, maxChannels), ticket);
+        const size_t index = firstIndex + i;  // in its queue
+        const uint32_t ticket =
+            static_cast<uint32_t>(peer * plan::kP2pBalancedOpsPerPeer) + static_cast<uint32_t>(index);
+        return queueSegment(*op, c, maxChannels, balance.chunk(*op, index, maxChannels), ticket);
       };
       if (!addCta(ops, send, recv, args, &nSegs, largestPart, balanced, segmentFor)) return false;
     }
   }
-  *peerCtas = args->nCtas;
   uint64_t largestSelf = 0;
   for (const auto& [send, recv] : selfPairs)
     largestSelf = std::max(largestSelf, send->buff != recv->buff ? send->bytes : 0);
@@ -145,7 +188,6 @@ struct P2pLaunchArgs {
   std::unique_ptr<DevP2pArgsLarge> large;
   uint64_t largestPart = 0;
   bool balanced = false;  // some segment is balanced
-  int peerCtas = 0;       // the CTAs of the queues (those that must be resident together)
 
   int nCtas() const {
     if (large != nullptr) return large->nCtas;
@@ -153,10 +195,11 @@ struct P2pLaunchArgs {
   }
 
   // False if even the large variant cannot hold the work.
-  bool build(const std::map<std::pair<int, bool>, std::vector<const P2pTask*>>& queues, const SelfPairs& selfPairs,
-             DevP2pPeer* devPeers, const std::vector<int>& peerChannels, const P2pBalance& balance) {
+  bool build(const Queues& queues, size_t firstIndex, const SelfPairs& selfPairs, DevP2pPeer* devPeers,
+             const std::vector<int>& peerChannels, const P2pBalance& balance) {
     auto buildInto = [&](auto* args) {
-      return buildP2pArgs(queues, selfPairs, devPeers, peerChannels, balance, args, &largestPart, &balanced, &peerCtas);
+      return buildP2pArgs(queues, firstIndex, selfPairs, devPeers, peerChannels, balance, args, &largestPart,
+                          &balanced);
     };
     if (buildInto(&small)) return true;
     if (buildInto(&medium.emplace())) return true;
@@ -231,50 +274,75 @@ ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaSt
 ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   ScopedDevice device(comm_->cudaDev_);
   cudaStream_t stream = tasks.front().stream;
-  std::map<std::pair<int, bool>, std::vector<const P2pTask*>> queues;
+  Queues queues;
+  size_t longestQueue = 0;
   for (const P2pTask& t : tasks) {
     INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p", t.send ? "Send" : "Recv",
          static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(comm_), comm_->nranks_,
          static_cast<void*>(t.stream));
-    if (t.peer != comm_->rank_ && t.bytes > 0) queues[{t.peer, t.send}].push_back(&t);
+    if (t.peer != comm_->rank_ && t.bytes > 0) {
+      std::vector<const P2pTask*>& queue = queues[{t.peer, t.send}];
+      queue.push_back(&t);
+      longestQueue = std::max(longestQueue, queue.size());
+    }
   }
 
-  // Matched and built before anything is enqueued, so that a refused group launches nothing. Self
+  // Checked and built before anything is enqueued, so that a refused group launches nothing. Self
   // copies go into the kernel when there is one, else they are plain device copies.
   SelfPairs selfPairs;
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
-  const SelfPairs noPairs;
-  const SelfPairs& kernelSelf = queues.empty() ? noPairs : selfPairs;
-  P2pLaunchArgs args;
-  const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
-  const bool fits = args.build(queues, kernelSelf, device_.p2pPeers(), p2pPeerChannels_, balance);
-  if (!fits || args.peerCtas > p2pResidentCtas_) {
+  if (queuesCtas(queues, p2pPeerChannels_) > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
-    WARN(
-        "rank %d: a group's sends and receives need more than %d CTAs or %d segments on one communicator; split "
-        "the group (larger groups are not supported yet)",
-        comm_->rank_, std::min(DevP2pArgsLarge::kMaxCtas, p2pResidentCtas_), DevP2pArgsLarge::kMaxSegs);
+    WARN("rank %d: a group's sends and receives need more than the %d CTAs one communicator keeps resident",
+         comm_->rank_, p2pResidentCtas_);
     return ncclInvalidUsage;
   }
+  const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
+  const SelfPairs noPairs;
+  P2pLaunchArgs whole;
+  const bool oneKernel =
+      queues.empty() || whole.build(queues, 0, selfPairs, device_.p2pPeers(), p2pPeerChannels_, balance);
+
+  // One kernel moving `args`; `noted` are its operations, for the progress board.
+  auto launchKernel = [&](P2pLaunchArgs& args, const std::vector<P2pTask>& noted) -> ncclResult_t {
+    uint64_t seq = 0;
+    DevWaitNotes* waitNotes = nullptr;
+    // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
+    if (order_.launchCaptured()) {
+      progress_.noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
+    } else {
+      progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
+    }
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq, plainLaunch_,
+                          stream));
+    return ncclSuccess;
+  };
+
   NCCLCHECK(order_.before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
-  if (queues.empty()) {
+  if (!queues.empty() && oneKernel) {
+    NCCLCHECK(launchKernel(whole, tasks));
+  } else {
+    const size_t rounds = (longestQueue + plan::kP2pOpsPerRound - 1) / plan::kP2pOpsPerRound;
+    if (rounds > 0) {
+      INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", comm_->rank_, tasks.size(),
+           rounds);
+    }
+    std::vector<P2pTask> roundTasks;
+    for (size_t r = 0; r < rounds; r++) {
+      const Queues round = roundOf(queues, r, &roundTasks);
+      P2pLaunchArgs args;
+      if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_.p2pPeers(), p2pPeerChannels_, balance)) {
+        WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
+        return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
+      }
+      NCCLCHECK(launchKernel(args, roundTasks));
+    }
     for (const auto& [send, recv] : selfPairs) {
       if (send->buff != recv->buff && send->bytes > 0) {
         CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
       }
     }
-  } else {
-    uint64_t seq = 0;
-    DevWaitNotes* waitNotes = nullptr;
-    // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
-    if (order_.launchCaptured()) {
-      progress_.noteP2pCapture(tasks, args.nCtas(), &seq, &waitNotes);
-    } else {
-      progress_.noteP2pLaunch(tasks, args.nCtas(), &seq, &waitNotes);
-    }
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq, plainLaunch_,
-                          stream));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));

@@ -46,6 +46,12 @@ P2pPart p2pPart(uint64_t bytes, int channel, int nChannels);
 // the operation as they go. At most kP2pBalancedOpsPerPeer operations per peer and direction in one
 // launch are balanced (each has its own counter), the first ones of the queue.
 constexpr int kP2pBalancedOpsPerPeer = 4;
+// A group whose work list does not fit one kernel runs in rounds, one kernel each: round r moves
+// operations r * kP2pOpsPerRound to (r + 1) * kP2pOpsPerRound - 1 of every (peer, direction) queue.
+// Every balanced operation is in round 0, and a round's segments (at most this many per CTA) always
+// fit the large work list (device/dev_types.h, DevP2pArgsLarge: 128 CTAs, 896 segments).
+constexpr int kP2pOpsPerRound = 4;
+static_assert(kP2pOpsPerRound >= kP2pBalancedOpsPerPeer, "balanced operations run in the first round");
 // The chunk of a balanced operation of `bytes` on `channels` channels: `chunkBytes` in whole pages
 // (DevP2pSeg's unit: at least one, at most the slot and what 16 bits of pages hold). 0: the
 // operation is not balanced (below minBytes, minBytes 0, or a single channel).

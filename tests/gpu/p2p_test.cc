@@ -1,8 +1,8 @@
 // Point-to-point on real GPUs: ncclSend/ncclRecv patterns (ring shift, all pairs with random sizes
-// including 0 and self, many messages to one peer in one group, 10,000 small exchanges, ungrouped
-// pairs in both orders), balanced operations, ncclAlltoAll with every datatype, ncclGather and ncclScatter from every
-// root in and out of place, the SHM transport, and the argument errors. Ranks run as processes (one
-// GPU each) and as one thread driving every GPU inside groups.
+// including 0 and self, many messages to one peer in one group, groups too large for one kernel,
+// 10,000 small exchanges, ungrouped pairs in both orders), balanced operations, ncclAlltoAll with every datatype,
+// ncclGather and ncclScatter from every root in and out of place, the SHM transport, and the argument errors. Ranks run
+// as processes (one GPU each) and as one thread driving every GPU inside groups.
 //
 // Data: byte i of message k from src to dst is pattern(seed, src, dst, k, i), which every rank can
 // compute, so a receiver checks every byte it got; receive slots are poisoned and separated by
@@ -225,6 +225,32 @@ TEST_P(P2p, ManyMessagesToOnePeerInOneGroup) {
                         [](int, int, int k) { return static_cast<size_t>(1 + 37 * k); }};
               return exchange(ranks, p, 77);
             }));
+}
+
+// Groups too large for one kernel's work list (896 segments) run in rounds of a few operations per
+// queue. Every ordered pair exchanges 1,200 messages of 0-100 KiB (several channels each from 32
+// KiB), the first two of each queue balanced (2 MiB, threshold lowered to 1 MiB): balanced
+// operations in the first round, matching across rounds. Then, on two ranks, rank 0 sends 700
+// messages to rank 1 and copies 300 to itself (rounds, its self copies apart) while rank 1 receives
+// the 700 in one kernel: a rank in rounds against a rank that is not.
+TEST_P(P2p, GroupsTooLargeForOneKernelRunInRounds) {
+  colltest::ScopedSetenv balance("BRAID_P2P_BALANCE_BYTES", "1048576");
+  const int n = this->n();
+  const Pattern everyPair{n, [](int s, int d) { return s != d ? 1200 : 0; },
+                          [](int s, int d, int k) -> size_t {
+                            if (k < 2) return (size_t{2} << 20) + 4096 * static_cast<size_t>(k) + 3;
+                            const uint8_t r = pattern(3, s, d, k, 1);
+                            return r % 7 == 0 ? 0 : static_cast<size_t>(r) * 401u;
+                          }};
+  const Pattern mixed{2, [](int s, int d) { return s == 0 ? (d == 1 ? 700 : 300) : 0; },
+                      [](int s, int d, int k) { return static_cast<size_t>(1 + (k * 131 + s + d) % 4000); }};
+  for (Mode mode : {Mode::kProcesses, Mode::kOneThread}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [&](std::vector<Rank>& ranks) {
+                if (exchange(ranks, everyPair, 21) != 0) return 1;
+                return n == 2 ? exchange(ranks, mixed, 22) : 0;
+              }));
+  }
 }
 
 // 10,000 exchanges of a 16-byte message around the ring, each its own group, checked at the end.
