@@ -25,7 +25,11 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cons
     case kProtoSimple:
       return launchSimpleKernel(args, peers, nThreads, launch, stream);
     case kProtoLL:
-      return launchLLKernel(args, nThreads, launch, stream);
+      if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect))
+        return launchLLDirectKernel(args, nThreads, launch, stream);
+      if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree))
+        return launchLLTreeKernel(args, nThreads, launch, stream);
+      return launchLLRingKernel(args, nThreads, launch, stream);
     case kProtoLL128:
       return launchLL128Kernel(args, nThreads, launch, stream);
     default:
