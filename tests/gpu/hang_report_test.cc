@@ -76,6 +76,56 @@ int checkSummedTwice(int n, const int32_t* buf) {
   return 0;
 }
 
+// A rank's half of a ring exchange: kRingCount int32 to the next rank (element i is i * 7 + rank),
+// as many from the previous one.
+constexpr size_t kRingCount = 1 << 20;
+struct RingExchange {
+  int next = 0;
+  int prev = 0;
+  int32_t* send = nullptr;
+  int32_t* recv = nullptr;
+};
+int makeRingExchange(int n, int rank, RingExchange* x) {
+  x->next = (rank + 1) % n;
+  x->prev = (rank + n - 1) % n;
+  CHILD_CUDA(cudaMalloc(&x->send, kRingCount * sizeof(int32_t)));
+  CHILD_CUDA(cudaMalloc(&x->recv, kRingCount * sizeof(int32_t)));
+  std::vector<int32_t> host(kRingCount);
+  for (size_t i = 0; i < kRingCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank);
+  CHILD_CUDA(cudaMemcpy(x->send, host.data(), kRingCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  return 0;
+}
+// The exchange's send and receive in one group.
+int enqueueRingExchange(const RingExchange& x, ncclComm_t comm, cudaStream_t stream) {
+  CHILD_NCCL(ncclGroupStart());
+  CHILD_NCCL(ncclSend(x.send, kRingCount, ncclInt32, x.next, comm, stream));
+  CHILD_NCCL(ncclRecv(x.recv, kRingCount, ncclInt32, x.prev, comm, stream));
+  CHILD_NCCL(ncclGroupEnd());
+  return 0;
+}
+// 0 when the previous rank's data arrived exactly; frees the buffers.
+int checkRingExchange(RingExchange* x) {
+  std::vector<int32_t> host(kRingCount);
+  CHILD_CUDA(cudaMemcpy(host.data(), x->recv, kRingCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kRingCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i * 7 + x->prev));
+  CHILD_CUDA(cudaFree(x->send));
+  CHILD_CUDA(cudaFree(x->recv));
+  return 0;
+}
+
+// Whether `log` holds `head` and every one of `parts`; prints the report from `head` on, or the
+// whole log when it is not there.
+bool reportNamed(int rank, const std::string& log, const std::string& head, const std::vector<std::string>& parts) {
+  bool named = log.find(head) != std::string::npos;
+  for (const std::string& part : parts) named = named && log.find(part) != std::string::npos;
+  if (named) {
+    std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
+  } else {
+    std::fprintf(stderr, "rank %d: no report with \"%s\"; log:\n%s\n", rank, head.c_str(), log.c_str());
+  }
+  return named;
+}
+
 // Each rank logs its WARNs to a file of its own in a temporary directory; reports are due after 300 ms.
 class HangReport : public ::testing::Test {
  protected:
@@ -125,15 +175,9 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
                 CHILD_EXPECT(log.find("has not completed") == std::string::npos);
                 return 0;
               }
-              const bool named = log.find(head) != std::string::npos &&
-                                 log.find("Not launched by: rank 1 (its last: #1, launched ") != std::string::npos &&
-                                 log.find("Waiting in it: ranks " + waitingRanks(n) + ".") != std::string::npos;
-              if (!named)
-                std::fprintf(stderr, "rank %d: no report naming rank 1 and AllReduce #2; log:\n%s\n", rank,
-                             log.c_str());
-              CHILD_EXPECT(named);
-              std::fprintf(stderr, "rank %d's report: %s", rank,
-                           log.substr(log.find("rank " + std::to_string(rank) + ": AllReduce")).c_str());
+              CHILD_EXPECT(reportNamed(rank, log, head,
+                                       {"Not launched by: rank 1 (its last: #1, launched ",
+                                        "Waiting in it: ranks " + waitingRanks(n) + "."}));
               return 0;
             }));
 }
@@ -145,47 +189,43 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
 TEST_F(HangReport, TheRanksThatHaveNotReplayedACapturedCollectiveAreNamed) {
   const int n = n_;
   const std::string logDir = logDir_;
-  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
-              ncclComm_t comm = nullptr;
-              cudaStream_t stream = nullptr;
-              if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
-              int32_t* buf = nullptr;
-              if (makeAllReduceInput(rank, &buf) != 0) return 1;
-              cudaGraph_t graph = nullptr;
-              cudaGraphExec_t exec = nullptr;
-              CHILD_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-              CHILD_NCCL(ncclAllReduce(buf, buf, kAllReduceCount, ncclInt32, ncclSum, comm, stream));
-              CHILD_CUDA(cudaStreamEndCapture(stream, &graph));
-              CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-              for (int replay = 0; replay < 2; replay++) {
-                if (replay == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
-                CHILD_CUDA(cudaGraphLaunch(exec, stream));
-                CHILD_CUDA(cudaStreamSynchronize(stream));
-              }
-              if (checkSummedTwice(n, buf) != 0) return 1;
-              CHILD_CUDA(cudaGraphExecDestroy(exec));
-              CHILD_CUDA(cudaGraphDestroy(graph));
-              CHILD_NCCL(ncclCommDestroy(comm));
-              CHILD_CUDA(cudaStreamDestroy(stream));
-              CHILD_CUDA(cudaFree(buf));
+  EXPECT_EQ(
+      0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
+        ncclComm_t comm = nullptr;
+        cudaStream_t stream = nullptr;
+        if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
+        int32_t* buf = nullptr;
+        if (makeAllReduceInput(rank, &buf) != 0) return 1;
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        CHILD_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        CHILD_NCCL(ncclAllReduce(buf, buf, kAllReduceCount, ncclInt32, ncclSum, comm, stream));
+        CHILD_CUDA(cudaStreamEndCapture(stream, &graph));
+        CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        for (int replay = 0; replay < 2; replay++) {
+          if (replay == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+          CHILD_CUDA(cudaGraphLaunch(exec, stream));
+          CHILD_CUDA(cudaStreamSynchronize(stream));
+        }
+        if (checkSummedTwice(n, buf) != 0) return 1;
+        CHILD_CUDA(cudaGraphExecDestroy(exec));
+        CHILD_CUDA(cudaGraphDestroy(graph));
+        CHILD_NCCL(ncclCommDestroy(comm));
+        CHILD_CUDA(cudaStreamDestroy(stream));
+        CHILD_CUDA(cudaFree(buf));
 
-              const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
-              if (rank == 1) {
-                CHILD_EXPECT(log.find("has been waiting") == std::string::npos);
-                return 0;
-              }
-              const std::string head = "rank " + std::to_string(rank) +
-                                       ": graph op #2 of this communicator, captured AllReduce #1 (1048576 x int32, "
-                                       "sum, ";
-              const bool named = log.find(head) != std::string::npos &&
-                                 log.find("Waiting in it: ranks " + waitingRanks(n) + ".") != std::string::npos &&
-                                 log.find("Not waiting in a graph op: ranks 1.") != std::string::npos;
-              if (!named)
-                std::fprintf(stderr, "rank %d: no report naming rank 1 and graph op #2; log:\n%s\n", rank, log.c_str());
-              CHILD_EXPECT(named);
-              if (named) std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
-              return 0;
-            }));
+        const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
+        if (rank == 1) {
+          CHILD_EXPECT(log.find("has been waiting") == std::string::npos);
+          return 0;
+        }
+        const std::string head = "rank " + std::to_string(rank) +
+                                 ": graph op #2 of this communicator, captured AllReduce #1 (1048576 x int32, "
+                                 "sum, ";
+        CHILD_EXPECT(reportNamed(
+            rank, log, head, {"Waiting in it: ranks " + waitingRanks(n) + ".", "Not waiting in a graph op: ranks 1."}));
+        return 0;
+      }));
 }
 
 TEST_F(HangReport, APointToPointSendWithoutItsReceiveIsNamed) {
@@ -195,46 +235,27 @@ TEST_F(HangReport, APointToPointSendWithoutItsReceiveIsNamed) {
               ncclComm_t comm = nullptr;
               cudaStream_t stream = nullptr;
               if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
-              constexpr size_t kCount = 1 << 20;
-              const int next = (rank + 1) % n;
-              const int prev = (rank + n - 1) % n;
-              int32_t* sendbuf = nullptr;
-              int32_t* recvbuf = nullptr;
-              CHILD_CUDA(cudaMalloc(&sendbuf, kCount * sizeof(int32_t)));
-              CHILD_CUDA(cudaMalloc(&recvbuf, kCount * sizeof(int32_t)));
-              std::vector<int32_t> host(kCount);
-              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank);
-              CHILD_CUDA(cudaMemcpy(sendbuf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              RingExchange x;
+              if (makeRingExchange(n, rank, &x) != 0) return 1;
               for (int round = 0; round < 2; round++) {
                 if (round == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
-                CHILD_CUDA(gputest::poisonSync(recvbuf, 0x5a, kCount * sizeof(int32_t)));
-                CHILD_NCCL(ncclGroupStart());
-                CHILD_NCCL(ncclSend(sendbuf, kCount, ncclInt32, next, comm, stream));
-                CHILD_NCCL(ncclRecv(recvbuf, kCount, ncclInt32, prev, comm, stream));
-                CHILD_NCCL(ncclGroupEnd());
+                CHILD_CUDA(gputest::poisonSync(x.recv, 0x5a, kRingCount * sizeof(int32_t)));
+                if (enqueueRingExchange(x, comm, stream) != 0) return 1;
                 CHILD_CUDA(cudaStreamSynchronize(stream));
               }
-              CHILD_CUDA(cudaMemcpy(host.data(), recvbuf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-              for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i * 7 + prev));
+              if (checkRingExchange(&x) != 0) return 1;
               CHILD_NCCL(ncclCommDestroy(comm));
               CHILD_CUDA(cudaStreamDestroy(stream));
-              CHILD_CUDA(cudaFree(sendbuf));
-              CHILD_CUDA(cudaFree(recvbuf));
 
               const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
               if (rank == 1) {
                 CHILD_EXPECT(log.find("has not completed") == std::string::npos);
                 return 0;
               }
-              if (prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
-              const std::string head = "rank " + std::to_string(rank) + ": point-to-point launch #2 (";
-              const std::string want = "Rank 1 has posted 1 sends to rank " + std::to_string(rank) +
-                                       ", so receive #2 from rank 1 (4194304 bytes) has no match yet.";
-              const bool named = log.find(head) != std::string::npos && log.find(want) != std::string::npos;
-              if (!named)
-                std::fprintf(stderr, "rank %d: no report naming rank 1's missing send; log:\n%s\n", rank, log.c_str());
-              CHILD_EXPECT(named);
-              std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
+              if (x.prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
+              CHILD_EXPECT(reportNamed(rank, log, "rank " + std::to_string(rank) + ": point-to-point launch #2 (",
+                                       {"Rank 1 has posted 1 sends to rank " + std::to_string(rank) +
+                                        ", so receive #2 from rank 1 (4194304 bytes) has no match yet."}));
               return 0;
             }));
 }
@@ -249,57 +270,39 @@ TEST_F(HangReport, APointToPointReplayWaitingForItsPeerIsNamed) {
               ncclComm_t comm = nullptr;
               cudaStream_t stream = nullptr;
               if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
-              constexpr size_t kCount = 1 << 20;
-              const int next = (rank + 1) % n;
-              const int prev = (rank + n - 1) % n;
-              int32_t* sendbuf = nullptr;
-              int32_t* recvbuf = nullptr;
-              CHILD_CUDA(cudaMalloc(&sendbuf, kCount * sizeof(int32_t)));
-              CHILD_CUDA(cudaMalloc(&recvbuf, kCount * sizeof(int32_t)));
-              std::vector<int32_t> host(kCount);
-              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 5 + rank);
-              CHILD_CUDA(cudaMemcpy(sendbuf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              RingExchange x;
+              if (makeRingExchange(n, rank, &x) != 0) return 1;
               cudaGraph_t graph = nullptr;
               cudaGraphExec_t exec = nullptr;
               CHILD_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-              CHILD_NCCL(ncclGroupStart());
-              CHILD_NCCL(ncclSend(sendbuf, kCount, ncclInt32, next, comm, stream));
-              CHILD_NCCL(ncclRecv(recvbuf, kCount, ncclInt32, prev, comm, stream));
-              CHILD_NCCL(ncclGroupEnd());
+              if (enqueueRingExchange(x, comm, stream) != 0) return 1;
               CHILD_CUDA(cudaStreamEndCapture(stream, &graph));
               CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
               for (int replay = 0; replay < 2; replay++) {
                 if (replay == 1 && rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
-                CHILD_CUDA(gputest::poisonSync(recvbuf, 0x5a, kCount * sizeof(int32_t)));
+                CHILD_CUDA(gputest::poisonSync(x.recv, 0x5a, kRingCount * sizeof(int32_t)));
                 CHILD_CUDA(cudaGraphLaunch(exec, stream));
                 CHILD_CUDA(cudaStreamSynchronize(stream));
               }
-              CHILD_CUDA(cudaMemcpy(host.data(), recvbuf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-              for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(host[i] == static_cast<int32_t>(i * 5 + prev));
+              if (checkRingExchange(&x) != 0) return 1;
               CHILD_CUDA(cudaGraphExecDestroy(exec));
               CHILD_CUDA(cudaGraphDestroy(graph));
               CHILD_NCCL(ncclCommDestroy(comm));
               CHILD_CUDA(cudaStreamDestroy(stream));
-              CHILD_CUDA(cudaFree(sendbuf));
-              CHILD_CUDA(cudaFree(recvbuf));
 
               const std::string log = readFile(logDir + "/log." + std::to_string(getpid()));
               if (rank == 1) {
                 CHILD_EXPECT(log.find("captured in a CUDA graph") == std::string::npos);
                 return 0;
               }
-              if (prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
-              const std::string head = "rank " + std::to_string(rank) +
-                                       ": a replay of point-to-point launch #1 captured in a CUDA graph (2 "
-                                       "operations: send to rank " +
-                                       std::to_string(next) +
-                                       " (4194304 bytes); receive from rank 1 (4194304 bytes)) has been waiting";
-              const std::string want = "Rank 1 waits in no replayed point-to-point launch.";
-              const bool named = log.find(head) != std::string::npos && log.find(want) != std::string::npos;
-              if (!named)
-                std::fprintf(stderr, "rank %d: no report naming rank 1's replay; log:\n%s\n", rank, log.c_str());
-              CHILD_EXPECT(named);
-              if (named) std::fprintf(stderr, "rank %d's report: %s", rank, log.substr(log.find(head)).c_str());
+              if (x.prev != 1) return 0;  // the others may or may not wait, depending on FIFO room
+              CHILD_EXPECT(reportNamed(rank, log,
+                                       "rank " + std::to_string(rank) +
+                                           ": a replay of point-to-point launch #1 captured in a CUDA graph (2 "
+                                           "operations: send to rank " +
+                                           std::to_string(x.next) +
+                                           " (4194304 bytes); receive from rank 1 (4194304 bytes)) has been waiting",
+                                       {"Rank 1 waits in no replayed point-to-point launch."}));
               return 0;
             }));
 }
