@@ -59,13 +59,22 @@ uint64_t p2pBalancedChunk(uint64_t bytes, int channels, uint64_t slotBytes, int6
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
   if (ops.empty()) return 0.0;
   std::map<std::pair<int, bool>, double> queueUs;  // (peer, send) -> its operations one after another
+  std::map<std::pair<int, bool>, int> queueOps;
+  int segments = 0;  // of the kernel's work list, as the launch counts them
   double sendUs = 0.0;
   double recvUs = 0.0;
   double selfUs = 0.0;
   for (const P2pOpModel& op : ops) {
     if (op.self) {
       if (op.send) selfUs += usFor(op.bytes, kSelfCopyGBps);
-    } else if (op.nvlink) {
+      if (op.send) segments += p2pChannelsFor(op.bytes, kP2pSelfCopyCtas);
+      continue;
+    }
+    if (op.bytes > 0) {
+      queueOps[{op.peer, op.send}]++;
+      segments += p2pChannelsFor(op.bytes, channelsPerPeer);
+    }
+    if (op.nvlink) {
       double channelRate = kP2pChannelGBps * p2pChannelsFor(op.bytes, channelsPerPeer);
       double pairRate = op.balanced ? kP2pPairBalancedGBps : kP2pPairNvlinkGBps;
       queueUs[{op.peer, op.send}] += usFor(op.bytes, std::min(channelRate, pairRate));
@@ -80,8 +89,13 @@ double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
   for (const auto& [key, us] : queueUs) (key.second ? sendPeers : recvPeers)++;
   double busiest = std::max(sendPeers > 1 ? sendUs : 0.0, recvPeers > 1 ? recvUs : 0.0);
   for (const auto& [key, us] : queueUs) busiest = std::max(busiest, us);
+  // A group over one kernel's work list runs in rounds (kP2pOpsPerRound), a launch each.
+  int launches = 1;
+  if (segments > DevP2pArgsLarge::kMaxSegs) {
+    for (const auto& [key, n] : queueOps) launches = std::max(launches, (n + kP2pOpsPerRound - 1) / kP2pOpsPerRound);
+  }
   // Self copies run beside the transfers to peers (on their own CTAs of the same kernel).
-  return kP2pLaunchUs + std::max(busiest, selfUs);
+  return kP2pLaunchUs * launches + std::max(busiest, selfUs);
 }
 
 }  // namespace braid::plan

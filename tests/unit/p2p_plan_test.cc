@@ -114,5 +114,15 @@ TEST(P2pPlan, ABalancedPairIsEstimatedAtItsFasterRate) {
   EXPECT_GT(estimateP2pUs(a2a, 20), 1000.0 * 3 * (256ull << 20) / 300e9 * 1e3);
 }
 
+TEST(P2pPlan, AGroupInRoundsPaysALaunchPerRound) {
+  std::vector<P2pOpModel> many;
+  for (int k = 0; k < 1000; k++) many.push_back({1, true, 64, false, true});
+  std::vector<P2pOpModel> fewer(many.begin(), many.begin() + 800);  // 800 segments: one kernel
+  const double one = estimateP2pUs(fewer, 16);
+  const double rounds = estimateP2pUs(many, 16);  // 1000 segments: 250 rounds of 4
+  EXPECT_LT(one, 2 * estimateP2pUs({many[0]}, 16));
+  EXPECT_GT(rounds, 250 * estimateP2pUs({many[0]}, 16) * 0.9);
+}
+
 }  // namespace
 }  // namespace braid::plan
