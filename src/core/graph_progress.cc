@@ -8,15 +8,12 @@ namespace braid {
 
 uint64_t noteCapture(ProgressBoard* board, OpRecord op) {
   op.seq = board->captured + 1;
-  board->captures[op.seq % kCapturesNoted] = op;
-  __atomic_store_n(&board->captured, op.seq, __ATOMIC_RELEASE);
+  putRecord(board->captures, &board->captured, op);
   return op.seq;
 }
 
 bool captureRecordOf(const ProgressBoard& board, uint64_t capture, OpRecord* out) {
-  if (capture == 0 || capture > loadAcquire(&board.captured)) return false;
-  *out = board.captures[capture % kCapturesNoted];
-  return out->seq == capture;  // a later capture reuses the slot
+  return getRecord(board.captures, &board.captured, capture, out);
 }
 
 GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op) {

@@ -69,31 +69,25 @@ uint64_t noteP2pLaunch(ProgressBoard* board, int nCtas, int64_t launchNs, const 
     __atomic_store_n(count, index, __ATOMIC_RELEASE);
     return index;
   });
-  board->recentP2p[rec.seq % kRecentP2pLaunches] = rec;
-  __atomic_store_n(&board->p2pLaunched, rec.seq, __ATOMIC_RELEASE);
+  putRecord(board->recentP2p, &board->p2pLaunched, rec);
   return rec.seq;
 }
 
 uint64_t noteP2pCapture(ProgressBoard* board, int nCtas, const std::vector<P2pOpPosted>& ops) {
   const P2pRecord rec =
       recordOps(*board, board->p2pCaptured + 1, nCtas, 0, ops, [](const P2pOpPosted& /*op*/) { return uint64_t{0}; });
-  board->p2pCaptures[rec.seq % kP2pCapturesNoted] = rec;
-  __atomic_store_n(&board->p2pCaptured, rec.seq, __ATOMIC_RELEASE);
+  putRecord(board->p2pCaptures, &board->p2pCaptured, rec);
   return rec.seq;
 }
 
 bool p2pCaptureRecordOf(const ProgressBoard& board, uint64_t capture, P2pRecord* out) {
-  if (capture == 0 || capture > loadAcquire(&board.p2pCaptured)) return false;
-  *out = board.p2pCaptures[capture % kP2pCapturesNoted];
-  return out->seq == capture;  // a later capture reuses the slot
+  return getRecord(board.p2pCaptures, &board.p2pCaptured, capture, out);
 }
 
 uint64_t p2pLaunchedThrough(const ProgressBoard& board) { return loadAcquire(&board.p2pLaunched); }
 
 bool p2pRecordOf(const ProgressBoard& board, uint64_t seq, P2pRecord* out) {
-  if (seq == 0 || seq > p2pLaunchedThrough(board)) return false;
-  *out = board.recentP2p[seq % kRecentP2pLaunches];
-  return out->seq == seq;  // a later launch may have reused the slot
+  return getRecord(board.recentP2p, &board.p2pLaunched, seq, out);
 }
 
 uint64_t postedToward(const ProgressBoard& board, int self, const P2pOpNote& mine) {

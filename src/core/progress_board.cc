@@ -26,10 +26,7 @@ int64_t monotonicNs() {
   return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
-void noteLaunch(ProgressBoard* board, const OpRecord& op) {
-  board->recent[op.seq % kRecentOps] = op;
-  __atomic_store_n(&board->launched, op.seq, __ATOMIC_RELEASE);
-}
+void noteLaunch(ProgressBoard* board, const OpRecord& op) { putRecord(board->recent, &board->launched, op); }
 
 void noteRecorded(ProgressBoard* board, uint64_t seq) { __atomic_store_n(&board->recorded, seq, __ATOMIC_RELEASE); }
 
@@ -42,10 +39,7 @@ uint64_t recordedThrough(const ProgressBoard& board) { return loadAcquire(&board
 uint64_t completedThrough(const ProgressBoard& board) { return loadAcquire(&board.completed); }
 
 bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out) {
-  if (seq == 0 || seq > launchedThrough(board)) return false;
-  *out = board.recent[seq % kRecentOps];
-  // A launch kRecentOps later may have reused the slot meanwhile; its number then differs.
-  return out->seq == seq;
+  return getRecord(board.recent, &board.launched, seq, out);
 }
 
 RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waitingOp) {

@@ -111,6 +111,24 @@ inline const uint64_t* p2pPosted(const ProgressBoard* board) { return reinterpre
 // Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes of a host.
 int64_t monotonicNs();
 
+// A board's record rings (recent launches, captures, point-to-point launches and captures): record
+// n in ring[n % N], `last` the newest number.
+// Owner side: stores `rec` (numbered rec.seq) in its slot, then publishes the number, so a reader
+// that sees n finds n's record.
+template <typename Record, size_t N>
+void putRecord(Record (&ring)[N], uint64_t* last, const Record& rec) {
+  ring[rec.seq % N] = rec;
+  __atomic_store_n(last, rec.seq, __ATOMIC_RELEASE);
+}
+// Reader side: record n as noted, or false when there is none or a record N later has reused its
+// slot (its number then differs).
+template <typename Record, size_t N>
+bool getRecord(const Record (&ring)[N], const uint64_t* last, uint64_t n, Record* out) {
+  if (n == 0 || n > __atomic_load_n(last, __ATOMIC_ACQUIRE)) return false;
+  *out = ring[n % N];
+  return out->seq == n;
+}
+
 // Owner side: notes a launch (record first, then `launched`, so a reader that sees n finds n's record).
 void noteLaunch(ProgressBoard* board, const OpRecord& op);
 
