@@ -149,14 +149,16 @@ struct DevComm {
 
 constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
 
-// Hang diagnosis of collectives and point-to-point kernels (core/wait_notes.h) without a store to host memory on the
-// fast path: a kernel that stores to host memory at all takes ~0.9 us longer to end (2 H200, AllReduce of 8 B: 5.9 us
-// without, 6.8 with one or many such stores, whatever the store's kind), so a collective kernel notes nothing unless
-// one of its threads has waited long: from the second read of the abort flag in one operation on (2 x kAbortPollSpins
-// spins, milliseconds), every such read also notes which op CTA b is waiting in (an eager one: its seq; a captured one:
-// its graph op and capture) and a fresh beat (%globaltimer). Beats that move between two looks mean CTA b is waiting
-// now. A point-to-point kernel has up to kMaxP2pKernelCtas CTAs: CTA b notes in slot b % kMaxChannels,
-// which CTAs of the same kernel share (they wait in the same op).
+// Hang diagnosis of collectives and point-to-point kernels (core/wait_notes.h) without a store to
+// host memory on the fast path: a kernel that stores to host memory at all takes ~0.9 us longer to
+// end (2 H200, AllReduce of 8 B: 5.9 us without, 6.8 with one or many such stores, whatever the
+// store's kind), so a collective kernel notes nothing unless one of its threads has waited long:
+// from the second read of the abort flag in one operation on (2 x kAbortPollSpins spins,
+// milliseconds), every such read also notes which op CTA b is waiting in (an eager one: its seq; a
+// captured one: its graph op and capture) and a fresh beat (%globaltimer). Beats that move between
+// two looks mean CTA b is waiting now. A point-to-point kernel has up to kMaxP2pKernelCtas CTAs:
+// CTA b notes in slot b % kMaxChannels, which CTAs of the same kernel share (they wait in the same
+// op).
 struct DevWaitNotes {
   uint64_t beat[kMaxChannels];
   uint64_t op[kMaxChannels];

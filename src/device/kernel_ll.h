@@ -1,8 +1,9 @@
 // The LL-protocol kernels, one per algorithm in its own translation unit (kernel_ll.cu: around the
 // rings; kernel_ll_direct.cu: straight to every peer; kernel_ll_tree.cu: up and down the trees).
-// Apart, each kernel gets the registers of its own path (no spills; the combined kernel had a 512-byte
-// frame and spilled), and they compile side by side: the combined one was the longest job of a
-// build (227 s on a 2-core CI machine), and a 32-core build took 82-85 s with it, 50-53 s without.
+// Apart, each kernel gets the registers of its own path (no spills; the combined kernel had a
+// 512-byte frame and spilled), and they compile side by side: the combined one was the longest job
+// of a build (227 s on a 2-core CI machine), and a 32-core build took 82-85 s with it, 50-53 s
+// without.
 #pragma once
 
 #include "device/coll/run_work.h"

@@ -1,8 +1,9 @@
 // Point-to-point on real GPUs: ncclSend/ncclRecv patterns (ring shift, all pairs with random sizes
 // including 0 and self, many messages to one peer in one group, groups too large for one kernel,
-// 10,000 small exchanges, ungrouped pairs in both orders), balanced operations, ncclAlltoAll with every datatype,
-// ncclGather and ncclScatter from every root in and out of place, the SHM transport, and the argument errors. Ranks run
-// as processes (one GPU each) and as one thread driving every GPU inside groups.
+// 10,000 small exchanges, ungrouped pairs in both orders), balanced operations, ncclAlltoAll with
+// every datatype, ncclGather and ncclScatter from every root in and out of place, the SHM
+// transport, and the argument errors. Ranks run as processes (one GPU each) and as one thread
+// driving every GPU inside groups.
 //
 // Data: byte i of message k from src to dst is pattern(seed, src, dst, k, i), which every rank can
 // compute, so a receiver checks every byte it got; receive slots are poisoned and separated by
