@@ -1,21 +1,29 @@
-// The LL-protocol kernel around the rings: one CTA per channel, every thread runs the algorithm
-// (prims/prims_ll.h). The direct and tree algorithms have their own kernels (kernel_ll.h).
+// The LL-protocol kernel around the rings and, for DevAlgo::kTree, up and down the channels' trees
+// (coll/tree_colls.h): one CTA per channel, every thread runs the algorithm (prims/prims_ll.h).
+// Ring and tree share the LL step functions, so one kernel holds both: apart, each carried its own
+// copy of every llStep<T, Fn> (1.4 MB of fatbin each). The direct algorithm has its own kernel
+// (kernel_ll.h says why).
+#include "device/coll/tree_colls.h"
 #include "device/kernel_ll.h"
 #include "device/launch_kernel.h"
 
 namespace braid {
 
-__global__ void __launch_bounds__(kMaxThreads, 1) llRingKernel(const DevKernelArgs args) {
+__global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
   llKernelStart(args, &shared);
-  ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                                    kProtoLL, workScalar(args.work));
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nThreads = static_cast<int>(blockDim.x);
+  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {
+    runTreeWork<LLPicker>(args, &shared, kProtoLL, tid, nThreads);
+    return;
+  }
+  ProtoState state = makeProtoState(args.comm, &shared, tid, nThreads, kProtoLL, workScalar(args.work));
   runWork<LLPicker>(args, state);
 }
 
-cudaError_t launchLLRingKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
-                               cudaStream_t stream) {
-  return launchWithConfig(llRingKernel, args.work.nChannels, nThreads, launch, stream, args);
+cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch, cudaStream_t stream) {
+  return launchWithConfig(llKernel, args.work.nChannels, nThreads, launch, stream, args);
 }
 
 }  // namespace braid

@@ -1,9 +1,8 @@
-// The LL-protocol kernels, one per algorithm in its own translation unit (kernel_ll.cu: around the
-// rings; kernel_ll_direct.cu: straight to every peer; kernel_ll_tree.cu: up and down the trees).
-// Apart, each kernel gets the registers of its own path (no spills; the combined kernel had a
-// 512-byte frame and spilled), and they compile side by side: the combined one was the longest job
-// of a build (227 s on a 2-core CI machine), and a 32-core build took 82-85 s with it, 50-53 s
-// without.
+// The LL-protocol kernels: rings and trees in one (kernel_ll.cu: they share the LL step functions,
+// which a kernel apiece would each carry in full, 1.4 MB of fatbin per copy), the direct algorithm
+// in its own (kernel_ll_direct.cu). Apart, the direct kernel keeps the registers of its path (no
+// spills; the kernel of all three had a 512-byte frame and spilled), and the two compile side by
+// side: the one of all three was the longest job of a build (227 s on a 2-core CI machine).
 #pragma once
 
 #include "device/coll/run_work.h"

@@ -22,13 +22,11 @@ constexpr int kMaxSimpleWorkers = 512;
 // peers: registered receive buffers for a direct ring (null: the FIFO path).
 [[nodiscard]] cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,
                                              const LaunchOptions& launch, cudaStream_t stream);
-// LL: one kernel per algorithm (kernel_ll.h).
-[[nodiscard]] cudaError_t launchLLRingKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
-                                             cudaStream_t stream);
+// LL: rings and trees in one kernel, the direct algorithm in another (kernel_ll.h).
+[[nodiscard]] cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                                         cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLLDirectKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                                cudaStream_t stream);
-[[nodiscard]] cudaError_t launchLLTreeKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
-                                             cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                             cudaStream_t stream);
 

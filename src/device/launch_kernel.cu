@@ -27,9 +27,7 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cons
     case kProtoLL:
       if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect))
         return launchLLDirectKernel(args, nThreads, launch, stream);
-      if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree))
-        return launchLLTreeKernel(args, nThreads, launch, stream);
-      return launchLLRingKernel(args, nThreads, launch, stream);
+      return launchLLKernel(args, nThreads, launch, stream);
     case kProtoLL128:
       return launchLL128Kernel(args, nThreads, launch, stream);
     default:
