@@ -56,7 +56,7 @@ std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSe
   if (!waiting.empty()) out += " Waiting in it: ranks " + rankList(waiting) + ".";
   if (!elsewhere.empty()) out += " Waiting in another graph op: " + elsewhere + ".";
   if (!notWaiting.empty()) out += " Not waiting in a graph op: ranks " + rankList(notWaiting) + ".";
-  if (!unknown.empty()) out += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";
+  if (!unknown.empty()) out += " Not known (gone, or no answer from their host): ranks " + rankList(unknown) + ".";
   if (!notWaiting.empty() || !elsewhere.empty()) {
     out +=
         " Look at the ranks not waiting in it: their process has not replayed the graph as often as this one (or "

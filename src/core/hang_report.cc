@@ -107,7 +107,7 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
         "its stream; or it has just ended): ranks " +
         rankList(notWaiting) + ".";
   }
-  if (!unknown.empty()) text += " Not known (another host, or gone): ranks " + rankList(unknown) + ".";
+  if (!unknown.empty()) text += " Not known (gone, or no answer from their host): ranks " + rankList(unknown) + ".";
   if (!notLaunched.empty()) {
     text +=
         " Look at the ranks that have not launched it: their code has not called it (a skipped or reordered "

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/board_server.h"
 #include "core/comm.h"
 #include "core/graph_progress.h"
 #include "core/hang_report.h"
@@ -18,47 +19,96 @@ namespace {
 // kAbortPollSpins spins of a waiting thread, milliseconds).
 constexpr int64_t kBeatLookGapMs = 50;
 
-// Rank r's board, when r shares this process's pid space and has one: read-only, valid while
-// *segment lives.
-const ProgressBoard* openPeerBoard(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int r,
-                                   ShmSegment* segment) {
+// What one report may spend asking other hosts for boards, per look: ranks whose boards have not
+// come by then are reported as not known.
+constexpr std::chrono::milliseconds kFetchBudget{2000};
+
+// Whether rank r's board is in shared memory this process can map: r runs on this host (the same
+// host identity, so emulated hosts, NCCL_HOSTID, go over the network as real ones do) in the same
+// pid space.
+bool boardMappable(const std::vector<PeerInfo>& peers, int self, int r) {
   const PeerInfo& p = peers[r];
-  if (p.pidSpace == 0 || p.pidSpace != peers[self].pidSpace) return nullptr;  // another host: not readable here
-  const int nRanks = static_cast<int>(peers.size());
-  if (ShmSegment::openReadOnly(progressBoardName(commHash, r, p.pid), progressBoardBytes(nRanks), segment) !=
-      ncclSuccess) {
-    return nullptr;  // gone, or it made no board
-  }
-  const auto* board = static_cast<const ProgressBoard*>(segment->ptr());
-  return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
+  return p.pidSpace != 0 && p.pidSpace == peers[self].pidSpace && p.hostHash == peers[self].hostHash;
 }
 
-// The boards of the other ranks readable from here (null where not), valid while this lives.
-struct PeerBoards {
-  std::vector<ShmSegment> segments;
-  std::vector<const ProgressBoard*> boards;
-};
-PeerBoards openPeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers) {
-  PeerBoards open{std::vector<ShmSegment>(peers.size()), std::vector<const ProgressBoard*>(peers.size(), nullptr)};
-  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-    if (r != self) open.boards[r] = openPeerBoard(commHash, self, peers, r, &open.segments[r]);
+// The boards of the other ranks of a communicator as this process can read them (null where it
+// cannot): mapped from shared memory on this host, copies fetched from their processes' board
+// servers elsewhere (board_server.h). refetch() replaces the copies with newer ones, for a second
+// look; mapped boards are live anyway.
+class PeerBoards {
+ public:
+  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers)
+      : commHash_(commHash),
+        self_(self),
+        peers_(peers),
+        segments_(peers.size()),
+        fetched_(peers.size()),
+        boards_(peers.size(), nullptr) {
+    const Deadline deadline = Deadline::after(kFetchBudget);
+    for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+      if (r != self) boards_[r] = open(r, deadline);
+    }
   }
-  return open;
-}
+  // Rank r's board only: for a report that needs one peer's.
+  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int r)
+      : commHash_(commHash),
+        self_(self),
+        peers_(peers),
+        segments_(peers.size()),
+        fetched_(peers.size()),
+        boards_(peers.size(), nullptr) {
+    if (r >= 0 && r < static_cast<int>(peers.size()) && r != self) boards_[r] = open(r, Deadline::after(kFetchBudget));
+  }
+
+  size_t size() const { return boards_.size(); }
+  const ProgressBoard* board(int r) const { return boards_[r]; }
+  // Add to rank r's board times (CLOCK_MONOTONIC of its host) to get this host's.
+  int64_t clockOffsetNs(int r) const { return fetched_[r].clockOffsetNs; }
+
+  void refetch() {
+    const Deadline deadline = Deadline::after(kFetchBudget);
+    for (int r = 0; r < static_cast<int>(boards_.size()); r++) {
+      if (boards_[r] != nullptr && !boardMappable(peers_, self_, r)) boards_[r] = open(r, deadline);
+    }
+  }
+
+ private:
+  const ProgressBoard* open(int r, const Deadline& deadline) {
+    const PeerInfo& p = peers_[r];
+    const int nRanks = static_cast<int>(peers_.size());
+    if (!boardMappable(peers_, self_, r)) {
+      return fetchBoard(p.boardServer, commHash_, r, nRanks, deadline, &fetched_[r]) ? fetched_[r].board() : nullptr;
+    }
+    if (ShmSegment::openReadOnly(progressBoardName(commHash_, r, p.pid), progressBoardBytes(nRanks), &segments_[r]) !=
+        ncclSuccess) {
+      return nullptr;  // gone, or it made no board
+    }
+    const auto* board = static_cast<const ProgressBoard*>(segments_[r].ptr());
+    return board->magic == kProgressBoardMagic && board->nRanks == nRanks ? board : nullptr;
+  }
+
+  uint64_t commHash_;
+  int self_;
+  const std::vector<PeerInfo>& peers_;
+  std::vector<ShmSegment> segments_;
+  std::vector<FetchedBoard> fetched_;
+  std::vector<const ProgressBoard*> boards_;
+};
 
 // The op each board's CTAs wait in now by their `notes` (0: none, or no board): two looks gapMs
 // apart, so that only beats that move count.
-std::vector<uint64_t> opsWaitingNow(const PeerBoards& open, DevWaitNotes ProgressBoard::*notes, int64_t gapMs) {
-  const size_t n = open.boards.size();
+std::vector<uint64_t> opsWaitingNow(PeerBoards* open, DevWaitNotes ProgressBoard::*notes, int64_t gapMs) {
+  const size_t n = open->size();
   std::vector<WaitBeats> beats(n);
   uint64_t capture = 0;
   for (size_t r = 0; r < n; r++) {
-    if (open.boards[r] != nullptr) (void)opWaitingNow(open.boards[r]->*notes, &beats[r], &capture);
+    if (open->board(r) != nullptr) (void)opWaitingNow(open->board(r)->*notes, &beats[r], &capture);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(gapMs));
+  open->refetch();
   std::vector<uint64_t> waiting(n, 0);
   for (size_t r = 0; r < n; r++) {
-    if (open.boards[r] != nullptr) waiting[r] = opWaitingNow(open.boards[r]->*notes, &beats[r], &capture);
+    if (open->board(r) != nullptr) waiting[r] = opWaitingNow(open->board(r)->*notes, &beats[r], &capture);
   }
   return waiting;
 }
@@ -67,14 +117,15 @@ std::vector<uint64_t> opsWaitingNow(const PeerBoards& open, DevWaitNotes Progres
 
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq, int64_t gapMs) {
-  const PeerBoards open = openPeerBoards(commHash, self, peers);
-  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::eagerWaits, gapMs);
+  PeerBoards open(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::eagerWaits, gapMs);
   std::vector<RankProgress> ranks(peers.size());
   for (int r = 0; r < static_cast<int>(peers.size()); r++) {
     if (r == self) {
       ranks[r] = progressOf(&own, seq, seq);
-    } else if (open.boards[r] != nullptr) {
-      ranks[r] = progressOf(open.boards[r], seq, waiting[r]);
+    } else if (open.board(r) != nullptr) {
+      ranks[r] = progressOf(open.board(r), seq, waiting[r]);
+      if (ranks[r].lastLaunchNs != 0) ranks[r].lastLaunchNs += open.clockOffsetNs(r);
     }
   }
   return ranks;
@@ -82,13 +133,13 @@ std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std:
 
 std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                                    uint64_t op, int64_t gapMs) {
-  const PeerBoards open = openPeerBoards(commHash, self, peers);
-  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::graphWaits, gapMs);
+  PeerBoards open(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::graphWaits, gapMs);
   std::vector<GraphRankProgress> ranks(peers.size());
   for (int r = 0; r < static_cast<int>(peers.size()); r++) {
     if (r == self) {
       ranks[r] = graphProgressFrom(op, op);
-    } else if (open.boards[r] != nullptr) {
+    } else if (open.board(r) != nullptr) {
       ranks[r] = graphProgressFrom(waiting[r], op);
     }
   }
@@ -100,10 +151,8 @@ std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vecto
   std::vector<int64_t> matching;
   for (int i = 0; i < rec.nOps && i < kP2pOpsNoted; i++) {
     const int peer = rec.ops[i].peer;
-    ShmSegment segment;
-    const ProgressBoard* board = peer >= 0 && peer < static_cast<int>(peers.size())
-                                     ? openPeerBoard(commHash, self, peers, peer, &segment)
-                                     : nullptr;
+    const PeerBoards open(commHash, self, peers, peer);
+    const ProgressBoard* board = open.board(peer);
     matching.push_back(board != nullptr ? static_cast<int64_t>(postedToward(*board, self, rec.ops[i])) : -1);
   }
   return matching;
@@ -111,11 +160,11 @@ std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vecto
 
 std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          int64_t gapMs) {
-  const PeerBoards open = openPeerBoards(commHash, self, peers);
-  const std::vector<uint64_t> waiting = opsWaitingNow(open, &ProgressBoard::p2pGraphWaits, gapMs);
+  PeerBoards open(commHash, self, peers);
+  const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::p2pGraphWaits, gapMs);
   std::vector<int64_t> ranks(peers.size(), -1);
-  for (size_t r = 0; r < peers.size(); r++) {
-    if (open.boards[r] != nullptr) ranks[r] = static_cast<int64_t>(waiting[r]);
+  for (int r = 0; r < static_cast<int>(peers.size()); r++) {
+    if (open.board(r) != nullptr) ranks[r] = static_cast<int64_t>(waiting[r]);
   }
   return ranks;
 }

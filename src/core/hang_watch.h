@@ -2,9 +2,10 @@
 // communicator. When this rank's GPU has waited in one collective for BRAID_HANG_REPORT_MS (its
 // long-wait notes, core/wait_notes.h), one WARN names it and says where each rank is with it
 // (hang_report.h): not launched yet, waiting in it, waiting in another one, or launched and not
-// waiting. It learns that from the progress boards of the ranks on this host (progress_board.h):
-// plain loads from shared memory, no CUDA call and no message to any rank, so it works while GPUs
-// are stuck and peers do not answer. One report per operation.
+// waiting. It learns that from the ranks' progress boards (progress_board.h): on this host plain
+// loads from shared memory, from other hosts copies their processes' board servers send over TCP
+// (board_server.h); no CUDA call and no collective, so it works while GPUs are stuck. One report per
+// operation.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,10 @@ struct ncclComm;
 namespace braid {
 
 // Every rank's progress with operation `seq`, in which rank `self` waits (`own` is its board): the
-// boards of the ranks that share self's pid space read from shared memory, their wait notes looked
-// at twice, gapMs apart (the calling thread sleeps; from checkHang, with the registry locked, once
-// per report); kUnknown for the others.
+// boards of the ranks on self's host and pid space read from shared memory, the others' fetched
+// from their board servers (at most 2 s per look), their wait notes looked at twice, gapMs apart
+// (the calling thread sleeps; from checkHang, with the registry locked, once per report); kUnknown
+// where no board could be read.
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq, int64_t gapMs);
 

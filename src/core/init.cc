@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/board_server.h"
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group.h"
@@ -99,6 +100,7 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.pidHash = localPidHash();
   self.pidSpace = localPidSpace();
   self.pid = static_cast<int32_t>(::getpid());
+  self.boardServer = boardServerAddress();
   comm->peers_.assign(comm->nranks_, PeerInfo{});
   comm->peers_[comm->rank_] = self;
   NCCLCHECK(comm->bootstrap_->allGather(comm->peers_.data(), sizeof(PeerInfo)));

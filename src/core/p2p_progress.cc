@@ -134,7 +134,7 @@ std::string p2pHangReport(const P2pRecord& rec, double stuckSeconds, int self, c
     const char* theirs = op.isSend != 0 ? "receives from" : "sends to";
     char line[200];
     if (matching[i] < 0) {
-      std::snprintf(line, sizeof(line), " Rank %d: not known (another host, or gone).", op.peer);
+      std::snprintf(line, sizeof(line), " Rank %d: not known (gone, or no answer from its host).", op.peer);
     } else if (static_cast<uint64_t>(matching[i]) < op.index) {
       std::snprintf(line, sizeof(line), " Rank %d has posted %" PRId64 " %s rank %d, so %s has no match yet.", op.peer,
                     matching[i], theirs, self, describe(op).c_str());
@@ -172,7 +172,7 @@ std::string p2pGraphHangReport(const P2pRecord& rec, double stuckSeconds, int se
     const int64_t waiting = peer < static_cast<int>(peerWaiting.size()) ? peerWaiting[peer] : -1;
     char line[160];
     if (waiting < 0) {
-      std::snprintf(line, sizeof(line), " Rank %d: not known (another host, or gone).", peer);
+      std::snprintf(line, sizeof(line), " Rank %d: not known (gone, or no answer from its host).", peer);
     } else if (waiting == 0) {
       std::snprintf(line, sizeof(line), " Rank %d waits in no replayed point-to-point launch.", peer);
       absent = true;

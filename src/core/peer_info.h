@@ -7,21 +7,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/socket.h"
+
 namespace braid {
 
 struct PeerInfo {
   int rank;
-  int cudaDev;        // device ordinal in that process
-  int computeCap;     // major * 10 + minor
-  int smCount;        // multiprocessors: bounds the CTAs that kernels waiting on each other may need at once
-  int64_t busId;      // PCI domain:bus:device.function packed as an integer
-  uint64_t hostHash;  // same value on ranks of one host (NCCL_HOSTID overrides)
-  uint64_t pidHash;   // same value on ranks of one process
-  uint64_t pidSpace;  // same value where pids mean the same process: one kernel boot, one pid namespace
-  int32_t pid;        // the process, in pidSpace (dead-peer detection, peer_watch.h)
-  int32_t reserved;
+  int cudaDev;                // device ordinal in that process
+  int computeCap;             // major * 10 + minor
+  int smCount;                // multiprocessors: bounds the CTAs that kernels waiting on each other may need at once
+  int64_t busId;              // PCI domain:bus:device.function packed as an integer
+  uint64_t hostHash;          // same value on ranks of one host (NCCL_HOSTID overrides)
+  uint64_t pidHash;           // same value on ranks of one process
+  uint64_t pidSpace;          // same value where pids mean the same process: one kernel boot, one pid namespace
+  int32_t pid;                // the process, in pidSpace (dead-peer detection, peer_watch.h)
+  SocketAddress boardServer;  // where its process serves its progress boards (board_server.h); AF_UNSPEC: nowhere
 };
-static_assert(sizeof(PeerInfo) == 56, "PeerInfo crosses process boundaries: keep it packed and fixed");
+static_assert(sizeof(PeerInfo) == 80, "PeerInfo crosses process boundaries: keep it packed and fixed");
 
 // FNV-1a: stable across processes and builds, which std::hash does not promise.
 uint64_t hashBytes(const void* data, size_t size);

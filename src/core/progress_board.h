@@ -147,7 +147,7 @@ bool recordOf(const ProgressBoard& board, uint64_t seq, OpRecord* out);
 // Where one rank is with respect to operation seq.
 struct RankProgress {
   enum class Where {
-    kUnknown,           // no board to read (another host, or it could not be opened)
+    kUnknown,           // no board to read (gone, or its host's board server did not answer)
     kNotLaunched,       // this rank has not launched it: its code has not called it, or is stuck before it
     kWaitingInIt,       // its CTAs wait in it
     kWaitingElsewhere,  // its CTAs wait in an earlier collective (waitingOp)

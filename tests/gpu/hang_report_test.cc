@@ -9,6 +9,8 @@
 //     1 send to it, so its receive #2 from rank 1 has no match yet.
 //   - The same with the AllReduce captured in a CUDA graph and rank 1 replaying it late, and with the
 //     point-to-point exchange captured in a graph and rank 1 replaying it late.
+//   - The collective case again with every rank on its own emulated host (NCCL_HOSTID): the
+//     reports learn where the others are from their processes' board servers, over TCP.
 // Rank 1 then joins, the operations complete exactly, and rank 1, which never waited, logs no report.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -150,10 +152,14 @@ class HangReport : public ::testing::Test {
   colltest::ScopedSetenv watchMs_{"BRAID_PEER_WATCH_MS", "100"};
 };
 
-TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
-  const int n = n_;
-  const std::string logDir = logDir_;
-  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir](int rank, const ncclUniqueId& id) {
+// Every rank runs AllReduce #1, then all but rank 1 launch AllReduce #2 while rank 1 sleeps.
+// hostPerRank: each rank on its own emulated host (NCCL_HOSTID), so that the reports learn about
+// the others from their board servers over TCP, not from shared memory.
+void expectTheRankThatHasNotLaunchedNamed(int n, const std::string& logDir, bool hostPerRank) {
+  std::unique_ptr<colltest::ScopedSetenv> ifname;
+  if (hostPerRank) ifname = std::make_unique<colltest::ScopedSetenv>("NCCL_SOCKET_IFNAME", "lo");
+  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir, hostPerRank](int rank, const ncclUniqueId& id) {
+              if (hostPerRank) setenv("NCCL_HOSTID", ("braid-hang-host-" + std::to_string(rank)).c_str(), 1);
               ncclComm_t comm = nullptr;
               cudaStream_t stream = nullptr;
               if (openRank(n, rank, id, &comm, &stream) != 0) return 1;
@@ -178,9 +184,16 @@ TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
               CHILD_EXPECT(reportNamed(rank, log, head,
                                        {"Not launched by: rank 1 (its last: #1, launched ",
                                         "Waiting in it: ranks " + waitingRanks(n) + "."}));
+              CHILD_EXPECT(log.find("Not known") == std::string::npos);
               return 0;
             }));
 }
+
+TEST_F(HangReport, TheRanksThatHaveNotLaunchedACollectiveAreNamed) {
+  expectTheRankThatHasNotLaunchedNamed(n_, logDir_, false);
+}
+
+TEST_F(HangReport, RanksOnOtherHostsAreAskedOverTcp) { expectTheRankThatHasNotLaunchedNamed(n_, logDir_, true); }
 
 // The same in a CUDA graph: every rank captures one AllReduce and replays it twice; rank 1 replays
 // its second time late. The waiting ranks' GPUs number the replays' kernels (graph ops 1 and 2) and

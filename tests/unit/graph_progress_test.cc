@@ -118,12 +118,13 @@ TEST(GraphProgress, TheReportNamesTheCaptureAndTheRanksNotWaitingInIt) {
   ranks[1] = graphProgressFrom(0, 12);
   ranks[2] = graphProgressFrom(12, 12);
   ranks[3] = graphProgressFrom(11, 12);
-  EXPECT_EQ(graphHangReport(12, &capture, 0.34, 0, ranks),
-            "rank 0: graph op #12 of this communicator, captured AllReduce #3 (1048576 x int32, sum, 8 CTAs), has "
-            "been waiting for 0.3 s. Waiting in it: ranks 0, 2. Waiting in another graph op: rank 3 (#11). Not "
-            "waiting in a graph op: ranks 1. Not known (another host, or gone): ranks 4. Look at the ranks not "
-            "waiting in it: their process has not replayed the graph as often as this one (or replayed graphs in "
-            "another order), or is stuck before it.");
+  EXPECT_EQ(
+      graphHangReport(12, &capture, 0.34, 0, ranks),
+      "rank 0: graph op #12 of this communicator, captured AllReduce #3 (1048576 x int32, sum, 8 CTAs), has "
+      "been waiting for 0.3 s. Waiting in it: ranks 0, 2. Waiting in another graph op: rank 3 (#11). Not "
+      "waiting in a graph op: ranks 1. Not known (gone, or no answer from their host): ranks 4. Look at the ranks not "
+      "waiting in it: their process has not replayed the graph as often as this one (or replayed graphs in "
+      "another order), or is stuck before it.");
   for (GraphRankProgress& p : ranks) p = graphProgressFrom(12, 12);
   const std::string text = graphHangReport(12, nullptr, 1, 2, ranks);
   EXPECT_NE(text.find("rank 2: graph op #12 of this communicator, a captured collective, has been waiting"),

@@ -1,19 +1,24 @@
 // Hang diagnosis on the host: progress boards (what a rank launched and where its kernels noted
 // long waits), the choice of the operation a report is due for, reading other ranks' boards from
-// shared memory, and the report's words. The kernels' side (DevWaitNotes writes) is covered by the
+// shared memory and, for ranks on other hosts, from their processes' board servers over TCP, and
+// the report's words. The kernels' side (DevWaitNotes writes) is covered by the
 // GPU tests (tests/gpu/hang_report_test.cc).
 #include "core/hang_watch.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/board_server.h"
 #include "core/hang_report.h"
 #include "core/progress_board.h"
 #include "device/dev_types.h"
@@ -152,7 +157,7 @@ TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
       "launched by: rank 2 (its last: #41, launched 3.0 s ago). Waiting in it: ranks 0, 1. Waiting in an "
       "earlier collective: rank 6 (#40). Done with it: ranks 7. Launched it, waiting in no collective, not seen done "
       "(their GPU has not begun it: earlier work on its stream; or it has just ended): ranks 3, 4. Not known "
-      "(another host, or gone): ranks 5. Look at the ranks that have not launched it: their code has not "
+      "(gone, or no answer from their host): ranks 5. Look at the ranks that have not launched it: their code has not "
       "called it (a skipped or reordered collective), or is stuck before it.");
   // Everyone launched it: no advice about the ranks that did not. Its record gone: its number.
   for (RankProgress& p : ranks) p.where = Where::kWaitingInIt;
@@ -207,6 +212,84 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwic
   // A board of a communicator of another size (a stale segment) is not read.
   EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
             Where::kUnknown);
+}
+
+// A board server answers with a copy of the board a request names, and with nothing for boards it
+// does not have (another rank, another size, another communicator).
+TEST(BoardServer, AnswersWithACopyOfTheBoardAskedFor) {
+  testutil::SharedBoards shared;
+  ASSERT_TRUE(testutil::makeSharedBoards(0xabce000000000000ull, 5, &shared));
+  ProgressBoard* board1 = shared.boards[1];
+  board1->rank = 1;
+  for (uint64_t s = 1; s <= 3; s++) noteLaunch(board1, op(s, 2, CollId::kAllGather, monotonicNs()));
+  const SocketAddress server = boardServerAddress();
+  ASSERT_TRUE(socketAddressIsValid(server)) << "hang reports are on by default, so the server runs";
+  EXPECT_EQ(socketAddressPort(server), socketAddressPort(boardServerAddress())) << "one server per process";
+
+  FetchedBoard copy;
+  const Deadline deadline = Deadline::after(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(fetchBoard(server, shared.hash, 1, 5, deadline, &copy));
+  ASSERT_EQ(copy.words.size() * sizeof(uint64_t), progressBoardBytes(5));
+  EXPECT_EQ(0, std::memcmp(copy.words.data(), board1, progressBoardBytes(5)));
+  EXPECT_EQ(launchedThrough(*copy.board()), 3u);
+  // One host, one clock: the offset is the request's half round trip at most.
+  EXPECT_LT(std::abs(copy.clockOffsetNs), 100000000);
+
+  FetchedBoard none;
+  EXPECT_FALSE(fetchBoard(server, shared.hash, 2, 5, deadline, &none)) << "rank 2's board says rank 0";
+  EXPECT_FALSE(fetchBoard(server, shared.hash, 4, 5, deadline, &none)) << "no board of rank 4";
+  EXPECT_FALSE(fetchBoard(server, shared.hash, 1, 6, deadline, &none)) << "a communicator of 6 ranks";
+  EXPECT_FALSE(fetchBoard(server, shared.hash ^ 1, 1, 5, deadline, &none)) << "another communicator";
+  EXPECT_FALSE(fetchBoard(SocketAddress{}, shared.hash, 1, 5, deadline, &none)) << "no server";
+}
+
+// Ranks on other hosts (another host identity: real hosts, or NCCL_HOSTID) are asked over TCP, twice
+// for a report's two looks: rank 1's board comes from this process's board server (this process
+// plays it), and its CTAs beat between the looks, so it waits in the operation like a rank on this
+// host; rank 3's server is gone (a port nobody listens on), so it is not known, and quickly.
+TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
+  testutil::SharedBoards shared;
+  ASSERT_TRUE(testutil::makeSharedBoards(0xabcf000000000000ull, 4, &shared));
+  ProgressBoard* board1 = shared.boards[1];
+  board1->rank = 1;
+  const int64_t launchedNs = monotonicNs();
+  for (uint64_t s = 1; s <= 5; s++) noteLaunch(board1, op(s, 1, CollId::kAllReduce, launchedNs));
+  std::vector<PeerInfo> peers = shared.peers;
+  peers[1].hostHash = 11;
+  peers[1].boardServer = boardServerAddress();
+  peers[3].hostHash = 33;
+  {
+    Socket closed;  // a port that was listened on and is no more
+    SocketAddress local{};
+    local.sin.sin_family = AF_INET;
+    local.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(ncclSuccess, Socket::listen(local, 1, SocketType::kRas, &closed));
+    peers[3].boardServer = closed.localAddress();
+  }
+  auto own = emptyBoard(4);
+  for (uint64_t s = 1; s <= 5; s++) noteLaunch(own.get(), op(s, 1));
+
+  std::atomic<bool> stop{false};
+  std::thread beater([&] {
+    while (!stop.load()) {
+      beat(board1, 0, 5);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<RankProgress> ranks = gatherProgress(shared.hash, 0, peers, *own, 5, 50);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stop = true;
+  beater.join();
+  ASSERT_EQ(ranks.size(), 4u);
+  EXPECT_EQ(ranks[1].where, Where::kWaitingInIt);
+  EXPECT_EQ(ranks[1].launched, 5u);
+  EXPECT_NEAR(static_cast<double>(ranks[1].lastLaunchNs - launchedNs), 0.0, 1e8) << "moved onto this host's clock";
+  EXPECT_EQ(ranks[2].where, Where::kNotLaunched);  // on this host: read from shared memory
+  EXPECT_EQ(ranks[3].where, Where::kUnknown);
+  EXPECT_LT(seconds, 1.5) << "a refused connection is not waited for";
+  // Without beats between the two looks, the copy says what a mapped board would: not waiting.
+  EXPECT_EQ(gatherProgress(shared.hash, 0, peers, *own, 5, 10)[1].where, Where::kNotWaiting);
 }
 
 }  // namespace

@@ -179,7 +179,8 @@ TEST(P2pHangReport, NamesEveryOperationAndThePeersWhoseMatchIsMissing) {
             "rank 0: point-to-point launch #7 (3 operations: send #5 to rank 1 (4096 bytes); receive #2 from rank 3 "
             "(128 bytes); send #9 to rank 2 (64 bytes)) has not completed 61.2 s after its launch. Rank 1 has posted 4 "
             "receives from rank 0, so send #5 to rank 1 (4096 bytes) has no match yet. Rank 3 has posted the match of "
-            "receive #2 from rank 3 (128 bytes). Rank 2: not known (another host, or gone). Look at the ranks whose "
+            "receive #2 from rank 3 (128 bytes). Rank 2: not known (gone, or no answer from its host). Look at the "
+            "ranks whose "
             "match is missing: their code has not called the matching ncclSend/ncclRecv (a missing or reordered call, "
             "or a different peer), or is stuck before it.");
   // Every match posted: no advice about missing ones.
