@@ -24,16 +24,21 @@ constexpr int kChildIdTag = 0x42530001;
 ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller, ncclComm** out) {
   auto child = std::make_unique<ncclComm>();
   NCCLCHECK(parseConfigInherited(config, parent->config_, caller, &child->config_));
-  // Sharing only saves memory; it changes no result. Said once per child so nobody assumes it.
-  if (child->config_.splitShare == 1 || child->config_.shrinkShare == 1) {
-    INFO(kLogInit | kLogEnv,
-         "%s: splitShare/shrinkShare requested; Braid gives the new communicator its own connections and buffers "
-         "(sharing the parent's is not implemented)",
-         caller);
-  }
   *out = child.release();
   commRegistryAdd(*out);
   return ncclSuccess;
+}
+
+void joinParentShareGroup(const ncclComm* parent, ncclComm* child, bool asks, const char* caller) {
+  if (!asks) return;
+  if (parent->shareGroup_ == nullptr) {
+    INFO(kLogInit | kLogEnv,
+         "%s: the new communicator gets its own connections: its parent ran operations before its first split that "
+         "shares (or the shrink aborts it), so it shares nothing",
+         caller);
+    return;
+  }
+  child->shareGroup_ = parent->shareGroup_;
 }
 
 ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members, const char* caller,

@@ -19,6 +19,11 @@ namespace braid {
 [[nodiscard]] ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller,
                                         ncclComm** out);
 
+// A child that asks to share connections (splitShare, shrinkShare) joins its parent's share group
+// (core/share_group.h), if the parent has one; otherwise an INFO says why it does not. Its ranks
+// confirm at rendezvous that they all joined.
+void joinParentShareGroup(const ncclComm* parent, ncclComm* child, bool asks, const char* caller);
+
 // The parent's part, for a member: the child's unique id from its first member over the parent's
 // bootstrap, and the child's rank and size. `members` are parent ranks in child rank order, the
 // calling parent rank among them.

@@ -6,6 +6,15 @@
 
 namespace braid {
 
+bool parentJoinsShareGroup(const std::vector<SplitVote>& votes) {
+  bool asked = false;
+  for (const SplitVote& v : votes) {
+    if (v.parentBusy != 0) return false;
+    asked = asked || v.share != 0;
+  }
+  return asked;
+}
+
 std::vector<int> splitMembers(const std::vector<SplitVote>& votes, int color) {
   std::vector<int> members;
   if (color == NCCL_SPLIT_NOCOLOR) return members;

@@ -11,7 +11,14 @@ namespace braid {
 struct SplitVote {
   int32_t color;
   int32_t key;
+  int32_t share = 0;       // 1: this rank's new communicator asks to share connections (splitShare)
+  int32_t parentBusy = 0;  // 1: the parent has run operations on this rank (its data path exists)
 };
+
+// Whether the parent joins a share group now (core/share_group.h), the same answer on every rank:
+// when some rank's child asks to share and no rank's parent has run operations yet (a parent's
+// connections and launch order are its own once it has).
+bool parentJoinsShareGroup(const std::vector<SplitVote>& votes);
 
 // The parent ranks of `color`'s communicator, in their new rank order (key, then parent rank);
 // empty for NCCL_SPLIT_NOCOLOR.

@@ -21,6 +21,7 @@
 #include "core/data_path.h"
 #include "core/graph_progress.h"
 #include "core/peer_info.h"
+#include "core/share_group.h"
 
 namespace braid {
 class AsyncGroupJob;
@@ -43,6 +44,9 @@ struct ncclComm {
 
   std::unique_ptr<braid::Bootstrap> bootstrap_;
   std::vector<braid::PeerInfo> peers_;
+  // The communicators this one shares connections with (core/share_group.h); null: none. Declared
+  // before dataPath_, so that the data path, which may use the group's connections, goes first.
+  std::shared_ptr<braid::ShareGroup> shareGroup_;
   // Queued operations, connections and device state; created by launch/ at the first operation.
   std::unique_ptr<braid::DataPathBase> dataPath_;
 

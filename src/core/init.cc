@@ -82,6 +82,21 @@ void logInitComplete(const ncclComm* comm, double seconds) {
   INFO(kLogInit, "Init timings: rank %d nranks %d total %.2f ms", comm->rank_, comm->nranks_, seconds * 1e3);
 }
 
+// A child shares its parent's connections only if every one of its ranks asked to (splitShare or
+// shrinkShare in each rank's config): one rank sharing alone would reuse connections its peers do
+// not (launch/shared_connections.h agrees per connection anyway, so this only saves the attempt).
+void agreeOnSharing(ncclComm* comm) {
+  if (comm->shareGroup_ == nullptr) return;
+  for (const PeerInfo& peer : comm->peers_) {
+    if (peer.sharesConnections == 0) {
+      INFO(kLogInit, "comm %p rank %d: rank %d did not ask to share its parent's connections, so none does",
+           static_cast<void*>(comm), comm->rank_, peer.rank);
+      comm->shareGroup_.reset();
+      return;
+    }
+  }
+}
+
 // The collective part of init: rendezvous, peer exchange, checks. Runs on the caller's thread, or
 // on a group thread (then the device must be set first).
 ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, int computeCap) {
@@ -101,10 +116,12 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.pidSpace = localPidSpace();
   self.pid = static_cast<int32_t>(::getpid());
   self.boardServer = boardServerAddress();
+  self.sharesConnections = comm->shareGroup_ != nullptr ? 1 : 0;
   comm->peers_.assign(comm->nranks_, PeerInfo{});
   comm->peers_[comm->rank_] = self;
   NCCLCHECK(comm->bootstrap_->allGather(comm->peers_.data(), sizeof(PeerInfo)));
   NCCLCHECK(checkDistinctGpus(comm->peers_));
+  agreeOnSharing(comm);
 
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   logInitComplete(comm, elapsed.count());

@@ -22,8 +22,10 @@ struct PeerInfo {
   uint64_t pidSpace;          // same value where pids mean the same process: one kernel boot, one pid namespace
   int32_t pid;                // the process, in pidSpace (dead-peer detection, peer_watch.h)
   SocketAddress boardServer;  // where its process serves its progress boards (board_server.h); AF_UNSPEC: nowhere
+  int32_t sharesConnections;  // 1: it joins its parent's share group (core/share_group.h); all ranks must
+  int32_t reserved;
 };
-static_assert(sizeof(PeerInfo) == 80, "PeerInfo crosses process boundaries: keep it packed and fixed");
+static_assert(sizeof(PeerInfo) == 88, "PeerInfo crosses process boundaries: keep it packed and fixed");
 
 // FNV-1a: stable across processes and builds, which std::hash does not promise.
 uint64_t hashBytes(const void* data, size_t size);

@@ -63,6 +63,8 @@ ncclResult_t commShrink(ncclComm_t parent, const int* excludeRanksList, int excl
       return revoked;
     }
   }
+  // The revoked parent's kernels left its connections in the middle of an operation: never shared.
+  joinParentShareGroup(parent, child, child->config_.shrinkShare == 1 && shrinkFlags != NCCL_SHRINK_ABORT, kCaller);
   std::vector<int> members = shrinkMembers(parent->nranks_, excluded);
   return makeChild(
       child, newcomm,

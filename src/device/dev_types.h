@@ -23,11 +23,12 @@
 //     polls their flags. A Simple step travels rounded up to 16 bytes, so the size modulo 16 (8 or
 //     0) tells the receiver which protocol a step was.
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
-//     DevComm at the end of each kernel). headSeen, persisted the same way, is a head value the
-//     sender read earlier: head only grows, so it stays a lower bound, and a sender re-reads head
-//     (a memory round trip) only when headSeen no longer covers the step it wants to fill. Both sides count the same
-//     steps for every operation, so head and tail stay meaningful across operations and protocols, which is why they
-//     are absolute.
+//     DevComm at the end of each kernel; for a connection several communicators share, splitShare,
+//     to the share group's words that `steps` points to instead, see launch/share_group.h). headSeen, persisted the
+//     same way, is a head value the sender read earlier: head only grows, so it stays a lower bound, and a sender
+//     re-reads head (a memory round trip) only when headSeen no longer covers the step it wants to fill. Both sides
+//     count the same steps for every operation, so head and tail stay meaningful across operations and protocols, which
+//     is why they are absolute.
 // Memory for buffs, tail and head starts zeroed; step starts at 0.
 #pragma once
 
@@ -86,6 +87,10 @@ struct DevSendConn {
   // proxy that ships the slot.
   uint32_t* sizes;
   uint64_t* stepTags;  // in the receiver's memory, beside tail (null on NET connections)
+  // A shared connection's {step, headSeen} in device memory (null: the two fields above). Rings,
+  // direct channels and point-to-point; tree connections keep their own. Kernels go through
+  // loadSendSteps() and sendStepWords().
+  uint64_t* steps;
 };
 
 // Receiver's view of one connection.
@@ -95,7 +100,34 @@ struct DevRecvConn {
   uint64_t* head;            // in the sender's memory (remote for P2P)
   uint64_t step;             // next step to consume
   const uint64_t* stepTags;  // in this receiver's memory, beside tail (null on NET connections)
+  uint64_t* steps;           // a shared connection's step in device memory (null: the field above)
 };
+
+// Where a connection's step counters live: its own fields, or a share group's words.
+#if defined(__CUDACC__)
+__device__ __forceinline__ uint64_t* sendStepWords(DevSendConn* c) { return c->steps != nullptr ? c->steps : &c->step; }
+__device__ __forceinline__ uint64_t* recvStepWord(DevRecvConn* c) { return c->steps != nullptr ? c->steps : &c->step; }
+// Their values at a kernel's start. The own fields and the pointer are loaded together, so a
+// connection of its own pays no round trip more than before sharing existed (loading the pointer
+// first and the step after cost point-to-point kernels ~0.15 us, 2 H200).
+struct SendSteps {
+  uint64_t step;
+  uint64_t headSeen;
+};
+__device__ __forceinline__ SendSteps loadSendSteps(const DevSendConn* c) {
+  const uint64_t step = c->step;
+  const uint64_t headSeen = c->headSeen;
+  const uint64_t* shared = c->steps;
+  return shared == nullptr ? SendSteps{step, headSeen} : SendSteps{shared[0], shared[1]};
+}
+__device__ __forceinline__ uint64_t loadRecvStep(const DevRecvConn* c) {
+  const uint64_t step = c->step;
+  const uint64_t* shared = c->steps;
+  return shared == nullptr ? step : shared[0];
+}
+#endif
+static_assert(offsetof(DevSendConn, headSeen) == offsetof(DevSendConn, step) + sizeof(uint64_t),
+              "sendStepWords: headSeen follows step, as in a share group's words");
 
 // One channel: one ring, driven by one CTA.
 struct DevChannel {

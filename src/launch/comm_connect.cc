@@ -129,9 +129,7 @@ ncclResult_t CommDataPath::connectRings(const transport::Context& ctx, DevComm* 
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  std::unique_ptr<transport::Connections> conns;
-  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
-  connections_.push_back(std::move(conns));
+  NCCLCHECK(connectOrReuse(ConnFamily::kRing, kRingShareTag, ctx, channels, &send, &recv));
   for (int c = 0; c < topo_.nChannels; c++) {
     dev->channels[c].send = send[c];
     dev->channels[c].recv = recv[c];
@@ -161,9 +159,7 @@ ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  std::unique_ptr<transport::Connections> conns;
-  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
-  connections_.push_back(std::move(conns));
+  NCCLCHECK(connectOrReuse(ConnFamily::kDirect, kDirectShareTag, ctx, channels, &send, &recv));
   for (int d = 0; d < nDirect; d++) {
     for (int k = 1; k < nranks; k++) {
       dev->direct[d].send[k - 1] = send[d * (nranks - 1) + k - 1];

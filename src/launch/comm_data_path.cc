@@ -71,8 +71,15 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
-  NCCLCHECK(path->order_.init(paramInt(ParamId::kGraphMixingSupport) != 0));
-  comm->lastLaunch_.store(path->order_.latestEvent());  // for the peer watch (core/peer_watch.h)
+  const bool mixing = paramInt(ParamId::kGraphMixingSupport) != 0;
+  if (comm->shareGroup_ != nullptr && comm->nranks_ > 1) {
+    path->group_ = comm->shareGroup_;
+    std::lock_guard<std::mutex> lock(path->group_->mutex);
+    NCCLCHECK(SharedConnections::of(path->group_.get(), mixing, &path->shared_));
+  } else {
+    NCCLCHECK(path->order_.init(mixing));
+  }
+  comm->lastLaunch_.store(path->order().latestEvent());  // for the peer watch (core/peer_watch.h)
   if (comm->nranks_ > 1) {
     path->progress_.init(comm->commHash_, comm->rank_, comm->nranks_);
     comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
@@ -146,7 +153,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
        plan::collName(task.coll), task.sendbuff, task.recvbuff, task.count, static_cast<int>(task.dtype),
        static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
   ScopedDevice device(comm_->cudaDev_);
-  NCCLCHECK(order_.before(task.stream));
+  const std::unique_lock<std::mutex> lock = launchLock();
+  LaunchOrder& order = this->order();
+  NCCLCHECK(order.before(task.stream));
   if (nranks == 1 && hasUserOp(task)) {
     // One rank with a PreMulSum op: the premultiplication still applies.
     CUDACHECK(launchOneRankKernel(workOf(task, nranks), plainLaunch_, task.stream));
@@ -171,7 +180,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                                                         : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
-    if (order_.launchCaptured()) {
+    if (order.launchCaptured()) {
       progress_.noteCapture(task, work.nChannels, &work);
     } else {
       progress_.noteLaunch(task, work.nChannels, &work);
@@ -183,11 +192,26 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                      registered.direct ? &registered.peers : nullptr));
     if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }
-  NCCLCHECK(order_.after(task.stream));
-  if (!order_.launchCaptured()) progress_.noteRecorded();
+  NCCLCHECK(order.after(task.stream));
+  if (!order.launchCaptured()) progress_.noteRecorded();
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::waitIdle() { return order_.waitIdle(); }
+ncclResult_t CommDataPath::waitIdle() {
+  if (shared_ == nullptr) return order_.waitIdle();
+  // In a share group: the whole group's launched work. Not under the group's mutex: a member on
+  // another thread may have to launch before that work can end (its peers wait for it).
+  CUDACHECK(cudaEventSynchronize(shared_->order().latestEvent()));
+  return ncclSuccess;
+}
+
+void CommDataPath::signalAbort() {
+  device_.signalAbort();
+  if (shared_ != nullptr) {
+    // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.
+    std::lock_guard<std::mutex> lock(group_->mutex);
+    shared_->forgetAll();
+  }
+}
 
 }  // namespace braid

@@ -3,12 +3,15 @@
 // the per-operation plan, and the launch on the user's stream.
 //
 // Ordering: every operation of a communicator shares the same FIFOs and step counters, so two of
-// them must never run at the same time, whatever streams and graphs they run on: LaunchOrder.
+// them must never run at the same time, whatever streams and graphs they run on: LaunchOrder. A
+// communicator in a share group (core/share_group.h) launches through the group's order instead,
+// and reuses the connections other members made (launch/shared_connections.h).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
+#include "launch/shared_connections.h"
 #include "net/network.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
@@ -84,7 +88,7 @@ class CommDataPath final : public DataPathBase {
     p2pQueue_.clear();
   }
   [[nodiscard]] ncclResult_t waitIdle() override;
-  void signalAbort() override { device_.signalAbort(); }
+  void signalAbort() override;
 
  private:
   // A queued collective's zero-copy plan, made in the connect phase (reg_launch.cc).
@@ -116,6 +120,22 @@ class CommDataPath final : public DataPathBase {
   bool p2pMeetsPeer(const P2pTask& task) const;     // its pair meets in exchangeP2pRegistrations
   bool needsP2pRegExchange() const;
   [[nodiscard]] ncclResult_t exchangeP2pRegistrations();
+  // Share groups (share_connect.cc): the order every launch goes through, held with launchLock();
+  // the pooled connections of `links` that both ends agree to reuse (their links become kNoPeer),
+  // and the new ones the group's members may reuse later.
+  LaunchOrder& order() { return shared_ != nullptr ? shared_->order() : order_; }
+  std::unique_lock<std::mutex> launchLock();
+  // transport::connectChannels, for a member first reusing what both ends agree on (messages with
+  // `tag` to every peer of `links`) and pooling the new P2P and SHM connections after.
+  [[nodiscard]] ncclResult_t connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
+                                            std::vector<transport::ChannelLinks> links, std::vector<DevSendConn>* send,
+                                            std::vector<DevRecvConn>* recv);
+  [[nodiscard]] ncclResult_t takePooled(ConnFamily family, int tag, std::vector<transport::ChannelLinks>* links,
+                                        std::vector<PooledConn>* sendReused, std::vector<PooledConn>* recvReused);
+  [[nodiscard]] ncclResult_t poolNew(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                                     const std::shared_ptr<transport::Connections>& owner,
+                                     std::vector<DevSendConn>* send, std::vector<DevRecvConn>* recv);
+  uint64_t gpuOf(int rank) const { return gpuKey(comm_->peers_[rank].hostHash, comm_->peers_[rank].busId); }
   bool needsRingConnect() const;
   [[nodiscard]] ncclResult_t connectRingsAndDirect();
   // Point-to-point (p2p_connect.cc, p2p_launch.cc).
@@ -148,10 +168,14 @@ class CommDataPath final : public DataPathBase {
   // Declared before connections_, which use them: destroyed after them (proxy before network).
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<proxy::Proxy> proxy_;
-  std::vector<std::unique_ptr<transport::Connections>> connections_;  // rings, then direct channels
+  // Rings, then direct channels, then trees and point-to-point peers, own or reused from the group.
+  std::vector<std::shared_ptr<transport::Connections>> connections_;
+  std::vector<std::shared_ptr<StepWords>> stepWords_;  // of the shared connections it uses
+  std::shared_ptr<ShareGroup> group_;                  // null: not in a share group
+  SharedConnections* shared_ = nullptr;                // group_'s state
   DeviceState device_;
   plan::CommModel model_{};
-  LaunchOrder order_;
+  LaunchOrder order_;          // not used in a share group
   ProgressRecorder progress_;  // hang diagnosis: this rank's numbered collective launches
   // Collective kernels: programmatic dependent launch (BRAID_LAUNCH_PDL) and clusters of the
   // config's cgaClusterSize, Hopper and later. The others (point-to-point, one rank's PreMulSum):

@@ -105,9 +105,7 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   std::vector<transport::ChannelLinks> channels(nChannels, transport::ChannelLinks{peer, k, peer, k});
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  std::unique_ptr<transport::Connections> conns;
-  NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
-  connections_.push_back(std::move(conns));
+  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, kP2pShareTag, ctx, channels, &send, &recv));
   DevP2pPeer entry{};
   for (int c = 0; c < nChannels; c++) {
     entry.send[c] = send[c];

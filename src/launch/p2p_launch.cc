@@ -265,7 +265,7 @@ ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaSt
       CUDACHECK(cudaEventRecord(joinEvent_, t.stream));
       CUDACHECK(cudaStreamWaitEvent(main, joinEvent_, 0));
     } else {
-      NCCLCHECK(order_.join(t.stream));
+      NCCLCHECK(order().join(t.stream));
     }
   }
   return ncclSuccess;
@@ -308,7 +308,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     uint64_t seq = 0;
     DevWaitNotes* waitNotes = nullptr;
     // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
-    if (order_.launchCaptured()) {
+    if (order().launchCaptured()) {
       progress_.noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
     } else {
       progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
@@ -318,7 +318,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     return ncclSuccess;
   };
 
-  NCCLCHECK(order_.before(stream));
+  const std::unique_lock<std::mutex> lock = launchLock();  // to the end: joinStreams reads the order too
+  NCCLCHECK(order().before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
   if (!queues.empty() && oneKernel) {
     NCCLCHECK(launchKernel(whole, tasks));
@@ -347,7 +348,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
   }
-  NCCLCHECK(order_.after(stream));
+  NCCLCHECK(order().after(stream));
   return joinStreams(tasks, stream, false);
 }
 

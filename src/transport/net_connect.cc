@@ -244,10 +244,16 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       auto* head = reinterpret_cast<uint64_t*>(dev + kHeadOffset);
       auto* tail = reinterpret_cast<uint64_t*>(dev + kTailOffset);
       if (g->role == Role::kSend) {
-        (*send)[c->channel] = DevSendConn{
-            {buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0, reinterpret_cast<uint32_t*>(dev + kSizesOffset), nullptr};
+        (*send)[c->channel] = DevSendConn{{buffs[0], buffs[1], buffs[2]},
+                                          tail,
+                                          head,
+                                          0,
+                                          0,
+                                          reinterpret_cast<uint32_t*>(dev + kSizesOffset),
+                                          nullptr,
+                                          nullptr};
       } else {
-        (*recv)[c->channel] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, nullptr};
+        (*recv)[c->channel] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, nullptr, nullptr};
       }
     }
     INFO(kLogInit | kLogNet, "%s: via NET/%s, %zu-byte Simple and %zu-byte LL host FIFOs per channel", g->what.c_str(),

@@ -149,9 +149,9 @@ __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvCo
                     send != nullptr ? send->head : nullptr,
                     recv != nullptr ? recv->head : nullptr,
                     recv != nullptr ? recv->tail : nullptr,
-                    send != nullptr ? send->step : 0,
-                    recv != nullptr ? recv->step : 0,
-                    send != nullptr ? send->headSeen : 0,
+                    send != nullptr ? loadSendSteps(send).step : 0,
+                    recv != nullptr ? loadRecvStep(recv) : 0,
+                    send != nullptr ? loadSendSteps(send).headSeen : 0,
                     scalar,
                     AbortWatch(abortFlag, shared),
                     0,
@@ -171,10 +171,11 @@ __device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared*
 __device__ __forceinline__ void finishProtoState(const ProtoState& s) {
   if (s.tid != 0) return;
   if (s.sendConn != nullptr) {
-    s.sendConn->step = s.sendStep;
-    s.sendConn->headSeen = s.headCache;
+    uint64_t* words = sendStepWords(s.sendConn);
+    words[0] = s.sendStep;
+    words[1] = s.headCache;
   }
-  if (s.recvConn != nullptr) s.recvConn->step = s.recvStep;
+  if (s.recvConn != nullptr) *recvStepWord(s.recvConn) = s.recvStep;
 }
 
 __device__ __forceinline__ int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -91,11 +91,12 @@ struct DirectState {
       const DevRecvConn& recv = ch->recv[k];
       sh->out[k] = send.buffs[kProtoLL];
       sh->head[k] = send.head;
-      sh->sendStep[k] = send.step;
-      sh->headSeen[k] = send.headSeen;
+      const SendSteps steps = loadSendSteps(&send);
+      sh->sendStep[k] = steps.step;
+      sh->headSeen[k] = steps.headSeen;
       sh->in[k] = recv.buffs[kProtoLL];
       sh->recvHead[k] = recv.head;
-      sh->recvStep[k] = recv.step;
+      sh->recvStep[k] = loadRecvStep(&recv);
     } else if (k == kMaxDirectPeers) {
       sh->abortFlag = comm->abortFlag;
       sh->prims = prims;
@@ -113,10 +114,11 @@ struct DirectState {
     const int k = tid;
     if (k >= nranks - 1) return;
     if ((usedSend >> k) & 1) {
-      ch->send[k].step = sh->sendStep[k] + chunk;
-      ch->send[k].headSeen = *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]);
+      uint64_t* words = sendStepWords(&ch->send[k]);
+      words[0] = sh->sendStep[k] + chunk;
+      words[1] = *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]);
     }
-    if ((usedRecv >> k) & 1) ch->recv[k].step = sh->recvStep[k] + chunk;
+    if ((usedRecv >> k) & 1) *recvStepWord(&ch->recv[k]) = sh->recvStep[k] + chunk;
   }
 
   // The rank of peer slot k's receiver (sends) and sender (receives).

@@ -272,8 +272,8 @@ __device__ __forceinline__ void simplePosterLoop(const volatile int* abortFlag, 
 // workers may finish and write them back before the poster starts.
 __device__ __forceinline__ bool simpleCtaStart(const volatile int* abortFlag, DevSendConn* send, DevRecvConn* recv,
                                                PrimsShared* shared, int nWorkers) {
-  const uint64_t sendStep = send != nullptr ? send->step : 0;
-  const uint64_t recvStep = recv != nullptr ? recv->step : 0;
+  const uint64_t sendStep = send != nullptr ? loadSendSteps(send).step : 0;
+  const uint64_t recvStep = recv != nullptr ? loadRecvStep(recv) : 0;
   if (threadIdx.x == 0) {
     shared->sendDone = sendStep;
     shared->recvDone = recvStep;

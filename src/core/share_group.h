@@ -1,0 +1,30 @@
+// Communicators that share connections: a child made by ncclCommSplit with splitShare = 1 (or
+// ncclCommShrink with shrinkShare = 1) joins its parent's share group. Members of a group on one
+// rank reuse each other's ring and point-to-point connections (FIFO buffers and step counters) to
+// the same peer GPU on the same channel, instead of allocating their own, and launch their kernels
+// in one order (a shared connection must never carry two kernels at once). So every rank must issue
+// the operations of a group's members in one order, as if they were one communicator. launch/ keeps what the
+// group holds (launch/shared_connections.h); core only hands the group from parent to child.
+//
+// A communicator's data path joins the group it has when the data path is made (its first
+// operation): a parent that already ran operations before its first sharing split keeps its own
+// connections and order, and only its children share with each other.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+namespace braid {
+
+// What launch/ keeps for a group (made by its first member's data path).
+class ShareGroupState {
+ public:
+  virtual ~ShareGroupState() = default;
+};
+
+struct ShareGroup {
+  std::mutex mutex;  // guards `state` and every member's launch (launch/shared_connections.h)
+  std::unique_ptr<ShareGroupState> state;
+};
+
+}  // namespace braid

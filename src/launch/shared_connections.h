@@ -1,0 +1,109 @@
+// What a share group (core/share_group.h) holds on this rank: the launch order of all its members,
+// and the connections its members made, for the others to reuse.
+//
+// A connection is reused when both of its ends agree: each end pools the connections its group's
+// members made, under (kind of connection, channel, peer GPU, direction), with a token both ends
+// compute alike from the communicator that made it, its channel and its two GPUs. Before connecting,
+// a member sends each peer the tokens it holds for it and reuses a connection only where the
+// peer's token matches (connectionsToReuse). The pools of two ranks can differ: members connect
+// concurrently (ncclGroupEnd runs their connects on several threads, in no fixed order), so each
+// rank may keep another member's connection under the same key; a token that does not match makes
+// a new connection, never a wrong one.
+//
+// A reused connection keeps one stream of steps, so its step counters live in device memory the
+// pool owns (DevSendConn::steps), and every member's kernels run one after the other: the members
+// launch through the group's LaunchOrder, under the group's mutex. Only connections within a host
+// (P2P and SHM) are pooled; those through the network belong to their communicator's proxy.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "core/share_group.h"
+#include "device/dev_types.h"
+#include "launch/launch_order.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+// The step counters of a batch of shared connections: zeroed device words, two per connection
+// ({step, headSeen} for a send, {step, unused} for a receive).
+class StepWords {
+ public:
+  [[nodiscard]] static ncclResult_t alloc(size_t connections, std::shared_ptr<StepWords>* out);
+  ~StepWords();
+  StepWords(const StepWords&) = delete;
+  StepWords& operator=(const StepWords&) = delete;
+  uint64_t* of(size_t connection) const { return words_ + 2 * connection; }
+
+ private:
+  StepWords() = default;
+  uint64_t* words_ = nullptr;
+};
+
+// Which connections of a communicator are pooled, and the bootstrap tags of their agreements
+// (unused by the transports: theirs are kind * 2 + role, plus kP2pTagOffset for point-to-point).
+enum class ConnFamily : int { kRing = 1, kPointToPoint = 2, kDirect = 3 };
+constexpr int kRingShareTag = transport::kTransportTagBase + 8;
+constexpr int kDirectShareTag = transport::kTransportTagBase + 9;
+constexpr int kP2pShareTag = transport::kTransportTagBase + transport::kP2pTagOffset + 19;
+
+// One end of a pooled connection.
+struct PooledConn {
+  uint64_t token = 0;
+  DevSendConn send{};  // the sender's end (steps set)
+  DevRecvConn recv{};  // the receiver's end (steps set)
+  std::shared_ptr<transport::Connections> owner;
+  std::shared_ptr<StepWords> words;
+};
+
+// The token of the connection that communicator commHash makes in `family` on `channel` from the
+// GPU sender to the GPU receiver (gpuKey of each): the same on both ends.
+uint64_t connectionToken(uint64_t commHash, ConnFamily family, int channel, uint64_t sender, uint64_t receiver);
+// A GPU as the pool names it: host identity and PCI bus id (two ranks of a communicator never share a GPU).
+uint64_t gpuKey(uint64_t hostHash, int64_t busId);
+
+class SharedConnections final : public ShareGroupState {
+ public:
+  // The group's state, made by its first member's data path on the member's (current) device.
+  // Called with group->mutex held.
+  [[nodiscard]] static ncclResult_t of(ShareGroup* group, bool graphMixing, SharedConnections** out);
+
+  LaunchOrder& order() { return order_; }
+  // Under the group's mutex: the pooled end, or null.
+  const PooledConn* find(ConnFamily family, int channel, uint64_t peerGpu, bool send) const;
+  void put(ConnFamily family, int channel, uint64_t peerGpu, bool send, const PooledConn& conn);
+  // After a member was aborted: its kernels may have left shared connections mid-operation, so no
+  // later connect reuses any (the members that hold them keep them).
+  void forgetAll() { pool_.clear(); }
+
+ private:
+  using Key = std::tuple<int, int, uint64_t, bool>;
+  LaunchOrder order_;
+  std::map<Key, PooledConn> pool_;
+};
+
+// The agreement of one connect over channels `links` (transport::connectChannels' list), in which
+// this rank holds pooled connections with tokens mySend[c] (to links[c].sendPeer) and myRecv[c]
+// (from links[c].recvPeer), 0 where none.
+// What it tells peer q: 2 x links.size() words, [c] its send token on channel c where q receives
+// it, [n + c] its receive token where q sends it, 0 elsewhere.
+std::vector<uint64_t> tokenMessage(const std::vector<transport::ChannelLinks>& links,
+                                   const std::vector<uint64_t>& mySend, const std::vector<uint64_t>& myRecv, int q);
+// With every peer's message (theirs[q]; a peer without one agrees to nothing): send c is reused when
+// mySend[c] is the token its receiver holds, receive c when myRecv[c] is its sender's. Both ends
+// of a connection decide alike.
+struct ReuseChoice {
+  std::vector<bool> send;
+  std::vector<bool> recv;
+};
+ReuseChoice agreeOnReuse(const std::vector<transport::ChannelLinks>& links, const std::vector<uint64_t>& mySend,
+                         const std::vector<uint64_t>& myRecv, const std::map<int, std::vector<uint64_t>>& theirs);
+
+}  // namespace braid
