@@ -23,8 +23,11 @@
 //     polls their flags. A Simple step travels rounded up to 16 bytes, so the size modulo 16 (8 or
 //     0) tells the receiver which protocol a step was.
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
-//     DevComm at the end of each kernel; for a connection several communicators share, splitShare,
-//     to the share group's words that `steps` points to instead, see launch/share_group.h). headSeen, persisted the
+//     DevComm at the end of each kernel). A communicator in a share group (splitShare, see
+//     launch/shared_connections.h) keeps the step counters of its ring, direct and point-to-point
+//     connections in device words the group owns, so that the communicators that share a
+//     connection carry on one count: its `step` holds their address, and its kernels are told so
+//     (DevWork::sharedSteps, DevP2pArgs::sharedSteps). headSeen, persisted the
 //     same way, is a head value the sender read earlier: head only grows, so it stays a lower bound, and a sender
 //     re-reads head (a memory round trip) only when headSeen no longer covers the step it wants to fill. Both sides
 //     count the same steps for every operation, so head and tail stay meaningful across operations and protocols, which
@@ -87,10 +90,6 @@ struct DevSendConn {
   // proxy that ships the slot.
   uint32_t* sizes;
   uint64_t* stepTags;  // in the receiver's memory, beside tail (null on NET connections)
-  // A shared connection's {step, headSeen} in device memory (null: the two fields above). Rings,
-  // direct channels and point-to-point; tree connections keep their own. Kernels go through
-  // loadSendSteps() and sendStepWords().
-  uint64_t* steps;
 };
 
 // Receiver's view of one connection.
@@ -100,34 +99,40 @@ struct DevRecvConn {
   uint64_t* head;            // in the sender's memory (remote for P2P)
   uint64_t step;             // next step to consume
   const uint64_t* stepTags;  // in this receiver's memory, beside tail (null on NET connections)
-  uint64_t* steps;           // a shared connection's step in device memory (null: the field above)
 };
 
-// Where a connection's step counters live: its own fields, or a share group's words.
+// A connection's step counters at a kernel's start and end: its own fields, or, when the kernel's
+// communicator is in a share group (`shared`, the same for the whole kernel), the group's words
+// {step, headSeen} at the address its `step` holds. A communicator of its own reads and writes the
+// same fields as before sharing existed (a pointer in every connection cost small operations
+// ~0.2 us, 2 H200).
 #if defined(__CUDACC__)
-__device__ __forceinline__ uint64_t* sendStepWords(DevSendConn* c) { return c->steps != nullptr ? c->steps : &c->step; }
-__device__ __forceinline__ uint64_t* recvStepWord(DevRecvConn* c) { return c->steps != nullptr ? c->steps : &c->step; }
-// Their values at a kernel's start. The own fields and the pointer are loaded together, so a
-// connection of its own pays no round trip more than before sharing existed (loading the pointer
-// first and the step after cost point-to-point kernels ~0.15 us, 2 H200).
 struct SendSteps {
   uint64_t step;
   uint64_t headSeen;
 };
-__device__ __forceinline__ SendSteps loadSendSteps(const DevSendConn* c) {
-  const uint64_t step = c->step;
-  const uint64_t headSeen = c->headSeen;
-  const uint64_t* shared = c->steps;
-  return shared == nullptr ? SendSteps{step, headSeen} : SendSteps{shared[0], shared[1]};
+__device__ __forceinline__ uint64_t* sharedStepWords(uint64_t stepField) {
+  return reinterpret_cast<uint64_t*>(static_cast<uintptr_t>(stepField));
 }
-__device__ __forceinline__ uint64_t loadRecvStep(const DevRecvConn* c) {
-  const uint64_t step = c->step;
-  const uint64_t* shared = c->steps;
-  return shared == nullptr ? step : shared[0];
+__device__ __forceinline__ SendSteps loadSendSteps(const DevSendConn* c, bool shared) {
+  if (!shared) return SendSteps{c->step, c->headSeen};
+  const uint64_t* words = sharedStepWords(c->step);
+  return SendSteps{words[0], words[1]};
+}
+__device__ __forceinline__ uint64_t loadRecvStep(const DevRecvConn* c, bool shared) {
+  return shared ? *sharedStepWords(c->step) : c->step;
+}
+__device__ __forceinline__ void storeSendSteps(DevSendConn* c, bool shared, uint64_t step, uint64_t headSeen) {
+  uint64_t* words = shared ? sharedStepWords(c->step) : &c->step;
+  words[0] = step;
+  words[1] = headSeen;  // c->headSeen when not shared
+}
+__device__ __forceinline__ void storeRecvStep(DevRecvConn* c, bool shared, uint64_t step) {
+  *(shared ? sharedStepWords(c->step) : &c->step) = step;
 }
 #endif
 static_assert(offsetof(DevSendConn, headSeen) == offsetof(DevSendConn, step) + sizeof(uint64_t),
-              "sendStepWords: headSeen follows step, as in a share group's words");
+              "storeSendSteps: headSeen follows step, as in a share group's words");
 
 // One channel: one ring, driven by one CTA.
 struct DevChannel {
@@ -215,6 +220,7 @@ struct DevWork {
   uint8_t proto;          // ProtoId
   uint8_t algo;           // DevAlgo (kDirect: LL only; kTree: AllReduce with LL or Simple)
   uint8_t captured;       // 1: captured in a CUDA graph (seq is its capture number)
+  uint8_t sharedSteps;    // 1: the connections' steps are a share group's words (see DevSendConn)
   int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
   uint64_t seq;           // the collective's sequence number on its communicator (captured: its capture
@@ -268,7 +274,7 @@ struct DevP2pArgs {
   const volatile int* abortFlag;
   uint64_t slotBytes;  // Simple slot of the point-to-point connections; every step but an operation's last is full
   int32_t nCtas;
-  int32_t pad;
+  int32_t sharedSteps;  // 1: the connections' steps are a share group's words (see DevSendConn)
   // Hang diagnosis (core/p2p_progress.h): where its CTAs note their long waits, as in launch seq
   // (host-mapped; null when seq is 0).
   DevWaitNotes* waitNotes;

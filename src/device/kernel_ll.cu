@@ -18,7 +18,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
     runTreeWork<LLPicker>(args, &shared, kProtoLL, tid, nThreads);
     return;
   }
-  ProtoState state = makeProtoState(args.comm, &shared, tid, nThreads, kProtoLL, workScalar(args.work));
+  ProtoState state =
+      makeProtoState(args.comm, &shared, tid, nThreads, kProtoLL, workScalar(args.work), args.work.sharedSteps != 0);
   runWork<LLPicker>(args, state);
 }
 

@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   if (threadIdx.x == 0) shared.aborted = 0;
   __syncthreads();
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                                    kProtoLL128, workScalar(args.work));
+                                    kProtoLL128, workScalar(args.work), args.work.sharedSteps != 0);
   runWork<LL128Picker>(args, state);
 }
 

@@ -41,10 +41,11 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
     return;
   }
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
-  if (!simpleCtaStart(args.abortFlag, cta.send, cta.recv, &shared, nWorkers)) return;
+  const bool sharedSteps = args.sharedSteps != 0;
+  if (!simpleCtaStart(args.abortFlag, cta.send, cta.recv, &shared, nWorkers, sharedSteps)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  ProtoState state =
-      makeConnState(cta.send, cta.recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple, args.slotBytes, 0);
+  ProtoState state = makeConnState(cta.send, cta.recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple,
+                                   args.slotBytes, 0, sharedSteps);
   const int64_t chunk = static_cast<int64_t>(args.slotBytes);
   const int flags = cta.send != nullptr ? kStepSend : kStepRecv;
   for (int i = 0; i < cta.nSegs; i++) {

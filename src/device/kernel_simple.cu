@@ -30,12 +30,14 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   const int tid = static_cast<int>(threadIdx.x);
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {
     // The tree's workers publish their own steps (ProtoState::postInline): the poster has none.
-    if (!simpleCtaStart(args.comm->abortFlag, nullptr, nullptr, &shared, nWorkers)) return;
+    if (!simpleCtaStart(args.comm->abortFlag, nullptr, nullptr, &shared, nWorkers, false)) return;
     runTreeWork<SimplePicker>(args, &shared, kProtoSimple, tid, nWorkers);
   } else {
     DevChannel* channel = &args.comm->channels[blockIdx.x];
-    if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers)) return;
-    ProtoState state = makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, workScalar(args.work));
+    const bool sharedSteps = args.work.sharedSteps != 0;
+    if (!simpleCtaStart(args.comm->abortFlag, &channel->send, &channel->recv, &shared, nWorkers, sharedSteps)) return;
+    ProtoState state =
+        makeProtoState(args.comm, &shared, tid, nWorkers, kProtoSimple, workScalar(args.work), sharedSteps);
     runWork<SimplePicker>(args, state, simpleArgs.direct != 0 ? &simpleArgs.peers : nullptr);
   }
   // After the steps were written back (same thread): lets the poster post the last step and exit.

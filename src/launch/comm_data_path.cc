@@ -180,6 +180,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                                                         : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
+    work.sharedSteps = shared_ != nullptr ? 1 : 0;  // see poolNew
     if (order.launchCaptured()) {
       progress_.noteCapture(task, work.nChannels, &work);
     } else {

@@ -126,7 +126,9 @@ class CommDataPath final : public DataPathBase {
   LaunchOrder& order() { return shared_ != nullptr ? shared_->order() : order_; }
   std::unique_lock<std::mutex> launchLock();
   // transport::connectChannels, for a member first reusing what both ends agree on (messages with
-  // `tag` to every peer of `links`) and pooling the new P2P and SHM connections after.
+  // `tag` to every peer of `links`), then giving each new connection step words in the group's
+  // memory (every kind: the member's kernels read all their steps there) and pooling the new P2P
+  // and SHM ones.
   [[nodiscard]] ncclResult_t connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
                                             std::vector<transport::ChannelLinks> links, std::vector<DevSendConn>* send,
                                             std::vector<DevRecvConn>* recv);

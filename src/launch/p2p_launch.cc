@@ -211,9 +211,10 @@ struct P2pLaunchArgs {
   // waitNotes and seq: where and as what the kernel notes its long waits for hang reports (null and
   // 0: nowhere).
   cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, DevWaitNotes* waitNotes,
-                     uint64_t seq, const LaunchOptions& launch, cudaStream_t stream) {
+                     uint64_t seq, bool sharedSteps, const LaunchOptions& launch, cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
+      args.sharedSteps = sharedSteps ? 1 : 0;
       args.slotBytes = slotBytes;
       args.tickets = tickets;
       args.waitNotes = waitNotes;
@@ -313,8 +314,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     } else {
       progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq, plainLaunch_,
-                          stream));
+    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq,
+                          shared_ != nullptr, plainLaunch_, stream));
     return ncclSuccess;
   };
 

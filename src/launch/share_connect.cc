@@ -12,6 +12,10 @@ namespace {
 // Connections within a host; those through the network belong to their communicator's proxy.
 bool pooledKind(transport::Kind kind) { return kind == transport::Kind::kP2p || kind == transport::Kind::kShm; }
 
+// A share group member's connection holds the address of its step words in its `step` field
+// (dev_types.h, DevWork::sharedSteps).
+uint64_t stepAddress(uint64_t* words) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(words)); }
+
 const char* familyName(ConnFamily family) {
   switch (family) {
     case ConnFamily::kRing:
@@ -97,11 +101,6 @@ ncclResult_t CommDataPath::poolNew(ConnFamily family, const std::vector<transpor
                                    const std::shared_ptr<transport::Connections>& owner, std::vector<DevSendConn>* send,
                                    std::vector<DevRecvConn>* recv) {
   const size_t n = links.size();
-  const bool anyPooled = std::any_of(links.begin(), links.end(), [](const transport::ChannelLinks& l) {
-    return (l.sendPeer != transport::kNoPeer && pooledKind(l.sendKind)) ||
-           (l.recvPeer != transport::kNoPeer && pooledKind(l.recvKind));
-  });
-  if (!anyPooled) return ncclSuccess;
   std::shared_ptr<StepWords> words;
   NCCLCHECK(StepWords::alloc(2 * n, &words));
   stepWords_.push_back(words);
@@ -110,14 +109,14 @@ ncclResult_t CommDataPath::poolNew(ConnFamily family, const std::vector<transpor
   for (size_t c = 0; c < n; c++) {
     const transport::ChannelLinks& l = links[c];
     const int channel = static_cast<int>(c);
+    if (l.sendPeer != transport::kNoPeer) (*send)[c].step = stepAddress(words->of(c));
+    if (l.recvPeer != transport::kNoPeer) (*recv)[c].step = stepAddress(words->of(n + c));
     if (l.sendPeer != transport::kNoPeer && pooledKind(l.sendKind)) {
-      (*send)[c].steps = words->of(c);
       PooledConn pooled{
           connectionToken(comm_->commHash_, family, channel, self, gpuOf(l.sendPeer)), (*send)[c], {}, owner, words};
       shared_->put(family, channel, gpuOf(l.sendPeer), true, pooled);
     }
     if (l.recvPeer != transport::kNoPeer && pooledKind(l.recvKind)) {
-      (*recv)[c].steps = words->of(n + c);
       PooledConn pooled{
           connectionToken(comm_->commHash_, family, channel, gpuOf(l.recvPeer), self), {}, (*recv)[c], owner, words};
       shared_->put(family, channel, gpuOf(l.recvPeer), false, pooled);

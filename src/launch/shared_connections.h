@@ -11,8 +11,9 @@
 // a new connection, never a wrong one.
 //
 // A reused connection keeps one stream of steps, so its step counters live in device memory the
-// pool owns (DevSendConn::steps), and every member's kernels run one after the other: the members
-// launch through the group's LaunchOrder, under the group's mutex. Only connections within a host
+// pool owns (a member's connections hold their address, see DevSendConn in dev_types.h), and every
+// member's kernels run one after the other: the members launch through the group's LaunchOrder,
+// under the group's mutex. Only connections within a host
 // (P2P and SHM) are pooled; those through the network belong to their communicator's proxy.
 #pragma once
 
@@ -57,8 +58,8 @@ constexpr int kP2pShareTag = transport::kTransportTagBase + transport::kP2pTagOf
 // One end of a pooled connection.
 struct PooledConn {
   uint64_t token = 0;
-  DevSendConn send{};  // the sender's end (steps set)
-  DevRecvConn recv{};  // the receiver's end (steps set)
+  DevSendConn send{};  // the sender's end (step: the address of its words)
+  DevRecvConn recv{};  // the receiver's end (step: the address of its words)
   std::shared_ptr<transport::Connections> owner;
   std::shared_ptr<StepWords> words;
 };

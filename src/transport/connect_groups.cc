@@ -139,9 +139,9 @@ void fillConns(const std::vector<Group>& groups, const size_t buffBytes[kNumProt
       auto* tags = reinterpret_cast<uint64_t*>(recvBase + recvLayout.stepTagsOffset(i));
       size_t c = static_cast<size_t>(g.channels[i]);
       if (g.role == Role::kSend) {
-        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0, nullptr, tags, nullptr};
+        (*send)[c] = DevSendConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0, nullptr, tags};
       } else {
-        (*recv)[c] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, tags, nullptr};
+        (*recv)[c] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, tags};
       }
     }
   }

@@ -244,16 +244,10 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       auto* head = reinterpret_cast<uint64_t*>(dev + kHeadOffset);
       auto* tail = reinterpret_cast<uint64_t*>(dev + kTailOffset);
       if (g->role == Role::kSend) {
-        (*send)[c->channel] = DevSendConn{{buffs[0], buffs[1], buffs[2]},
-                                          tail,
-                                          head,
-                                          0,
-                                          0,
-                                          reinterpret_cast<uint32_t*>(dev + kSizesOffset),
-                                          nullptr,
-                                          nullptr};
+        (*send)[c->channel] = DevSendConn{
+            {buffs[0], buffs[1], buffs[2]}, tail, head, 0, 0, reinterpret_cast<uint32_t*>(dev + kSizesOffset), nullptr};
       } else {
-        (*recv)[c->channel] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, nullptr, nullptr};
+        (*recv)[c->channel] = DevRecvConn{{buffs[0], buffs[1], buffs[2]}, tail, head, 0, nullptr};
       }
     }
     INFO(kLogInit | kLogNet, "%s: via NET/%s, %zu-byte Simple and %zu-byte LL host FIFOs per channel", g->what.c_str(),

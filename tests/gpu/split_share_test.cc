@@ -5,7 +5,8 @@
 //     child's first ones reuse its ring, direct and point-to-point connections (device memory grows
 //     by less than an eighth of what the other child's allocate, which is more than 32 MiB);
 //   - order: the parent and the sharing child, on two streams and without a synchronization
-//     between them, run 10 in-place AllReduces and 10 ring exchanges each, interleaved. They share
+//     between them, run 10 rounds each of a large and a small in-place AllReduce (the small one by
+//     the direct algorithm where it applies) and a ring exchange, interleaved. They share
 //     FIFOs and step counters, so a kernel of one running beside a kernel of the other, or a step
 //     count not carried from one to the other, corrupts or hangs them. Every result is checked
 //     exactly.
@@ -24,11 +25,13 @@ namespace {
 
 constexpr size_t kCount = 1 << 20;  // int32 elements of the AllReduce; the exchange moves as many bytes x 4
 constexpr int kRounds = 10;
+constexpr size_t kSmallCount = 256;  // an AllReduce small enough for the direct algorithm
 
 struct Member {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int32_t* sum = nullptr;      // the in-place AllReduce's buffer
+  int32_t* small = nullptr;    // the small one's (kSmallCount elements)
   uint8_t* send = nullptr;     // the ring exchange's send buffer
   std::vector<uint8_t*> recv;  // one receive buffer per round
   uint8_t tag = 0;             // makes this member's bytes its own
@@ -39,6 +42,7 @@ int openMember(ncclComm_t comm, uint8_t tag, Member* m) {
   m->tag = tag;
   CHILD_CUDA(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
   CHILD_CUDA(cudaMalloc(&m->sum, kCount * sizeof(int32_t)));
+  CHILD_CUDA(cudaMalloc(&m->small, kSmallCount * sizeof(int32_t)));
   CHILD_CUDA(cudaMalloc(&m->send, kCount * sizeof(int32_t)));
   m->recv.resize(kRounds);
   for (uint8_t*& r : m->recv) {
@@ -55,15 +59,18 @@ int fillInput(int rank, const Member& m) {
   std::vector<int32_t> host(kCount);
   for (size_t i = 0; i < kCount; i++) host[i] = input(rank, i);
   CHILD_CUDA(cudaMemcpy(m.sum, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(cudaMemcpy(m.small, host.data(), kSmallCount * sizeof(int32_t), cudaMemcpyHostToDevice));
   return 0;
 }
 
 // The byte rank `sender` sends in round `round` of member `tag`'s exchange.
 uint8_t exchangeByte(int sender, int round, uint8_t tag) { return static_cast<uint8_t>(sender * 31 + round * 2 + tag); }
 
-// Round `round`: an in-place AllReduce, then a send to the next rank and a receive from the previous.
+// Round `round`: two in-place AllReduces (a large and a small one), then a send to the next rank
+// and a receive from the previous.
 int enqueueRound(int rank, int n, int round, const Member& m) {
   CHILD_NCCL(ncclAllReduce(m.sum, m.sum, kCount, ncclInt32, ncclSum, m.comm, m.stream));
+  CHILD_NCCL(ncclAllReduce(m.small, m.small, kSmallCount, ncclInt32, ncclSum, m.comm, m.stream));
   CHILD_CUDA(cudaMemsetAsync(m.send, exchangeByte(rank, round, m.tag), kCount * sizeof(int32_t), m.stream));
   CHILD_NCCL(ncclGroupStart());
   CHILD_NCCL(ncclSend(m.send, kCount * sizeof(int32_t), ncclUint8, (rank + 1) % n, m.comm, m.stream));
@@ -72,19 +79,23 @@ int enqueueRound(int rank, int n, int round, const Member& m) {
   return 0;
 }
 
-// After `allReduces` in-place AllReduces the buffer holds the sum of the inputs times
-// n^(allReduces - 1) (wrapping like int32 arithmetic); after `rounds` exchanges receive buffer r
-// holds the previous rank's bytes of round r.
+// After `allReduces` in-place AllReduces the large buffer holds the sum of the inputs times
+// n^(allReduces - 1) (wrapping like int32 arithmetic), and the small one the same after `rounds`;
+// after `rounds` exchanges receive buffer r holds the previous rank's bytes of round r.
 int checkRounds(int rank, int n, int allReduces, int rounds, const Member& m) {
   CHILD_CUDA(cudaStreamSynchronize(m.stream));
-  std::vector<int32_t> host(kCount);
+  std::vector<int32_t> host(kCount + kSmallCount);
   CHILD_CUDA(cudaMemcpy(host.data(), m.sum, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < kCount; i++) {
+  CHILD_CUDA(cudaMemcpy(host.data() + kCount, m.small, kSmallCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kCount + kSmallCount; i++) {
+    const size_t element = i < kCount ? i : i - kCount;
+    const int times = i < kCount ? allReduces : rounds;  // the small one runs once per round
     uint32_t expected = 0;
-    for (int r = 0; r < n; r++) expected += static_cast<uint32_t>(input(r, i));
-    for (int k = 1; k < allReduces; k++) expected *= static_cast<uint32_t>(n);
+    for (int r = 0; r < n; r++) expected += static_cast<uint32_t>(input(r, element));
+    for (int k = 1; k < times; k++) expected *= static_cast<uint32_t>(n);
     if (static_cast<uint32_t>(host[i]) != expected) {
-      std::fprintf(stderr, "rank %d member %d: sum[%zu] = %d, expected %u\n", rank, m.tag, i, host[i], expected);
+      std::fprintf(stderr, "rank %d member %d: %s[%zu] = %d, expected %u\n", rank, m.tag, i < kCount ? "sum" : "small",
+                   element, host[i], expected);
       return 1;
     }
   }
@@ -115,6 +126,7 @@ void closeMember(Member* m) {
   for (uint8_t* r : m->recv) (void)cudaFree(r);
   (void)cudaFree(m->send);
   (void)cudaFree(m->sum);
+  (void)cudaFree(m->small);
   (void)cudaStreamDestroy(m->stream);
 }
 

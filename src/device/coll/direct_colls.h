@@ -114,7 +114,7 @@ __device__ __forceinline__ void runDirectWork(const DevKernelArgs& args, PrimsSh
   }
   __shared__ DirectShared direct;
   DevDirectChannel* ch = &args.comm->direct[blockIdx.x];
-  DirectState::load(ch, args.comm, shared, &direct, workScalar(work));
+  DirectState::load(ch, args.comm, shared, &direct, workScalar(work), work.sharedSteps != 0);
   DirectState s(&direct, 0);
   const int64_t chunkElems = clampChunkBytes(s.slotBytes / 16 * 8, work.chunkBytes) / picker.elemSize;
   const ChannelPart part = channelPart(count, blockIdx.x, work.nChannels, 16 / picker.elemSize);
@@ -123,7 +123,7 @@ __device__ __forceinline__ void runDirectWork(const DevKernelArgs& args, PrimsSh
     c = directChunk(work, s.rank, s.nranks, count, picker.elemSize, o, minI64(chunkElems, part.end - o));
     llDirectChunk(s, c, picker.elemSize, picker.reduce);
   }
-  s.finish(ch, c.sendMask, c.recvMask);
+  s.finish(ch, c.sendMask, c.recvMask, work.sharedSteps != 0);
 }
 
 }  // namespace braid

@@ -140,7 +140,7 @@ __device__ __forceinline__ void runTreeWork(const DevKernelArgs& args, PrimsShar
   if (static_cast<CollId>(work.coll) != CollId::kAllReduce || !visitTypeOp(work.dtype, work.redOp, picker)) return;
   const StepChoice& c = picker.choice;
   ProtoState state = makeConnState(nullptr, nullptr, comm->abortFlag, shared, tid, nthreads, proto,
-                                   comm->slotBytes[proto], workScalar(work));
+                                   comm->slotBytes[proto], workScalar(work), false);  // trees keep their own steps
   state.postInline = true;
   const Prims prims{&state, c.fn, c.elemSize};
   const int64_t chunkElems = Picker::chunkBytes(*comm, work.chunkBytes) / c.elemSize;

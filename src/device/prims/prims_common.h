@@ -130,6 +130,7 @@ struct ProtoState {
   // Simple: worker 0 publishes each step's tail / head itself instead of the poster warp, whose
   // connections are fixed for the kernel (the tree algorithm moves between connections).
   bool postInline;
+  bool sharedSteps;  // the connections' steps are a share group's words (dev_types.h)
 };
 
 using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, int flags);
@@ -137,7 +138,8 @@ using StepFn = void (*)(ProtoState&, const char* src, char* dst, int64_t nelem, 
 // Either connection may be null (point-to-point CTAs move one direction).
 __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvConn* recv, const volatile int* abortFlag,
                                                     PrimsShared* shared, int tid, int nthreads, int proto,
-                                                    uint64_t slotBytes, uint64_t scalar) {
+                                                    uint64_t slotBytes, uint64_t scalar, bool sharedSteps) {
+  const SendSteps sendSteps = send != nullptr ? loadSendSteps(send, sharedSteps) : SendSteps{0, 0};
   return ProtoState{send,
                     recv,
                     shared,
@@ -149,33 +151,30 @@ __device__ __forceinline__ ProtoState makeConnState(DevSendConn* send, DevRecvCo
                     send != nullptr ? send->head : nullptr,
                     recv != nullptr ? recv->head : nullptr,
                     recv != nullptr ? recv->tail : nullptr,
-                    send != nullptr ? loadSendSteps(send).step : 0,
-                    recv != nullptr ? loadRecvStep(recv) : 0,
-                    send != nullptr ? loadSendSteps(send).headSeen : 0,
+                    sendSteps.step,
+                    recv != nullptr ? loadRecvStep(recv, sharedSteps) : 0,
+                    sendSteps.headSeen,
                     scalar,
                     AbortWatch(abortFlag, shared),
                     0,
                     send != nullptr ? send->sizes : nullptr,
-                    false};
+                    false,
+                    sharedSteps};
 }
 
 // This CTA's ring channel (comm->channels[blockIdx.x]).
 __device__ __forceinline__ ProtoState makeProtoState(DevComm* comm, PrimsShared* shared, int tid, int nthreads,
-                                                     int proto, uint64_t scalar) {
+                                                     int proto, uint64_t scalar, bool sharedSteps) {
   DevChannel* ch = &comm->channels[blockIdx.x];
   return makeConnState(&ch->send, &ch->recv, comm->abortFlag, shared, tid, nthreads, proto, comm->slotBytes[proto],
-                       scalar);
+                       scalar, sharedSteps);
 }
 
 // Steps go back to the connections for the next kernel (every thread counted the same steps).
 __device__ __forceinline__ void finishProtoState(const ProtoState& s) {
   if (s.tid != 0) return;
-  if (s.sendConn != nullptr) {
-    uint64_t* words = sendStepWords(s.sendConn);
-    words[0] = s.sendStep;
-    words[1] = s.headCache;
-  }
-  if (s.recvConn != nullptr) *recvStepWord(s.recvConn) = s.recvStep;
+  if (s.sendConn != nullptr) storeSendSteps(s.sendConn, s.sharedSteps, s.sendStep, s.headCache);
+  if (s.recvConn != nullptr) storeRecvStep(s.recvConn, s.sharedSteps, s.recvStep);
 }
 
 __device__ __forceinline__ int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }

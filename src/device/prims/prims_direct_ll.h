@@ -84,19 +84,19 @@ struct DirectState {
   // slot exists in DevComm; those past nranks - 1 are never used), so the loads take one round
   // trip, not one per peer.
   static __device__ void load(const DevDirectChannel* ch, const DevComm* comm, PrimsShared* prims, DirectShared* sh,
-                              uint64_t scalar) {
+                              uint64_t scalar, bool sharedSteps) {
     const int k = static_cast<int>(threadIdx.x);
     if (k < kMaxDirectPeers) {
       const DevSendConn& send = ch->send[k];
       const DevRecvConn& recv = ch->recv[k];
       sh->out[k] = send.buffs[kProtoLL];
       sh->head[k] = send.head;
-      const SendSteps steps = loadSendSteps(&send);
+      const SendSteps steps = loadSendSteps(&send, sharedSteps);
       sh->sendStep[k] = steps.step;
       sh->headSeen[k] = steps.headSeen;
       sh->in[k] = recv.buffs[kProtoLL];
       sh->recvHead[k] = recv.head;
-      sh->recvStep[k] = loadRecvStep(&recv);
+      sh->recvStep[k] = loadRecvStep(&recv, sharedSteps);
     } else if (k == kMaxDirectPeers) {
       sh->abortFlag = comm->abortFlag;
       sh->prims = prims;
@@ -110,15 +110,14 @@ struct DirectState {
 
   // Steps go back to DevComm for the next kernel: thread k stores peer slot k's. masks: the slots
   // the operation used (every chunk uses the same).
-  __device__ void finish(DevDirectChannel* ch, uint32_t usedSend, uint32_t usedRecv) const {
+  __device__ void finish(DevDirectChannel* ch, uint32_t usedSend, uint32_t usedRecv, bool sharedSteps) const {
     const int k = tid;
     if (k >= nranks - 1) return;
     if ((usedSend >> k) & 1) {
-      uint64_t* words = sendStepWords(&ch->send[k]);
-      words[0] = sh->sendStep[k] + chunk;
-      words[1] = *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]);
+      storeSendSteps(&ch->send[k], sharedSteps, sh->sendStep[k] + chunk,
+                     *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]));
     }
-    if ((usedRecv >> k) & 1) *recvStepWord(&ch->recv[k]) = sh->recvStep[k] + chunk;
+    if ((usedRecv >> k) & 1) storeRecvStep(&ch->recv[k], sharedSteps, sh->recvStep[k] + chunk);
   }
 
   // The rank of peer slot k's receiver (sends) and sender (receives).

@@ -271,9 +271,9 @@ __device__ __forceinline__ void simplePosterLoop(const volatile int* abortFlag, 
 // nWorkers), false on the poster warp once it is done. The steps are read before the barrier: the
 // workers may finish and write them back before the poster starts.
 __device__ __forceinline__ bool simpleCtaStart(const volatile int* abortFlag, DevSendConn* send, DevRecvConn* recv,
-                                               PrimsShared* shared, int nWorkers) {
-  const uint64_t sendStep = send != nullptr ? loadSendSteps(send).step : 0;
-  const uint64_t recvStep = recv != nullptr ? loadRecvStep(recv) : 0;
+                                               PrimsShared* shared, int nWorkers, bool sharedSteps) {
+  const uint64_t sendStep = send != nullptr ? loadSendSteps(send, sharedSteps).step : 0;
+  const uint64_t recvStep = recv != nullptr ? loadRecvStep(recv, sharedSteps) : 0;
   if (threadIdx.x == 0) {
     shared->sendDone = sendStep;
     shared->recvDone = recvStep;
