@@ -7,8 +7,14 @@
 // group holds (launch/shared_connections.h); core only hands the group from parent to child.
 //
 // A communicator's data path joins the group it has when the data path is made (its first
-// operation): a parent that already ran operations before its first sharing split keeps its own
-// connections and order, and only its children share with each other.
+// operation); the split decides the parent's membership the same way on every rank (a parent that
+// ran operations before its first sharing split joins no group, and its children share nothing).
+//
+// What sharing costs: the members' launches are ordered as one communicator's (graph captures
+// included: two members capturing at the same time are two interleaved captures, which
+// launch/launch_order.h does not support), finalize waits for the whole group's launched work, and
+// aborting or revoking a member leaves the connections it shares in the middle of an operation, so
+// its sharing relatives must be aborted too (no later connect reuses them).
 #pragma once
 
 #include <memory>

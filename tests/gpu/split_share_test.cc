@@ -1,4 +1,5 @@
-// ncclCommSplit with splitShare = 1 on real GPUs, every GPU one rank in its own process. The parent
+// ncclCommSplit with splitShare = 1 (and ncclCommShrink with shrinkShare = 1, last test) on real
+// GPUs, every GPU one rank in its own process. The parent
 // is split twice before its first operation: into a child that shares its connections and one that
 // does not (both of all the parent's ranks). Then:
 //   - memory: the parent's first AllReduce and ring exchange make its connections; the sharing
@@ -192,6 +193,53 @@ TEST(SplitShare, AChildThatSharesReusesItsParentsConnectionsAndRunsInOrderWithIt
         for (Member* m : {&parent, &sharing, &separate}) closeMember(m);
         return 0;
       }));
+}
+
+// ncclCommShrink with shrinkShare = 1 (excluding nobody) joins the share group a sharing split made
+// its parent a member of: its first round takes (almost) no device memory, and it runs in order
+// with the parent.
+TEST(SplitShare, AShrunkChildThatSharesJoinsItsParentsGroup) {
+  const int n = gputest::allGpuRanks();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n](int rank, const ncclUniqueId& id) {
+              alarm(120);
+              CHILD_CUDA(cudaSetDevice(rank));
+              ncclComm_t parentComm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&parentComm, n, id, rank));
+              ncclConfig_t share = NCCL_CONFIG_INITIALIZER;
+              share.splitShare = 1;
+              share.shrinkShare = 1;
+              ncclComm_t splitComm = nullptr;
+              CHILD_NCCL(ncclCommSplit(parentComm, 0, rank, &splitComm, &share));  // makes the parent a member
+              ncclComm_t shrunkComm = nullptr;
+              CHILD_NCCL(ncclCommShrink(parentComm, nullptr, 0, &shrunkComm, &share, NCCL_SHRINK_DEFAULT));
+              Member parent, shrunk;
+              if (openMember(parentComm, 0, &parent) != 0 || openMember(shrunkComm, 3, &shrunk) != 0) return 1;
+              if (fillInput(rank, parent) != 0 || fillInput(rank, shrunk) != 0) return 1;
+              if (enqueueRound(rank, n, 0, parent) != 0) return 1;
+              CHILD_CUDA(cudaStreamSynchronize(parent.stream));
+              const int64_t before = freeBytes();
+              if (enqueueRound(rank, n, 0, shrunk) != 0) return 1;
+              CHILD_CUDA(cudaStreamSynchronize(shrunk.stream));
+              const int64_t growth = before - freeBytes();
+              std::fprintf(stderr, "rank %d: device memory of the shrunk child's first round: %.1f MiB\n", rank,
+                           growth / 1048576.0);
+              CHILD_EXPECT(growth < (16 << 20));  // a child of its own takes hundreds (290 MiB on 2 H200)
+              for (int round = 1; round < kRounds; round++) {
+                if (enqueueRound(rank, n, round, shrunk) != 0) return 1;
+                if (enqueueRound(rank, n, round, parent) != 0) return 1;
+              }
+              if (checkRounds(rank, n, kRounds, kRounds, parent) != 0 ||
+                  checkRounds(rank, n, kRounds, kRounds, shrunk) != 0) {
+                return 1;
+              }
+              CHILD_NCCL(ncclCommDestroy(shrunkComm));
+              CHILD_NCCL(ncclCommDestroy(splitComm));
+              CHILD_NCCL(ncclCommDestroy(parentComm));
+              closeMember(&parent);
+              closeMember(&shrunk);
+              return 0;
+            }));
 }
 
 }  // namespace
