@@ -37,7 +37,8 @@ bool boardMappable(const std::vector<PeerInfo>& peers, int self, int r) {
 // look; mapped boards are live anyway.
 class PeerBoards {
  public:
-  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers)
+  // only >= 0: rank `only`'s board alone, for a report that needs one peer's.
+  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int only = -1)
       : commHash_(commHash),
         self_(self),
         peers_(peers),
@@ -46,18 +47,8 @@ class PeerBoards {
         boards_(peers.size(), nullptr) {
     const Deadline deadline = Deadline::after(kFetchBudget);
     for (int r = 0; r < static_cast<int>(peers.size()); r++) {
-      if (r != self) boards_[r] = open(r, deadline);
+      if (r != self && (only < 0 || r == only)) boards_[r] = open(r, deadline);
     }
-  }
-  // Rank r's board only: for a report that needs one peer's.
-  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int r)
-      : commHash_(commHash),
-        self_(self),
-        peers_(peers),
-        segments_(peers.size()),
-        fetched_(peers.size()),
-        boards_(peers.size(), nullptr) {
-    if (r >= 0 && r < static_cast<int>(peers.size()) && r != self) boards_[r] = open(r, Deadline::after(kFetchBudget));
   }
 
   size_t size() const { return boards_.size(); }

@@ -123,6 +123,14 @@ int64_t freeBytes() {
   return static_cast<int64_t>(free);
 }
 
+// In a rank's process: its GPU and the parent communicator of all n ranks; 0 on success.
+int openParent(int n, int rank, const ncclUniqueId& id, ncclComm_t* parent) {
+  alarm(120);
+  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_NCCL(ncclCommInitRank(parent, n, id, rank));
+  return 0;
+}
+
 void closeMember(Member* m) {
   for (uint8_t* r : m->recv) (void)cudaFree(r);
   (void)cudaFree(m->send);
@@ -136,10 +144,8 @@ TEST(SplitShare, AChildThatSharesReusesItsParentsConnectionsAndRunsInOrderWithIt
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
   EXPECT_EQ(
       0, gputest::runRanksInProcesses(n, [n](int rank, const ncclUniqueId& id) {
-        alarm(120);
-        CHILD_CUDA(cudaSetDevice(rank));
         ncclComm_t parentComm = nullptr;
-        CHILD_NCCL(ncclCommInitRank(&parentComm, n, id, rank));
+        if (openParent(n, rank, id, &parentComm) != 0) return 1;
         ncclConfig_t share = NCCL_CONFIG_INITIALIZER;
         share.splitShare = 1;
         ncclConfig_t own = NCCL_CONFIG_INITIALIZER;
@@ -202,10 +208,8 @@ TEST(SplitShare, AShrunkChildThatSharesJoinsItsParentsGroup) {
   const int n = gputest::allGpuRanks();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
   EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n](int rank, const ncclUniqueId& id) {
-              alarm(120);
-              CHILD_CUDA(cudaSetDevice(rank));
               ncclComm_t parentComm = nullptr;
-              CHILD_NCCL(ncclCommInitRank(&parentComm, n, id, rank));
+              if (openParent(n, rank, id, &parentComm) != 0) return 1;
               ncclConfig_t share = NCCL_CONFIG_INITIALIZER;
               share.splitShare = 1;
               share.shrinkShare = 1;
