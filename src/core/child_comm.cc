@@ -29,16 +29,18 @@ ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, co
   return ncclSuccess;
 }
 
-void joinParentShareGroup(const ncclComm* parent, ncclComm* child, bool asks, const char* caller) {
-  if (!asks) return;
-  if (parent->shareGroup_ == nullptr) {
-    INFO(kLogInit | kLogEnv,
-         "%s: the new communicator gets its own connections: its parent ran operations before its first split that "
-         "shares (or the shrink aborts it), so it shares nothing",
-         caller);
-    return;
-  }
+ncclResult_t ensureShareGroup(ncclComm* parent) {
+  if (parent->shareGroup_ != nullptr) return ncclSuccess;
+  auto group = std::make_shared<ShareGroup>();
+  if (parent->dataPath_ != nullptr) NCCLCHECK(parent->dataPath_->joinShareGroup(group));
+  parent->shareGroup_ = std::move(group);
+  return ncclSuccess;
+}
+
+ncclResult_t joinParentShareGroup(ncclComm* parent, ncclComm* child) {
+  NCCLCHECK(ensureShareGroup(parent));
   child->shareGroup_ = parent->shareGroup_;
+  return ncclSuccess;
 }
 
 ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<int>& members, const char* caller,

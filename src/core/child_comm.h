@@ -19,10 +19,12 @@ namespace braid {
 [[nodiscard]] ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller,
                                         ncclComm** out);
 
-// A child that asks to share connections (splitShare, shrinkShare) joins its parent's share group
-// (core/share_group.h), if the parent has one; otherwise an INFO says why it does not. Its ranks
-// confirm at rendezvous that they all joined.
-void joinParentShareGroup(const ncclComm* parent, ncclComm* child, bool asks, const char* caller);
+// The parent's share group (core/share_group.h), made now if it has none. A parent that has run
+// operations brings its connections and launch order into it (DataPathBase::joinShareGroup).
+[[nodiscard]] ncclResult_t ensureShareGroup(ncclComm* parent);
+// A child that asks to share connections (splitShare, shrinkShare) joins its parent's share group,
+// made now if need be. Its ranks confirm at rendezvous that they all joined.
+[[nodiscard]] ncclResult_t joinParentShareGroup(ncclComm* parent, ncclComm* child);
 
 // The parent's part, for a member: the child's unique id from its first member over the parent's
 // bootstrap, and the child's rank and size. `members` are parent ranks in child rank order, the

@@ -7,12 +7,10 @@
 namespace braid {
 
 bool parentJoinsShareGroup(const std::vector<SplitVote>& votes) {
-  bool asked = false;
   for (const SplitVote& v : votes) {
-    if (v.parentBusy != 0) return false;
-    asked = asked || v.share != 0;
+    if (v.share != 0) return true;
   }
-  return asked;
+  return false;
 }
 
 std::vector<int> splitMembers(const std::vector<SplitVote>& votes, int color) {

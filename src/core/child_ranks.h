@@ -11,13 +11,12 @@ namespace braid {
 struct SplitVote {
   int32_t color;
   int32_t key;
-  int32_t share = 0;       // 1: this rank's new communicator asks to share connections (splitShare)
-  int32_t parentBusy = 0;  // 1: the parent has run operations on this rank (its data path exists)
+  int32_t share = 0;  // 1: this rank's new communicator asks to share connections (splitShare)
 };
 
 // Whether the parent joins a share group now (core/share_group.h), the same answer on every rank:
-// when some rank's child asks to share and no rank's parent has run operations yet (a parent's
-// connections and launch order are its own once it has).
+// when some rank's child asks to share (a NCCL_SPLIT_NOCOLOR rank's parent joins too, so that the
+// parent launches alike on every rank).
 bool parentJoinsShareGroup(const std::vector<SplitVote>& votes);
 
 // The parent ranks of `color`'s communicator, in their new rank order (key, then parent rank);

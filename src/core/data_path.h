@@ -5,6 +5,10 @@
 
 #include <nccl.h>
 
+#include <memory>
+
+#include "core/share_group.h"
+
 namespace braid {
 
 class DataPathBase {
@@ -33,6 +37,9 @@ class DataPathBase {
   [[nodiscard]] virtual ncclResult_t waitIdle() = 0;
   // Raises the device-visible abort flag: every kernel of this communicator leaves its wait loops.
   virtual void signalAbort() = 0;
+  // Makes the communicator, which has run operations, a member of a new share group, the group's
+  // first (core/share_group.h); nothing if it is in one.
+  [[nodiscard]] virtual ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) = 0;
 };
 
 }  // namespace braid

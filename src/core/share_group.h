@@ -7,8 +7,10 @@
 // group holds (launch/shared_connections.h); core only hands the group from parent to child.
 //
 // A communicator's data path joins the group it has when the data path is made (its first
-// operation); the split decides the parent's membership the same way on every rank (a parent that
-// ran operations before its first sharing split joins no group, and its children share nothing).
+// operation). A parent that has run operations joins at its first sharing split or shrink
+// (DataPathBase::joinShareGroup): it brings its launch order and offers its connections, but
+// reuses none (launch/shared_connections.h). The split decides the parent's membership the same
+// way on every rank.
 //
 // What sharing costs: the members' launches are ordered as one communicator's (graph captures
 // included: two members capturing at the same time are two interleaved captures, which

@@ -55,16 +55,21 @@ ncclResult_t commShrink(ncclComm_t parent, const int* excludeRanksList, int excl
   ncclComm* child = nullptr;
   NCCLCHECK(newChildComm(parent, config, kCaller, &child));
   *newcomm = child;
-  if (shrinkFlags == NCCL_SHRINK_ABORT) {
-    ncclResult_t revoked = revokeComm(parent);
-    if (revoked != ncclSuccess) {
-      freeComm(child);
-      *newcomm = nullptr;
-      return revoked;
+  ncclResult_t prepared = shrinkFlags == NCCL_SHRINK_ABORT ? revokeComm(parent) : ncclSuccess;
+  if (prepared == ncclSuccess && child->config_.shrinkShare == 1) {
+    if (shrinkFlags == NCCL_SHRINK_ABORT) {
+      // The revoked parent's kernels left its connections in the middle of an operation.
+      INFO(kLogInit | kLogEnv, "%s: shrinkShare is ignored with NCCL_SHRINK_ABORT: the new communicator shares nothing",
+           kCaller);
+    } else {
+      prepared = joinParentShareGroup(parent, child);
     }
   }
-  // The revoked parent's kernels left its connections in the middle of an operation: never shared.
-  joinParentShareGroup(parent, child, child->config_.shrinkShare == 1 && shrinkFlags != NCCL_SHRINK_ABORT, kCaller);
+  if (prepared != ncclSuccess) {
+    freeComm(child);
+    *newcomm = nullptr;
+    return prepared;
+  }
   std::vector<int> members = shrinkMembers(parent->nranks_, excluded);
   return makeChild(
       child, newcomm,

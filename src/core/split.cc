@@ -16,14 +16,11 @@ namespace {
 ncclResult_t exchangeSplit(ncclComm* parent, ncclComm* child, SplitVote vote, ncclUniqueId* id) {
   std::vector<SplitVote> votes(parent->nranks_);
   vote.share = child != nullptr && child->config_.splitShare == 1 ? 1 : 0;
-  vote.parentBusy = parent->dataPath_ != nullptr ? 1 : 0;
   votes[parent->rank_] = vote;
   NCCLCHECK(parent->bootstrap_->allGather(votes.data(), sizeof(SplitVote)));
-  if (parent->shareGroup_ == nullptr && parentJoinsShareGroup(votes)) {
-    parent->shareGroup_ = std::make_shared<ShareGroup>();
-  }
+  if (parentJoinsShareGroup(votes)) NCCLCHECK(ensureShareGroup(parent));
   if (child == nullptr) return ncclSuccess;
-  joinParentShareGroup(parent, child, vote.share != 0, "ncclCommSplit");
+  if (vote.share != 0) NCCLCHECK(joinParentShareGroup(parent, child));
   return assignChild(parent, child, splitMembers(votes, vote.color), "ncclCommSplit", id);
 }
 
@@ -45,7 +42,7 @@ ncclResult_t commSplit(ncclComm_t parent, int color, int key, ncclComm_t* newcom
   ncclComm* child = nullptr;
   if (color != NCCL_SPLIT_NOCOLOR) NCCLCHECK(newChildComm(parent, config, "ncclCommSplit", &child));
   *newcomm = child;
-  const SplitVote vote{color, key, 0, 0};
+  const SplitVote vote{color, key, 0};
   return makeChild(
       child, newcomm, [parent, child, vote](ncclUniqueId* id) { return exchangeSplit(parent, child, vote, id); },
       parent->cudaDev_, "ncclCommSplit");

@@ -116,6 +116,8 @@ ncclResult_t CommDataPath::connectRings(const transport::Context& ctx, DevComm* 
   int rank = comm_->rank_;
   int nranks = comm_->nranks_;
   std::vector<transport::ChannelLinks> channels;
+  std::vector<StepFields> fields;
+  DevComm* devComm = device_->devComm();
   dev->nChannels = topo_.nChannels;
   for (int c = 0; c < topo_.nChannels; c++) {
     const std::vector<int>& ring = topo_.rings[c];
@@ -125,11 +127,12 @@ ncclResult_t CommDataPath::connectRings(const transport::Context& ctx, DevComm* 
     int prev = ring[(index + nranks - 1) % nranks];
     channels.push_back(transport::ChannelLinks{next, transportKind(topo_.transport[rank * nranks + next]), prev,
                                                transportKind(topo_.transport[prev * nranks + rank])});
+    fields.push_back(StepFields{&devComm->channels[c].send.step, &devComm->channels[c].recv.step});
     dev->channels[c].ringIndex = index;
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kRing, kRingShareTag, ctx, channels, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kRing, kRingShareTag, ctx, channels, fields, &send, &recv));
   for (int c = 0; c < topo_.nChannels; c++) {
     dev->channels[c].send = send[c];
     dev->channels[c].recv = recv[c];
@@ -149,17 +152,20 @@ ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
   ctx.buffBytes[kProtoSimple] = 0;  // the direct algorithms run LL only
   ctx.buffBytes[kProtoLL128] = 0;
   std::vector<transport::ChannelLinks> channels;
+  std::vector<StepFields> fields;
+  DevComm* devComm = device_->devComm();
   for (int d = 0; d < nDirect; d++) {
     for (int k = 1; k < nranks; k++) {
       int to = (rank + k) % nranks;
       int from = (rank + nranks - k) % nranks;
       channels.push_back(transport::ChannelLinks{to, transportKind(topo_.transport[rank * nranks + to]), from,
                                                  transportKind(topo_.transport[from * nranks + rank])});
+      fields.push_back(StepFields{&devComm->direct[d].send[k - 1].step, &devComm->direct[d].recv[k - 1].step});
     }
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kDirect, kDirectShareTag, ctx, channels, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kDirect, kDirectShareTag, ctx, channels, fields, &send, &recv));
   for (int d = 0; d < nDirect; d++) {
     for (int k = 1; k < nranks; k++) {
       dev->direct[d].send[k - 1] = send[d * (nranks - 1) + k - 1];
@@ -175,10 +181,12 @@ ncclResult_t CommDataPath::connectAll() {
   dev.rank = comm_->rank_;
   dev.nranks = comm_->nranks_;
   for (int p = 0; p < kNumProtos; p++) dev.slotBytes[p] = static_cast<uint32_t>(ctx.buffBytes[p] / kFifoSlots[p]);
+  NCCLCHECK(device_->allocComm());  // the connects name its step fields
   NCCLCHECK(connectRings(ctx, &dev));
   NCCLCHECK(connectDirect(ctx, &dev));
   NCCLCHECK(connectTrees(ctx, &dev));
-  NCCLCHECK(device_.upload(dev, topo_.rings));
+  NCCLCHECK(device_->upload(dev, topo_.rings));
+  publishOffers();
   model_ = commModel(dev.slotBytes);
   return ncclSuccess;
 }
@@ -209,7 +217,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
     return ncclUnhandledCudaError;
   }
   RelaxedCaptureMode relaxed;  // the operation that connects may be captured
-  NCCLCHECK(device_.allocAbortFlag());
+  NCCLCHECK(device_->allocAbortFlag());
   if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
   if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());
   if (scope == ConnectScope::kAll && needsP2pCountCheck()) NCCLCHECK(checkP2pCounts());

@@ -77,7 +77,8 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
     std::lock_guard<std::mutex> lock(path->group_->mutex);
     NCCLCHECK(SharedConnections::of(path->group_.get(), mixing, &path->shared_));
   } else {
-    NCCLCHECK(path->order_.init(mixing));
+    path->order_ = std::make_unique<LaunchOrder>();
+    NCCLCHECK(path->order_->init(mixing));
   }
   comm->lastLaunch_.store(path->order().latestEvent());  // for the peer watch (core/peer_watch.h)
   if (comm->nranks_ > 1) {
@@ -171,7 +172,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
       NCCLCHECK(plan::decide(modelFor(task), filter_, task.coll, collBytes(task, nranks), &decision));
     }
     DevKernelArgs args{};
-    args.comm = device_.devComm();
+    args.comm = device_->devComm();
     args.work = workOf(task, nranks);
     DevWork& work = args.work;
     work.proto = static_cast<uint8_t>(decision.proto);
@@ -180,7 +181,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
                                                                         : DevAlgo::kRing);
     work.nChannels = decision.nChannels;
     work.chunkBytes = decision.chunkBytes;
-    work.sharedSteps = shared_ != nullptr ? 1 : 0;  // see poolNew
+    work.sharedSteps = stepsInGroupWords() ? 1 : 0;  // see connectOrReuse
     if (order.launchCaptured()) {
       progress_.noteCapture(task, work.nChannels, &work);
     } else {
@@ -199,7 +200,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
 }
 
 ncclResult_t CommDataPath::waitIdle() {
-  if (shared_ == nullptr) return order_.waitIdle();
+  if (shared_ == nullptr) return order_->waitIdle();
   // In a share group: the whole group's launched work. Not under the group's mutex: a member on
   // another thread may have to launch before that work can end (its peers wait for it).
   CUDACHECK(cudaEventSynchronize(shared_->order().latestEvent()));
@@ -207,7 +208,7 @@ ncclResult_t CommDataPath::waitIdle() {
 }
 
 void CommDataPath::signalAbort() {
-  device_.signalAbort();
+  device_->signalAbort();
   if (shared_ != nullptr) {
     // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.
     std::lock_guard<std::mutex> lock(group_->mutex);

@@ -89,6 +89,7 @@ class CommDataPath final : public DataPathBase {
   }
   [[nodiscard]] ncclResult_t waitIdle() override;
   void signalAbort() override;
+  [[nodiscard]] ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) override;  // share_connect.cc
 
  private:
   // A queued collective's zero-copy plan, made in the connect phase (reg_launch.cc).
@@ -123,20 +124,37 @@ class CommDataPath final : public DataPathBase {
   // Share groups (share_connect.cc): the order every launch goes through, held with launchLock();
   // the pooled connections of `links` that both ends agree to reuse (their links become kNoPeer),
   // and the new ones the group's members may reuse later.
-  LaunchOrder& order() { return shared_ != nullptr ? shared_->order() : order_; }
+  LaunchOrder& order() { return shared_ != nullptr ? shared_->order() : *order_; }
   std::unique_lock<std::mutex> launchLock();
+  // Whether its kernels read their steps in share group words (DevWork::sharedSteps): a member that
+  // joined before its first operation.
+  bool stepsInGroupWords() const { return shared_ != nullptr && !joinedBusy_; }
   // transport::connectChannels, for a member first reusing what both ends agree on (messages with
   // `tag` to every peer of `links`), then giving each new connection step words in the group's
   // memory (every kind: the member's kernels read all their steps there) and pooling the new P2P
-  // and SHM ones.
+  // and SHM ones. Any other communicator notes its new P2P and SHM ends with their step fields
+  // (fields[c], channel c's) in offers_.
   [[nodiscard]] ncclResult_t connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
-                                            std::vector<transport::ChannelLinks> links, std::vector<DevSendConn>* send,
+                                            std::vector<transport::ChannelLinks> links,
+                                            const std::vector<StepFields>& fields, std::vector<DevSendConn>* send,
                                             std::vector<DevRecvConn>* recv);
   [[nodiscard]] ncclResult_t takePooled(ConnFamily family, int tag, std::vector<transport::ChannelLinks>* links,
                                         std::vector<PooledConn>* sendReused, std::vector<PooledConn>* recvReused);
   [[nodiscard]] ncclResult_t poolNew(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
                                      const std::shared_ptr<transport::Connections>& owner,
                                      std::vector<DevSendConn>* send, std::vector<DevRecvConn>* recv);
+  void offerOwn(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                const std::vector<StepFields>& fields, const std::shared_ptr<transport::Connections>& owner,
+                const std::vector<DevSendConn>& send, const std::vector<DevRecvConn>& recv);
+  // A member that joined busy puts offers_ into the group's pool once the step fields hold their
+  // first values (after the upload that writes them): no member may reuse an end before.
+  void publishOffers();
+  // The P2P and SHM ends among `links` as a pool keeps them (send[c].step and recv[c].step hold
+  // the addresses of their step words, which `steps` keeps alive).
+  std::vector<ConnOffer> offersOf(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                                  const std::shared_ptr<transport::Connections>& owner,
+                                  const std::vector<DevSendConn>& send, const std::vector<DevRecvConn>& recv,
+                                  const std::shared_ptr<const void>& steps) const;
   uint64_t gpuOf(int rank) const { return gpuKey(comm_->peers_[rank].hostHash, comm_->peers_[rank].busId); }
   bool needsRingConnect() const;
   [[nodiscard]] ncclResult_t connectRingsAndDirect();
@@ -172,13 +190,18 @@ class CommDataPath final : public DataPathBase {
   std::unique_ptr<proxy::Proxy> proxy_;
   // Rings, then direct channels, then trees and point-to-point peers, own or reused from the group.
   std::vector<std::shared_ptr<transport::Connections>> connections_;
-  std::vector<std::shared_ptr<StepWords>> stepWords_;  // of the shared connections it uses
-  std::shared_ptr<ShareGroup> group_;                  // null: not in a share group
-  SharedConnections* shared_ = nullptr;                // group_'s state
-  DeviceState device_;
+  std::vector<std::shared_ptr<const void>> stepHolders_;  // of the shared connections it uses
+  std::shared_ptr<ShareGroup> group_;                     // null: not in a share group
+  SharedConnections* shared_ = nullptr;                   // group_'s state
+  // Joined its share group after it had run operations (joinShareGroup): its kernels keep their
+  // steps in its own connection fields, so it reuses no connection, but offers its own.
+  bool joinedBusy_ = false;
+  std::vector<ConnOffer> offers_;  // its own P2P and SHM ends, not (yet) in a share group's pool
+  // Shared: a share group's pool may keep step fields of its connections after it is gone.
+  std::shared_ptr<DeviceState> device_ = std::make_shared<DeviceState>();
   plan::CommModel model_{};
-  LaunchOrder order_;          // not used in a share group
-  ProgressRecorder progress_;  // hang diagnosis: this rank's numbered collective launches
+  std::unique_ptr<LaunchOrder> order_;  // null in a share group (the group's is used)
+  ProgressRecorder progress_;           // hang diagnosis: this rank's numbered collective launches
   // Collective kernels: programmatic dependent launch (BRAID_LAUNCH_PDL) and clusters of the
   // config's cgaClusterSize, Hopper and later. The others (point-to-point, one rank's PreMulSum):
   // the same without clusters. Point-to-point CTAs must all be resident at once

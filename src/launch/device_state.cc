@@ -56,10 +56,16 @@ ncclResult_t DeviceState::upload(DevComm comm, const std::vector<std::vector<int
   NCCLCHECK(copyToDevice(ringRanks_, flat.data(), flat.size() * sizeof(int)));
   for (size_t c = 0; c < nChannels; c++) comm.channels[c].ringRanks = ringRanks_ + c * nranks;
   comm.abortFlag = deviceAbortFlag_;
+  NCCLCHECK(allocComm());
+  NCCLCHECK(copyToDevice(devComm_, &comm, sizeof(DevComm)));
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceState::allocComm() {
+  if (devComm_ != nullptr) return ncclSuccess;
   void* dev = nullptr;
   CUDACHECK(cudaMalloc(&dev, sizeof(DevComm)));
   devComm_ = static_cast<DevComm*>(dev);
-  NCCLCHECK(copyToDevice(devComm_, &comm, sizeof(DevComm)));
   return ncclSuccess;
 }
 

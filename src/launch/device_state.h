@@ -23,8 +23,11 @@ class DeviceState {
 
   // Allocates the host-mapped abort flag (the current device must be the communicator's).
   [[nodiscard]] ncclResult_t allocAbortFlag();
-  // Copies `comm` to device memory, with channels[c].ringRanks pointing at a device copy of rings[c].
-  // comm.abortFlag is set here.
+  // Allocates the DevComm before its connections are made: a share group may be offered the
+  // addresses of their step fields (launch/shared_connections.h).
+  [[nodiscard]] ncclResult_t allocComm();
+  // Copies `comm` to the DevComm (allocComm first), with channels[c].ringRanks pointing at a device
+  // copy of rings[c]. comm.abortFlag is set here.
   [[nodiscard]] ncclResult_t upload(DevComm comm, const std::vector<std::vector<int>>& rings);
 
   // Point-to-point connections: a zeroed device array of one DevP2pPeer per rank, allocated once;

@@ -63,7 +63,7 @@ ncclResult_t CommDataPath::connectP2p() {
   const int nranks = comm_->nranks_;
   if (p2pConnected_.empty()) {
     NCCLCHECK(initP2pPlan());
-    NCCLCHECK(device_.allocP2pPeers(nranks));
+    NCCLCHECK(device_->allocP2pPeers(nranks));
     p2pConnected_.assign(nranks, 0);
     p2pDirectPair_.assign(nranks, 0);
     p2pPeerChannels_.assign(nranks, p2pChannels_);
@@ -103,15 +103,22 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   const int nChannels = kind == topo::TransportKind::kNet ? std::min(p2pChannels_, kP2pNetChannels) : p2pChannels_;
   p2pPeerChannels_[peer] = nChannels;
   std::vector<transport::ChannelLinks> channels(nChannels, transport::ChannelLinks{peer, k, peer, k});
+  DevP2pPeer* entryOnDevice = device_->p2pPeers() + peer;
+  std::vector<StepFields> fields;
+  fields.reserve(nChannels);
+  for (int c = 0; c < nChannels; c++) {
+    fields.push_back(StepFields{&entryOnDevice->send[c].step, &entryOnDevice->recv[c].step});
+  }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, kP2pShareTag, ctx, channels, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, kP2pShareTag, ctx, channels, fields, &send, &recv));
   DevP2pPeer entry{};
   for (int c = 0; c < nChannels; c++) {
     entry.send[c] = send[c];
     entry.recv[c] = recv[c];
   }
-  NCCLCHECK(device_.uploadP2pPeer(peer, entry));
+  NCCLCHECK(device_->uploadP2pPeer(peer, entry));
+  publishOffers();
   p2pConnected_[peer] = 1;
   p2pDirectPair_[peer] = kind == topo::TransportKind::kP2p ? 1 : 0;
   INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, nChannels,

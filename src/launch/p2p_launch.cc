@@ -302,7 +302,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   const SelfPairs noPairs;
   P2pLaunchArgs whole;
   const bool oneKernel =
-      queues.empty() || whole.build(queues, 0, selfPairs, device_.p2pPeers(), p2pPeerChannels_, balance);
+      queues.empty() || whole.build(queues, 0, selfPairs, device_->p2pPeers(), p2pPeerChannels_, balance);
 
   // One kernel moving `args`; `noted` are its operations, for the progress board.
   auto launchKernel = [&](P2pLaunchArgs& args, const std::vector<P2pTask>& noted) -> ncclResult_t {
@@ -314,8 +314,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     } else {
       progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
-    CUDACHECK(args.launch(device_.deviceAbortFlag(), p2pSlotBytes_, device_.p2pTickets(), waitNotes, seq,
-                          shared_ != nullptr, plainLaunch_, stream));
+    CUDACHECK(args.launch(device_->deviceAbortFlag(), p2pSlotBytes_, device_->p2pTickets(), waitNotes, seq,
+                          stepsInGroupWords(), plainLaunch_, stream));
     return ncclSuccess;
   };
 
@@ -334,7 +334,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     for (size_t r = 0; r < rounds; r++) {
       const Queues round = roundOf(queues, r, &roundTasks);
       P2pLaunchArgs args;
-      if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_.p2pPeers(), p2pPeerChannels_, balance)) {
+      if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_->p2pPeers(), p2pPeerChannels_, balance)) {
         WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
         return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
       }

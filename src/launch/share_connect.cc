@@ -1,5 +1,5 @@
 // A share group's side of connecting (launch/shared_connections.h): reuse what both ends agree on,
-// pool what is new, launch under the group's mutex.
+// pool what is new, launch under the group's mutex; and a busy communicator's joining.
 #include <algorithm>
 
 #include "launch/comm_data_path.h"
@@ -14,7 +14,7 @@ bool pooledKind(transport::Kind kind) { return kind == transport::Kind::kP2p || 
 
 // A share group member's connection holds the address of its step words in its `step` field
 // (dev_types.h, DevWork::sharedSteps).
-uint64_t stepAddress(uint64_t* words) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(words)); }
+uint64_t stepAddress(const uint64_t* words) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(words)); }
 
 const char* familyName(ConnFamily family) {
   switch (family) {
@@ -33,6 +33,29 @@ std::unique_lock<std::mutex> CommDataPath::launchLock() {
   return group_ != nullptr ? std::unique_lock<std::mutex>(group_->mutex) : std::unique_lock<std::mutex>();
 }
 
+ncclResult_t CommDataPath::joinShareGroup(const std::shared_ptr<ShareGroup>& group) {
+  if (group_ != nullptr || comm_->nranks_ == 1) return ncclSuccess;  // create() keeps one rank out too
+  {
+    std::lock_guard<std::mutex> lock(group->mutex);
+    NCCLCHECK(SharedConnections::adopt(group.get(), &order_, &shared_));
+    group_ = group;
+    joinedBusy_ = true;
+  }
+  INFO(kLogInit,
+       "comm %p rank %d joins its share group after running operations: it offers its %zu connection ends and "
+       "keeps their steps in its own fields (it reuses none)",
+       static_cast<void*>(comm_), comm_->rank_, offers_.size());
+  publishOffers();
+  return ncclSuccess;
+}
+
+void CommDataPath::publishOffers() {
+  if (shared_ == nullptr || offers_.empty()) return;
+  std::lock_guard<std::mutex> lock(group_->mutex);
+  for (const ConnOffer& offer : offers_) shared_->put(offer);
+  offers_.clear();
+}
+
 ncclResult_t CommDataPath::takePooled(ConnFamily family, int tag, std::vector<transport::ChannelLinks>* links,
                                       std::vector<PooledConn>* sendReused, std::vector<PooledConn>* recvReused) {
   const size_t n = links->size();
@@ -40,7 +63,9 @@ ncclResult_t CommDataPath::takePooled(ConnFamily family, int tag, std::vector<tr
   recvReused->assign(n, PooledConn{});
   std::vector<uint64_t> mySend(n, 0);
   std::vector<uint64_t> myRecv(n, 0);
-  {
+  // A member that joined busy proposes nothing (its kernels read steps in their own fields), but
+  // still tells its peers so.
+  if (!joinedBusy_) {
     std::lock_guard<std::mutex> lock(group_->mutex);
     for (size_t c = 0; c < n; c++) {
       const transport::ChannelLinks& l = (*links)[c];
@@ -97,36 +122,66 @@ ncclResult_t CommDataPath::takePooled(ConnFamily family, int tag, std::vector<tr
   return ncclSuccess;
 }
 
+std::vector<ConnOffer> CommDataPath::offersOf(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                                              const std::shared_ptr<transport::Connections>& owner,
+                                              const std::vector<DevSendConn>& send,
+                                              const std::vector<DevRecvConn>& recv,
+                                              const std::shared_ptr<const void>& steps) const {
+  std::vector<ConnOffer> offers;
+  const uint64_t self = gpuOf(comm_->rank_);
+  for (size_t c = 0; c < links.size(); c++) {
+    const transport::ChannelLinks& l = links[c];
+    const int channel = static_cast<int>(c);
+    if (l.sendPeer != transport::kNoPeer && pooledKind(l.sendKind)) {
+      const uint64_t peer = gpuOf(l.sendPeer);
+      offers.push_back(ConnOffer{
+          family, channel, peer, true,
+          PooledConn{connectionToken(comm_->commHash_, family, channel, self, peer), send[c], {}, owner, steps}});
+    }
+    if (l.recvPeer != transport::kNoPeer && pooledKind(l.recvKind)) {
+      const uint64_t peer = gpuOf(l.recvPeer);
+      offers.push_back(ConnOffer{
+          family, channel, peer, false,
+          PooledConn{connectionToken(comm_->commHash_, family, channel, peer, self), {}, recv[c], owner, steps}});
+    }
+  }
+  return offers;
+}
+
 ncclResult_t CommDataPath::poolNew(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
                                    const std::shared_ptr<transport::Connections>& owner, std::vector<DevSendConn>* send,
                                    std::vector<DevRecvConn>* recv) {
   const size_t n = links.size();
   std::shared_ptr<StepWords> words;
   NCCLCHECK(StepWords::alloc(2 * n, &words));
-  stepWords_.push_back(words);
-  const uint64_t self = gpuOf(comm_->rank_);
-  std::lock_guard<std::mutex> lock(group_->mutex);
+  stepHolders_.push_back(words);
   for (size_t c = 0; c < n; c++) {
-    const transport::ChannelLinks& l = links[c];
-    const int channel = static_cast<int>(c);
-    if (l.sendPeer != transport::kNoPeer) (*send)[c].step = stepAddress(words->of(c));
-    if (l.recvPeer != transport::kNoPeer) (*recv)[c].step = stepAddress(words->of(n + c));
-    if (l.sendPeer != transport::kNoPeer && pooledKind(l.sendKind)) {
-      PooledConn pooled{
-          connectionToken(comm_->commHash_, family, channel, self, gpuOf(l.sendPeer)), (*send)[c], {}, owner, words};
-      shared_->put(family, channel, gpuOf(l.sendPeer), true, pooled);
-    }
-    if (l.recvPeer != transport::kNoPeer && pooledKind(l.recvKind)) {
-      PooledConn pooled{
-          connectionToken(comm_->commHash_, family, channel, gpuOf(l.recvPeer), self), {}, (*recv)[c], owner, words};
-      shared_->put(family, channel, gpuOf(l.recvPeer), false, pooled);
-    }
+    if (links[c].sendPeer != transport::kNoPeer) (*send)[c].step = stepAddress(words->of(c));
+    if (links[c].recvPeer != transport::kNoPeer) (*recv)[c].step = stepAddress(words->of(n + c));
   }
+  const std::vector<ConnOffer> offers = offersOf(family, links, owner, *send, *recv, words);
+  std::lock_guard<std::mutex> lock(group_->mutex);
+  for (const ConnOffer& offer : offers) shared_->put(offer);
   return ncclSuccess;
 }
 
+void CommDataPath::offerOwn(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                            const std::vector<StepFields>& fields, const std::shared_ptr<transport::Connections>& owner,
+                            const std::vector<DevSendConn>& send, const std::vector<DevRecvConn>& recv) {
+  // As a reuser sees them: steps at the addresses of this communicator's fields.
+  std::vector<DevSendConn> sendSeen = send;
+  std::vector<DevRecvConn> recvSeen = recv;
+  for (size_t c = 0; c < links.size(); c++) {
+    sendSeen[c].step = stepAddress(fields[c].send);
+    recvSeen[c].step = stepAddress(fields[c].recv);
+  }
+  const std::vector<ConnOffer> offers = offersOf(family, links, owner, sendSeen, recvSeen, device_);
+  offers_.insert(offers_.end(), offers.begin(), offers.end());
+}
+
 ncclResult_t CommDataPath::connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
-                                          std::vector<transport::ChannelLinks> links, std::vector<DevSendConn>* send,
+                                          std::vector<transport::ChannelLinks> links,
+                                          const std::vector<StepFields>& fields, std::vector<DevSendConn>* send,
                                           std::vector<DevRecvConn>* recv) {
   const size_t n = links.size();
   std::vector<PooledConn> sendReused;
@@ -142,13 +197,17 @@ ncclResult_t CommDataPath::connectOrReuse(ConnFamily family, int tag, const tran
     NCCLCHECK(transport::connectChannels(ctx, links, &made, send, recv));
     std::shared_ptr<transport::Connections> owner(std::move(made));
     connections_.push_back(owner);
-    if (shared_ != nullptr) NCCLCHECK(poolNew(family, links, owner, send, recv));
+    if (stepsInGroupWords()) {
+      NCCLCHECK(poolNew(family, links, owner, send, recv));
+    } else {
+      offerOwn(family, links, fields, owner, *send, *recv);
+    }
   }
   for (size_t c = 0; c < sendReused.size(); c++) {
     for (const PooledConn* p : {&sendReused[c], &recvReused[c]}) {
       if (p->token == 0) continue;
       connections_.push_back(p->owner);
-      stepWords_.push_back(p->words);
+      stepHolders_.push_back(p->steps);
     }
     if (sendReused[c].token != 0) (*send)[c] = sendReused[c].send;
     if (recvReused[c].token != 0) (*recv)[c] = recvReused[c].recv;

@@ -3,6 +3,7 @@
 #include "core/peer_info.h"
 #include "cuda/cuda_check.h"
 #include "util/check.h"
+#include "util/log.h"
 
 namespace braid {
 
@@ -40,11 +41,23 @@ uint64_t gpuKey(uint64_t hostHash, int64_t busId) {
 
 ncclResult_t SharedConnections::of(ShareGroup* group, bool graphMixing, SharedConnections** out) {
   if (group->state == nullptr) {
-    auto state = std::make_unique<SharedConnections>();
-    NCCLCHECK(state->order_.init(graphMixing));
-    group->state = std::move(state);
+    auto order = std::make_unique<LaunchOrder>();
+    NCCLCHECK(order->init(graphMixing));
+    return adopt(group, &order, out);
   }
   *out = static_cast<SharedConnections*>(group->state.get());
+  return ncclSuccess;
+}
+
+ncclResult_t SharedConnections::adopt(ShareGroup* group, std::unique_ptr<LaunchOrder>* order, SharedConnections** out) {
+  if (group->state != nullptr) {
+    WARN("a share group that has members with connections already cannot take another launch order");
+    return ncclInternalError;
+  }
+  auto state = std::make_unique<SharedConnections>();
+  state->order_ = std::move(*order);
+  *out = state.get();
+  group->state = std::move(state);
   return ncclSuccess;
 }
 

@@ -15,6 +15,13 @@
 // member's kernels run one after the other: the members launch through the group's LaunchOrder,
 // under the group's mutex. Only connections within a host
 // (P2P and SHM) are pooled; those through the network belong to their communicator's proxy.
+//
+// A communicator that joins a group after it ran operations (a parent split with splitShare after
+// its first collective, as PyTorch's world group is) cannot move its counters: kernels it captured
+// in CUDA graphs read them from its own connection fields. So it keeps them there and reuses
+// nothing, but offers its connections with the addresses of those fields as their step words, and
+// brings its launch order, graphs included, into the group (SharedConnections::adopt). Every
+// communicator therefore notes its offers (ConnOffer) as it connects, in case it joins later.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,7 +68,25 @@ struct PooledConn {
   DevSendConn send{};  // the sender's end (step: the address of its words)
   DevRecvConn recv{};  // the receiver's end (step: the address of its words)
   std::shared_ptr<transport::Connections> owner;
-  std::shared_ptr<StepWords> words;
+  // Keeps the words alive: a StepWords, or the device state of the communicator in whose
+  // connection fields they are.
+  std::shared_ptr<const void> steps;
+};
+
+// Where a communicator's own connection ends keep their step counters (device addresses of
+// DevSendConn::step and DevRecvConn::step, in its DevComm or point-to-point array).
+struct StepFields {
+  uint64_t* send;
+  uint64_t* recv;
+};
+
+// A connection end a communicator made, as its share group's pool would keep it.
+struct ConnOffer {
+  ConnFamily family;
+  int channel;
+  uint64_t peerGpu;
+  bool send;
+  PooledConn conn;
 };
 
 // The token of the connection that communicator commHash makes in `family` on `channel` from the
@@ -75,18 +100,24 @@ class SharedConnections final : public ShareGroupState {
   // The group's state, made by its first member's data path on the member's (current) device.
   // Called with group->mutex held.
   [[nodiscard]] static ncclResult_t of(ShareGroup* group, bool graphMixing, SharedConnections** out);
+  // The state of a group that a communicator with operations behind it joins first: its launch
+  // order becomes the group's. Fails if the group has a state already. With group->mutex held.
+  // (*order is moved only on success.)
+  [[nodiscard]] static ncclResult_t adopt(ShareGroup* group, std::unique_ptr<LaunchOrder>* order,
+                                          SharedConnections** out);
 
-  LaunchOrder& order() { return order_; }
+  LaunchOrder& order() { return *order_; }
   // Under the group's mutex: the pooled end, or null.
   const PooledConn* find(ConnFamily family, int channel, uint64_t peerGpu, bool send) const;
   void put(ConnFamily family, int channel, uint64_t peerGpu, bool send, const PooledConn& conn);
+  void put(const ConnOffer& offer) { put(offer.family, offer.channel, offer.peerGpu, offer.send, offer.conn); }
   // After a member was aborted: its kernels may have left shared connections mid-operation, so no
   // later connect reuses any (the members that hold them keep them).
   void forgetAll() { pool_.clear(); }
 
  private:
   using Key = std::tuple<int, int, uint64_t, bool>;
-  LaunchOrder order_;
+  std::unique_ptr<LaunchOrder> order_;
   std::map<Key, PooledConn> pool_;
 };
 

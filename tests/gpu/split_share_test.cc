@@ -11,6 +11,8 @@
 //     FIFOs and step counters, so a kernel of one running beside a kernel of the other, or a step
 //     count not carried from one to the other, corrupts or hangs them. Every result is checked
 //     exactly.
+// The last tests split and shrink a parent that has run operations, and captured one in a graph,
+// before: it lends its connections all the same.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -244,6 +246,99 @@ TEST(SplitShare, AShrunkChildThatSharesJoinsItsParentsGroup) {
               closeMember(&shrunk);
               return 0;
             }));
+}
+
+// A parent that ran operations before its first sharing split or shrink (PyTorch's world group has
+// run at least a barrier) lends its connections: the child's first round takes (almost) no device
+// memory. The parent keeps its step counters where an AllReduce it captured in a CUDA graph before
+// the split reads them; then the parent's rounds, the child's rounds and replays of that graph run
+// interleaved on three streams, nothing between them, and every result is exact.
+int lendingParentRanks(int n, int rank, const ncclUniqueId& id, bool viaShrink) {
+  ncclComm_t parentComm = nullptr;
+  if (openParent(n, rank, id, &parentComm) != 0) return 1;
+  Member parent, child;
+  if (openMember(parentComm, 0, &parent) != 0 || fillInput(rank, parent) != 0) return 1;
+  // The graph: an in-place AllReduce of the small buffer's size on a buffer of its own.
+  int32_t* graphSum = nullptr;
+  cudaStream_t graphStream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graphExec = nullptr;
+  CHILD_CUDA(cudaMalloc(&graphSum, kSmallCount * sizeof(int32_t)));
+  CHILD_CUDA(cudaMemcpy(graphSum, parent.small, kSmallCount * sizeof(int32_t), cudaMemcpyDeviceToDevice));
+  if (enqueueRound(rank, n, 0, parent) != 0) return 1;
+  CHILD_CUDA(cudaStreamCreateWithFlags(&graphStream, cudaStreamNonBlocking));
+  CHILD_CUDA(cudaStreamBeginCapture(graphStream, cudaStreamCaptureModeThreadLocal));
+  CHILD_NCCL(ncclAllReduce(graphSum, graphSum, kSmallCount, ncclInt32, ncclSum, parentComm, graphStream));
+  CHILD_CUDA(cudaStreamEndCapture(graphStream, &graph));
+  CHILD_CUDA(cudaGraphInstantiate(&graphExec, graph, 0));
+  CHILD_CUDA(cudaStreamSynchronize(parent.stream));
+
+  ncclConfig_t share = NCCL_CONFIG_INITIALIZER;
+  share.splitShare = 1;
+  share.shrinkShare = 1;
+  ncclComm_t childComm = nullptr;
+  if (viaShrink) {
+    CHILD_NCCL(ncclCommShrink(parentComm, nullptr, 0, &childComm, &share, NCCL_SHRINK_DEFAULT));
+  } else {
+    CHILD_NCCL(ncclCommSplit(parentComm, 0, rank, &childComm, &share));
+  }
+  if (openMember(childComm, 4, &child) != 0 || fillInput(rank, child) != 0) return 1;
+  const int64_t before = freeBytes();
+  if (enqueueRound(rank, n, 0, child) != 0) return 1;
+  CHILD_CUDA(cudaStreamSynchronize(child.stream));
+  const int64_t growth = before - freeBytes();
+  std::fprintf(stderr, "rank %d: device memory of the first round of a child of a busy parent (%s): %.1f MiB\n", rank,
+               viaShrink ? "shrink" : "split", growth / 1048576.0);
+  CHILD_EXPECT(growth < (16 << 20));  // a child of its own takes hundreds (290 MiB on 2 H200)
+
+  constexpr int kReplays = kRounds - 1;
+  for (int round = 1; round < kRounds; round++) {
+    if (enqueueRound(rank, n, round, child) != 0) return 1;
+    CHILD_CUDA(cudaGraphLaunch(graphExec, graphStream));
+    if (enqueueRound(rank, n, round, parent) != 0) return 1;
+  }
+  if (checkRounds(rank, n, kRounds, kRounds, parent) != 0 || checkRounds(rank, n, kRounds, kRounds, child) != 0) {
+    return 1;
+  }
+  CHILD_CUDA(cudaStreamSynchronize(graphStream));
+  std::vector<int32_t> host(kSmallCount);
+  CHILD_CUDA(cudaMemcpy(host.data(), graphSum, kSmallCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kSmallCount; i++) {
+    uint32_t expected = 0;
+    for (int r = 0; r < n; r++) expected += static_cast<uint32_t>(input(r, i));
+    for (int k = 1; k < kReplays; k++) expected *= static_cast<uint32_t>(n);
+    if (static_cast<uint32_t>(host[i]) != expected) {
+      std::fprintf(stderr, "rank %d: graph sum[%zu] = %d after %d replays, expected %u\n", rank, i, host[i], kReplays,
+                   expected);
+      return 1;
+    }
+  }
+  CHILD_CUDA(cudaGraphExecDestroy(graphExec));
+  CHILD_CUDA(cudaGraphDestroy(graph));
+  // The parent goes first; its step fields stay alive for the child's next AllReduce.
+  CHILD_NCCL(ncclCommDestroy(parentComm));
+  CHILD_NCCL(ncclAllReduce(child.sum, child.sum, kCount, ncclInt32, ncclSum, childComm, child.stream));
+  if (checkRounds(rank, n, kRounds + 1, kRounds, child) != 0) return 1;
+  CHILD_NCCL(ncclCommDestroy(childComm));
+  (void)cudaFree(graphSum);
+  (void)cudaStreamDestroy(graphStream);
+  closeMember(&parent);
+  closeMember(&child);
+  return 0;
+}
+
+TEST(SplitShare, AParentThatRanOperationsLendsItsConnectionsAtItsFirstSharingSplit) {
+  const int n = gputest::allGpuRanks();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, gputest::runRanksInProcesses(
+                   n, [n](int rank, const ncclUniqueId& id) { return lendingParentRanks(n, rank, id, false); }));
+}
+
+TEST(SplitShare, AParentThatRanOperationsLendsItsConnectionsAtASharingShrink) {
+  const int n = gputest::allGpuRanks();
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, gputest::runRanksInProcesses(
+                   n, [n](int rank, const ncclUniqueId& id) { return lendingParentRanks(n, rank, id, true); }));
 }
 
 }  // namespace

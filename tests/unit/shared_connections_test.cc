@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace braid {
@@ -95,6 +96,26 @@ TEST(SharedConnections, TokensGoOnlyToThePeerOfTheirConnection) {
   RingRank lone = ringRank(0, kNoPeer, kNoPeer, 2);
   lone.mySend = {11, 12};
   EXPECT_EQ(decide(lone, {&lone}).send, (std::vector<bool>{false, false}));
+}
+
+// A communicator that joins after running operations brings its launch order: the group's first
+// state takes it; a group that has a state already refuses it and leaves it with its owner (who
+// keeps launching through it).
+TEST(SharedConnectionsAdopt, TheFirstStateTakesTheOrderAndALaterOneRefusesIt) {
+  ShareGroup group;
+  auto order = std::make_unique<LaunchOrder>();
+  LaunchOrder* const brought = order.get();
+  SharedConnections* state = nullptr;
+  ASSERT_EQ(ncclSuccess, SharedConnections::adopt(&group, &order, &state));
+  EXPECT_EQ(nullptr, order);
+  EXPECT_EQ(brought, &state->order());
+
+  auto second = std::make_unique<LaunchOrder>();
+  SharedConnections* again = nullptr;
+  EXPECT_EQ(ncclInternalError, SharedConnections::adopt(&group, &second, &again));
+  EXPECT_NE(nullptr, second);
+  EXPECT_EQ(nullptr, again);
+  EXPECT_EQ(brought, &state->order());
 }
 
 }  // namespace
