@@ -3,10 +3,12 @@
 // so each GPU serves several of them at once), run random collectives and point-to-point exchanges
 // with random sizes for BRAID_THREAD_TEST_SECONDS (default 10; the GPU script asks for 60) and check
 // every result exactly. The ranks of a communicator agree to stop through a Min AllReduce of their
-// "keep going" flags, so they always run the same operations.
+// "keep going" flags, so they always run the same operations. A run in which no operation completes
+// for kStallSeconds fails with every thread's state and stack (stall_watch.h).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,11 +21,15 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "stall_watch.h"
 
 namespace {
 
 constexpr int kThreads = 8;
 constexpr size_t kMaxCount = 1 << 16;
+// Longer than set-up and clean-up of every communicator; an operation takes microseconds.
+constexpr int kStallSeconds = 20;
+using gputest::ThreadState;
 
 uint64_t mix(uint64_t x) {
   x ^= x >> 33;
@@ -63,7 +69,7 @@ class Barrier {
 
 // One thread: rank `rank` of communicator `commIndex`, until the ranks agree to stop.
 int runRank(int commIndex, int rank, int n, const ncclUniqueId& id, int seconds, std::atomic<long>* ops,
-            Barrier* barrier) {
+            Barrier* barrier, ThreadState* state) {
   CHILD_CUDA(cudaSetDevice(rank));
   ncclComm_t comm = nullptr;
   CHILD_NCCL(ncclCommInitRank(&comm, n, id, rank));
@@ -80,13 +86,18 @@ int runRank(int commIndex, int rank, int n, const ncclUniqueId& id, int seconds,
   CHILD_CUDA(cudaMallocHost(&host, kMaxCount * sizeof(int32_t)));
   CHILD_CUDA(cudaMallocHost(&got, n * kMaxCount * sizeof(int32_t)));
   CHILD_CUDA(cudaMallocHost(&goOnHost, sizeof(int32_t)));
+  state->step = "start barrier";
   barrier->arriveAndWait();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   for (uint64_t it = 0;; it++) {
+    state->iteration = it;
+    state->op = -1;
+    state->step = "stop vote (AllReduce of a flag)";
     *goOnHost = std::chrono::steady_clock::now() < deadline ? 1 : 0;
     CHILD_CUDA(cudaMemcpyAsync(flag, goOnHost, sizeof(int32_t), cudaMemcpyHostToDevice, stream));
     CHILD_NCCL(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMin, comm, stream));
     CHILD_CUDA(cudaMemcpyAsync(goOnHost, flag, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    state->step = "cudaStreamSynchronize after the stop vote";
     CHILD_CUDA(cudaStreamSynchronize(stream));
     if (*goOnHost == 0) break;
 
@@ -97,6 +108,9 @@ int runRank(int commIndex, int rank, int n, const ncclUniqueId& id, int seconds,
     CHILD_CUDA(cudaMemcpyAsync(in, host, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
     CHILD_CUDA(cudaMemsetAsync(out, 0xAB, n * count * sizeof(int32_t), stream));
     const int root = static_cast<int>((seed >> 32) % static_cast<uint64_t>(n));
+    state->op = op;
+    state->count = count;
+    state->step = "enqueueing the operation";
     switch (op) {
       case kAllReduce:
         CHILD_NCCL(ncclAllReduce(in, out, count, ncclInt32, ncclSum, comm, stream));
@@ -116,7 +130,9 @@ int runRank(int commIndex, int rank, int n, const ncclUniqueId& id, int seconds,
     }
     const size_t outCount = op == kAllGather ? n * count : count;
     CHILD_CUDA(cudaMemcpyAsync(got, out, outCount * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    state->step = "cudaStreamSynchronize after the operation";
     CHILD_CUDA(cudaStreamSynchronize(stream));
+    state->step = "checking";
     for (size_t i = 0; i < outCount; i++) {
       int32_t want = 0;
       if (op == kAllReduce) {
@@ -137,7 +153,9 @@ int runRank(int commIndex, int rank, int n, const ncclUniqueId& id, int seconds,
     }
     ops->fetch_add(1);
   }
+  state->step = "end barrier";
   barrier->arriveAndWait();
+  state->step = "clean-up";
   CHILD_CUDA(cudaFree(in));
   CHILD_CUDA(cudaFree(out));
   CHILD_CUDA(cudaFree(flag));
@@ -154,27 +172,38 @@ TEST(ThreadSafety, EightThreadsEachDrivingItsOwnCommunicator) {
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
   const int comms = kThreads / n;
   const int seconds = testSeconds();
-  EXPECT_EQ(
-      0, gputest::runInChild([=] {
-        alarm(static_cast<unsigned>(seconds) + 120);
-        std::vector<ncclUniqueId> ids(comms);
-        for (ncclUniqueId& id : ids) CHILD_NCCL(ncclGetUniqueId(&id));
-        std::atomic<long> ops{0};
-        Barrier barrier;
-        std::vector<int> rcs(kThreads, 1);
-        std::vector<std::thread> threads;
-        for (int c = 0; c < comms; c++) {
-          for (int r = 0; r < n; r++) {
-            threads.emplace_back([&, c, r] { rcs[c * n + r] = runRank(c, r, n, ids[c], seconds, &ops, &barrier); });
-          }
-        }
-        for (std::thread& t : threads) t.join();
-        std::fprintf(stderr, "%d threads, %d communicators of %d ranks, %d s: %ld operations checked\n", kThreads,
-                     comms, n, seconds, ops.load());
-        for (int rc : rcs) CHILD_EXPECT(rc == 0);
-        CHILD_EXPECT(ops.load() > 0);
-        return 0;
-      }));
+  EXPECT_EQ(0, gputest::runInChild([=] {
+              alarm(static_cast<unsigned>(seconds) + 120);
+              std::vector<ncclUniqueId> ids(comms);
+              for (ncclUniqueId& id : ids) CHILD_NCCL(ncclGetUniqueId(&id));
+              std::atomic<long> ops{0};
+              Barrier barrier;
+              std::vector<int> rcs(kThreads, 1);
+              std::vector<ThreadState> states(kThreads);
+              std::atomic<int> running{kThreads};
+              std::vector<std::thread> threads;
+              for (int c = 0; c < comms; c++) {
+                for (int r = 0; r < n; r++) {
+                  threads.emplace_back([&, c, r] {
+                    const int t = c * n + r;
+                    rcs[t] = runRank(c, r, n, ids[c], seconds, &ops, &barrier, &states[t]);
+                    running--;
+                  });
+                }
+              }
+              std::vector<pthread_t> handles;
+              handles.reserve(threads.size());
+              for (std::thread& t : threads) handles.push_back(t.native_handle());
+              std::thread watch(gputest::watchProgress, std::cref(ops), std::cref(running), states.data(),
+                                handles.data(), kThreads, kStallSeconds);
+              for (std::thread& t : threads) t.join();
+              watch.join();
+              std::fprintf(stderr, "%d threads, %d communicators of %d ranks, %d s: %ld operations checked\n", kThreads,
+                           comms, n, seconds, ops.load());
+              for (int rc : rcs) CHILD_EXPECT(rc == 0);
+              CHILD_EXPECT(ops.load() > 0);
+              return 0;
+            }));
 }
 
 }  // namespace
