@@ -12,6 +12,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llDirectKernel(const DevKernel
   runDirectWork(args, &shared);
 }
 
+cudaError_t loadLLDirectKernel() { return loadKernel(llDirectKernel); }
+
 cudaError_t launchLLDirectKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                  cudaStream_t stream) {
   return launchWithConfig(llDirectKernel, args.work.nChannels, nThreads, launch, stream, args);

@@ -45,7 +45,26 @@ struct OneRankLauncher {
   }
 };
 
+// Loads the kernel of each type visitTypeOpHost instantiates for PreMulSum.
+struct OneRankLoader {
+  cudaError_t result = cudaSuccess;
+
+  template <typename T, typename Fn>
+  void run() {
+    if constexpr (std::is_same<Fn, FuncPreMulSum<T>>::value) result = loadKernel(oneRankKernel<T, Fn>);
+  }
+};
+
 }  // namespace
+
+cudaError_t loadOneRankKernels() {
+  for (int dtype = 0; dtype < kDevNumTypes; dtype++) {
+    OneRankLoader loader;
+    if (!visitTypeOpHost(dtype, static_cast<int>(DevRedOp::kPreMulSum), loader)) continue;
+    if (loader.result != cudaSuccess) return loader.result;
+  }
+  return cudaSuccess;
+}
 
 cudaError_t launchOneRankKernel(const DevWork& work, const LaunchOptions& launch, cudaStream_t stream) {
   OneRankLauncher launcher{work, launch, stream};

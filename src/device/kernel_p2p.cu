@@ -9,6 +9,8 @@
 // kStepEnter handshake, then the whole part written straight into the receiver's buffer. A
 // balanced segment (DevP2pSeg::balancedPages) is a whole operation whose chunks the CTAs of its
 // channels take as they go (prims/p2p_balanced.h).
+#include <initializer_list>
+
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/prims/p2p_balanced.h"
@@ -80,6 +82,13 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   if (tid == 0) stReleaseCta(&shared.finished, 1);
 }
 
+// Both variants (balanced or not) of the kernel of one argument size.
+template <typename Args>
+cudaError_t loadP2pVariants() {
+  const cudaError_t err = loadKernel(p2pKernel<Args, true>);
+  return err != cudaSuccess ? err : loadKernel(p2pKernel<Args, false>);
+}
+
 template <typename Args>
 cudaError_t launchP2p(const Args& args, int nThreads, bool balanced, const LaunchOptions& launch, cudaStream_t stream) {
   if (args.nCtas <= 0 || args.nCtas > Args::kMaxCtas || nThreads < 32 || nThreads % 32 != 0 ||
@@ -92,6 +101,15 @@ cudaError_t launchP2p(const Args& args, int nThreads, bool balanced, const Launc
 }
 
 }  // namespace
+
+cudaError_t loadP2pKernels() {
+  for (cudaError_t (*load)() :
+       {loadP2pVariants<DevP2pArgsSmall>, loadP2pVariants<DevP2pArgsMedium>, loadP2pVariants<DevP2pArgsLarge>}) {
+    const cudaError_t err = load();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
 
 cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool balanced, const LaunchOptions& launch,
                             cudaStream_t stream) {

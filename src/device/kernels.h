@@ -30,6 +30,22 @@ constexpr int kMaxSimpleWorkers = 512;
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                             cudaStream_t stream);
 
+// Loaders (kernel_loading in launch_kernel.h): each makes its translation unit's kernels resident on
+// the current GPU.
+[[nodiscard]] cudaError_t loadSimpleKernel();
+[[nodiscard]] cudaError_t loadLLKernel();
+[[nodiscard]] cudaError_t loadLLDirectKernel();
+[[nodiscard]] cudaError_t loadLL128Kernel();
+[[nodiscard]] cudaError_t loadP2pKernels();
+[[nodiscard]] cudaError_t loadOneRankKernels();
+
+// Makes one kernel resident on the current GPU: asking for its attributes loads it.
+template <typename Args>
+cudaError_t loadKernel(void (*kernel)(Args)) {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, kernel);
+}
+
 // Every kernel's launch: blocks x threads on `stream`, with the attributes `launch` asks for (see
 // LaunchOptions in launch_kernel.h).
 template <typename Args>

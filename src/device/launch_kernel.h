@@ -52,6 +52,15 @@ constexpr int clusterSizeFor(int blocks, int wanted) {
 // (in place too). Same launch and error rules as above; cudaErrorInvalidValue for another op.
 [[nodiscard]] cudaError_t launchOneRankKernel(const DevWork& work, const LaunchOptions& launch, cudaStream_t stream);
 
+// Loads every kernel above onto the current GPU. CUDA loads a kernel lazily, at its first launch
+// (CUDA_MODULE_LOADING=LAZY, the default since 12.2), and loading may wait until the GPU is idle.
+// A first launch of, say, the LL128 kernel while another communicator's kernel on this GPU waits
+// for its peer then never returns if that peer's thread is itself stuck in a CUDA call behind it
+// (2 H200, 8 threads driving 4 communicators: 15 hangs in 42 runs; each of the 8 whose stacks were
+// taken had a thread inside cudaLaunchKernelEx). Call it before the first launch on the GPU, when no
+// kernel of ours runs there.
+[[nodiscard]] cudaError_t loadKernels();
+
 constexpr int kMaxThreads = 640;
 constexpr int kMaxSimpleP2pWorkers = 512;
 

@@ -1,6 +1,9 @@
 #include "launch/comm_data_path.h"
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <set>
 
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
@@ -62,6 +65,24 @@ DevWork workOf(const CollTask& task, int nranks) {
   return work;
 }
 
+// Makes every kernel resident on `cudaDev` (the current GPU) when the first data path of this process
+// is created there (see loadKernels in device/launch_kernel.h): no kernel of ours runs on that GPU
+// yet, and other data paths' creations wait on the mutex until the loading is done, so none of our
+// kernels can be waiting there for a thread stuck behind it. (After a cudaDeviceReset the kernels
+// load lazily again.)
+ncclResult_t loadKernelsOnce(int cudaDev) {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(cudaDev) != 0 || paramInt(ParamId::kLoadKernels) == 0) return ncclSuccess;
+  const auto start = std::chrono::steady_clock::now();
+  CUDACHECK(loadKernels());
+  loaded.insert(cudaDev);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  INFO(kLogInit, "GPU %d: kernels loaded in %.1f ms", cudaDev, took.count() * 1e3);
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>* out) {
@@ -71,6 +92,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
+  NCCLCHECK(loadKernelsOnce(comm->cudaDev_));
   const bool mixing = paramInt(ParamId::kGraphMixingSupport) != 0;
   if (comm->shareGroup_ != nullptr && comm->nranks_ > 1) {
     path->group_ = comm->shareGroup_;
