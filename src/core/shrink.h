@@ -4,8 +4,8 @@
 // exchanged with excluded ranks. NCCL_SHRINK_ABORT first revokes the parent (its kernels, which
 // may be waiting for a dead rank, are stopped); NCCL_SHRINK_DEFAULT expects a healthy parent and
 // leaves it usable. Inside a group, the rendezvous waits for the outermost ncclGroupEnd.
-// With config->shrinkShare the child joins the parent's share group, if the parent is in one
-// (core/share_group.h); not with NCCL_SHRINK_ABORT.
+// With config->shrinkShare the child joins the parent's share group, made now if the parent has
+// none (core/share_group.h); not with NCCL_SHRINK_ABORT.
 #pragma once
 
 #include <nccl.h>

@@ -9,8 +9,6 @@
 // kStepEnter handshake, then the whole part written straight into the receiver's buffer. A
 // balanced segment (DevP2pSeg::balancedPages) is a whole operation whose chunks the CTAs of its
 // channels take as they go (prims/p2p_balanced.h).
-#include <initializer_list>
-
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/prims/p2p_balanced.h"
@@ -103,12 +101,8 @@ cudaError_t launchP2p(const Args& args, int nThreads, bool balanced, const Launc
 }  // namespace
 
 cudaError_t loadP2pKernels() {
-  for (cudaError_t (*load)() :
-       {loadP2pVariants<DevP2pArgsSmall>, loadP2pVariants<DevP2pArgsMedium>, loadP2pVariants<DevP2pArgsLarge>}) {
-    const cudaError_t err = load();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return loadAll(
+      {loadP2pVariants<DevP2pArgsSmall>, loadP2pVariants<DevP2pArgsMedium>, loadP2pVariants<DevP2pArgsLarge>});
 }
 
 cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool balanced, const LaunchOptions& launch,

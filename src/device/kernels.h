@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <initializer_list>
+
 #include "device/arch/ptx.h"
 #include "device/dev_types.h"
 #include "device/launch_kernel.h"
@@ -30,7 +32,7 @@ constexpr int kMaxSimpleWorkers = 512;
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                             cudaStream_t stream);
 
-// Loaders (kernel_loading in launch_kernel.h): each makes its translation unit's kernels resident on
+// Loaders (loadKernels in launch_kernel.h): each makes its translation unit's kernels resident on
 // the current GPU.
 [[nodiscard]] cudaError_t loadSimpleKernel();
 [[nodiscard]] cudaError_t loadLLKernel();
@@ -44,6 +46,15 @@ template <typename Args>
 cudaError_t loadKernel(void (*kernel)(Args)) {
   cudaFuncAttributes attributes{};
   return cudaFuncGetAttributes(&attributes, kernel);
+}
+
+// Runs `loaders` in order up to the first that fails: its error, or cudaSuccess.
+inline cudaError_t loadAll(std::initializer_list<cudaError_t (*)()> loaders) {
+  for (cudaError_t (*load)() : loaders) {
+    const cudaError_t err = load();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 // Every kernel's launch: blocks x threads on `stream`, with the attributes `launch` asks for (see

@@ -1,19 +1,13 @@
 // launchCollectiveKernel: the host's only entry into device code. Picks the protocol's kernel.
 // loadKernels: makes every kernel resident.
-#include <initializer_list>
-
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 
 namespace braid {
 
 cudaError_t loadKernels() {
-  for (cudaError_t (*load)() :
-       {loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels, loadOneRankKernels}) {
-    const cudaError_t err = load();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return loadAll(
+      {loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels, loadOneRankKernels});
 }
 
 cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
