@@ -36,20 +36,25 @@ uint64_t randomWord() {
 
 }  // namespace
 
+int socketNetThreadsPerConn() {
+  return static_cast<int>(std::clamp<int64_t>(paramInt(ParamId::kSocketNthreads), 0, kSocketNetMaxThreads));
+}
+
 int socketNetSocksPerConn() {
-  const int64_t n = paramInt(ParamId::kSocketNthreads) * paramInt(ParamId::kNsocksPerthread);
+  const int64_t n = std::max(socketNetThreadsPerConn(), 1) * paramInt(ParamId::kNsocksPerthread);
   return static_cast<int>(std::clamp<int64_t>(n, 1, kSocketNetMaxSocks));
 }
 
 SocketNetConn::SocketNetConn(Socket ctrl, std::vector<Socket> data, bool isSend, std::string peer)
-    : ctrl_(std::move(ctrl)), data_(std::move(data)), isSend_(isSend), peer_(std::move(peer)), dataJobs_(data_.size()) {
+    : ctrl_(std::move(ctrl)), isSend_(isSend), peer_(std::move(peer)) {
   const int64_t timeoutMs = paramInt(ParamId::kNetSocketTimeoutMs);
   ctrl_.setUnansweredTimeout(timeoutMs);
-  for (Socket& s : data_) s.setUnansweredTimeout(timeoutMs);
+  for (Socket& s : data) s.setUnansweredTimeout(timeoutMs);
+  data_ = std::make_unique<DataSockets>(std::move(data), isSend_, socketNetThreadsPerConn(), peer_);
   if (!isSend_) {
     rxBuf_.resize(kRxBufBytes);
     recvFds_.push_back(ctrl_.fd());
-    for (Socket& s : data_) recvFds_.push_back(s.fd());
+    for (int fd : data_->callerFds()) recvFds_.push_back(fd);
   }
 }
 
@@ -69,12 +74,13 @@ bool SocketNetConn::mayRead() {
 }
 
 SocketNetConn::~SocketNetConn() {
+  data_.reset();  // its helpers may still write into the requests
   for (SocketNetRequest* r : requests_) delete r;
 }
 
 int SocketNetConn::partsFor(size_t bytes) const {
   const size_t parts = std::max<size_t>(1, bytes / kSocketNetMinPartBytes);
-  return static_cast<int>(std::min<size_t>(parts, data_.size()));
+  return static_cast<int>(std::min<size_t>(parts, static_cast<size_t>(data_->size())));
 }
 
 // Part i of n covers [bytes * i / n, bytes * (i + 1) / n): both ends compute it from the size.
@@ -89,8 +95,8 @@ void SocketNetConn::queuePayload(SocketNetRequest* req) {
   for (int i = 0; i < n; i++) {
     const size_t begin = req->size * i / n;
     const size_t end = req->size * (i + 1) / n;
-    dataJobs_[i].push_back(Job{req, req->data + begin, end - begin, 0});
     req->jobsLeft++;
+    data_->queue(i, DataSockets::Part{&req->jobsLeft, req->data + begin, end - begin});
   }
 }
 
@@ -126,8 +132,10 @@ void SocketNetConn::fail(ncclResult_t error) {
   for (SocketNetRequest* r : requests_) r->error = error_;
 }
 
-// Send side: the socket's queued pieces, several per sendmsg(), until it would block.
-ncclResult_t SocketNetConn::progressSend(Socket* socket, std::deque<Job>* jobs) {
+// Send side: the control socket's queued pieces (headers, inline payloads), several per sendmsg(),
+// until it would block.
+ncclResult_t SocketNetConn::progressSendCtrl() {
+  std::deque<Job>* jobs = &ctrlJobs_;
   while (!jobs->empty()) {
     iovec iov[kMaxSendPieces];
     int n = 0;
@@ -138,7 +146,7 @@ ncclResult_t SocketNetConn::progressSend(Socket* socket, std::deque<Job>* jobs) 
       want += iov[n].iov_len;
     }
     size_t sent = 0;
-    NCCLCHECK(socket->sendSomeV(iov, n, &sent));
+    NCCLCHECK(ctrl_.sendSomeV(iov, n, &sent));
     for (size_t left = sent; left > 0;) {
       Job& job = jobs->front();
       const size_t take = std::min(left, job.bytes - job.done);
@@ -177,25 +185,17 @@ ncclResult_t SocketNetConn::readCtrl(Job* job, bool* closed) {
   return ncclSuccess;
 }
 
-// Receive side: the front jobs of one socket until it would block. A receive's header, once
-// complete, queues its payload.
-ncclResult_t SocketNetConn::progressRecv(Socket* socket, std::deque<Job>* jobs) {
-  const bool ctrl = socket == &ctrl_;
+// Receive side: the control socket's front jobs until it would block. A receive's header, once
+// complete, queues its payload (inline: on the control socket; else on the data sockets).
+ncclResult_t SocketNetConn::progressRecvCtrl() {
+  std::deque<Job>* jobs = &ctrlJobs_;
   for (;;) {
-    if (ctrl) queueNextHeader();
+    queueNextHeader();
     if (jobs->empty()) return ncclSuccess;
     Job& job = jobs->front();
     bool closed = false;
-    if (ctrl) {
-      NCCLCHECK(readCtrl(&job, &closed));
-    } else {
-      NCCLCHECK(socket->recvSome(job.ptr, job.bytes, &job.done, &closed));
-    }
-    if (closed && job.done < job.bytes) {
-      WARN("net/socket: the connection from %s was closed by the peer with %zu of %zu bytes of a message to come",
-           peer_.c_str(), job.bytes - job.done, job.bytes);
-      return ncclRemoteError;
-    }
+    NCCLCHECK(readCtrl(&job, &closed));
+    if (closed && job.done < job.bytes) return closedMidMessage(peer_, job.bytes - job.done, job.bytes);
     if (job.done < job.bytes) return ncclSuccess;  // would block
     SocketNetRequest* req = job.req;
     const bool isHeader = job.ptr == reinterpret_cast<char*>(req->header);
@@ -227,10 +227,8 @@ ncclResult_t SocketNetConn::progress() {
   if (error_ != ncclSuccess) return error_;
   if (!isSend_ && !mayRead()) return ncclSuccess;
   rxDrained_ = false;
-  ncclResult_t r = isSend_ ? progressSend(&ctrl_, &ctrlJobs_) : progressRecv(&ctrl_, &ctrlJobs_);
-  for (size_t i = 0; i < data_.size() && r == ncclSuccess; i++) {
-    r = isSend_ ? progressSend(&data_[i], &dataJobs_[i]) : progressRecv(&data_[i], &dataJobs_[i]);
-  }
+  ncclResult_t r = isSend_ ? progressSendCtrl() : progressRecvCtrl();
+  if (r == ncclSuccess) r = data_->progress();
   if (r != ncclSuccess) fail(r);
   return r;
 }
@@ -244,7 +242,7 @@ ncclResult_t SocketNetConn::test(SocketNetRequest* req, bool* done, size_t* size
   }
   const ncclResult_t r = progress();
   if (r != ncclSuccess) return r;
-  if (req->jobsLeft > 0 || !req->headerDone) return ncclSuccess;
+  if (req->jobsLeft.load(std::memory_order_acquire) > 0 || !req->headerDone) return ncclSuccess;
   *done = true;
   if (size != nullptr) *size = req->size;
   // A finished receive has its header, so it sits before nextHeader_.

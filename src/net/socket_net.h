@@ -8,7 +8,8 @@
 //
 // Messages go in order, each a header {bytes, tag} on the control socket, then the payload: on the
 // control socket too when it is small (at most kSocketNetInlineBytes), else split into up to nSocks
-// contiguous parts, part i on data socket i, which both ends compute from the size alone. Several
+// contiguous parts, part i on data socket i, which both ends compute from the size alone; helper
+// threads move the parts (net/data_sockets.h), the caller's thread the control socket. Several
 // messages may be in flight; each socket moves its parts in message order. A sender hands a
 // socket all its queued pieces (headers and payloads) in one sendmsg(); a receiver reads its
 // control socket into a small buffer, which takes a header and a small payload, or several
@@ -17,7 +18,7 @@
 // size from the header: a larger message than the receive's buffer is an error (named, not a
 // silent truncation), a smaller one completes with its size.
 //
-// Progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
+// Control progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
 // many connections; a receiving connection reads only when its thread's ReadyScan says one of its
 // sockets has something (one epoll_wait per sweep over all connections, net/ready_scan.h). A peer that closes or resets
 // its end fails the connection's requests with ncclRemoteError and one WARN naming the peer; so does a peer whose host
@@ -26,6 +27,7 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -34,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "net/data_sockets.h"
 #include "net/ready_scan.h"
 #include "util/socket.h"
 
@@ -42,6 +45,7 @@ namespace braid::net {
 constexpr size_t kSocketNetInlineBytes = size_t{64} * 1024;   // messages up to this travel on the control socket
 constexpr size_t kSocketNetMinPartBytes = size_t{64} * 1024;  // a larger message uses one data socket per this much
 constexpr int kSocketNetMaxSocks = 64;
+constexpr int kSocketNetMaxThreads = 16;
 
 // What a listener publishes for connectors; fits in a plugin handle (128 bytes).
 struct SocketNetHandle {
@@ -58,7 +62,7 @@ struct SocketNetRequest {
   size_t capacity = 0;  // a send: its size; a receive: its buffer's
   size_t size = 0;      // bytes moved: a send's size, a receive's message size once its header came
   int tag = 0;
-  int jobsLeft = 0;  // parts not yet moved (a receive: counted once its header came)
+  std::atomic<int> jobsLeft{0};  // parts not yet moved (a receive: counted once its header came)
   bool headerDone = false;
   ncclResult_t error = ncclSuccess;
   uint64_t header[2]{};  // {bytes, tag} as sent or received
@@ -72,7 +76,7 @@ class SocketNetConn {
   SocketNetConn(const SocketNetConn&) = delete;
   SocketNetConn& operator=(const SocketNetConn&) = delete;
 
-  int nSocks() const { return static_cast<int>(data_.size()); }
+  int nSocks() const { return data_->size(); }
   // Queues a send or a receive; its memory stays the caller's until test() says it is done.
   [[nodiscard]] ncclResult_t post(bool isSend, void* data, size_t bytes, int tag, SocketNetRequest** out);
   // Moves what can move now, then reports whether `req` is done (and frees it when it is).
@@ -89,8 +93,8 @@ class SocketNetConn {
   int partsFor(size_t bytes) const;
   void queuePayload(SocketNetRequest* req);
   [[nodiscard]] ncclResult_t progress();
-  [[nodiscard]] ncclResult_t progressSend(Socket* socket, std::deque<Job>* jobs);
-  [[nodiscard]] ncclResult_t progressRecv(Socket* socket, std::deque<Job>* jobs);
+  [[nodiscard]] ncclResult_t progressSendCtrl();
+  [[nodiscard]] ncclResult_t progressRecvCtrl();
   [[nodiscard]] ncclResult_t readCtrl(Job* job, bool* closed);
   void queueNextHeader();
   void fail(ncclResult_t error);
@@ -98,12 +102,11 @@ class SocketNetConn {
   bool mayRead();
 
   Socket ctrl_;
-  std::vector<Socket> data_;
+  std::unique_ptr<DataSockets> data_;
   bool isSend_;
   std::string peer_;
   std::deque<SocketNetRequest*> requests_;  // posted, not yet handed back done
   std::deque<Job> ctrlJobs_;
-  std::vector<std::deque<Job>> dataJobs_;
   size_t nextHeader_ = 0;  // receive side: index in requests_ of the first receive without its header
   ncclResult_t error_ = ncclSuccess;
   // Receive side, control socket: what one recv() brought beyond the job it was for (the next
@@ -143,7 +146,10 @@ class SocketNetListener {
 [[nodiscard]] ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks,
                                             std::unique_ptr<SocketNetConn>* out);
 
-// Data sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, within 1..kSocketNetMaxSocks.
+// Data sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (NCCL_NSOCKS_PERTHREAD
+// when there are no helper threads), within 1..kSocketNetMaxSocks.
 int socketNetSocksPerConn();
+// Helper threads per connection end (net/data_sockets.h): NCCL_SOCKET_NTHREADS within 0..16.
+int socketNetThreadsPerConn();
 
 }  // namespace braid::net

@@ -1,19 +1,27 @@
 // The built-in socket network over loopback: whole connections from a listener, messages of every
 // size class (empty, inline, split over the data sockets) with random contents arriving intact and
-// in order, several in flight, two connections on one listener, a receive too small for its
-// message, and a peer process killed in the middle of a message.
+// in order, several in flight, with and without helper threads; helper threads that start with the
+// first large message and stop with the connection, also while they wait on a full socket; two
+// connections on one listener, a receive too small for its message, and a peer process killed in
+// the middle of a message.
 #include "net/socket_net.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "scoped_env.h"
+#include "util/params.h"
 
 namespace braid::net {
 namespace {
@@ -82,11 +90,43 @@ bool drive(SocketNetConn* send, std::vector<SocketNetRequest*>* sends, SocketNet
   return left == 0;
 }
 
-TEST(SocketNet, MessagesOfEverySizeArriveIntactAndInOrder) {
-  Pair p = connectPair(4);
+// NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD for one test (the parameters are cached).
+class SocketParams {
+ public:
+  SocketParams(int threads, int socksPerThread) : env_({"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"}) {
+    setenv("NCCL_SOCKET_NTHREADS", std::to_string(threads).c_str(), 1);
+    setenv("NCCL_NSOCKS_PERTHREAD", std::to_string(socksPerThread).c_str(), 1);
+    paramsReset();
+  }
+  ~SocketParams() {
+    env_.restore();
+    paramsReset();
+  }
+
+ private:
+  testing::ScopedEnv env_;
+};
+
+int threadsOfThisProcess() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.' ? 1 : 0;
+    closedir(d);
+  }
+  return n;
+}
+
+// Parameter: helper threads per connection end (0: the caller's thread moves the data sockets).
+class SocketNetThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(SocketNetThreads, MessagesOfEverySizeArriveIntactAndInOrder) {
+  SocketParams params(GetParam(), 2);
+  const int nSocks = std::max(GetParam(), 1) * 2;
+  ASSERT_EQ(socketNetSocksPerConn(), nSocks);
+  Pair p = connectPair(nSocks);
   ASSERT_NE(p.recv, nullptr);
-  EXPECT_EQ(p.recv->nSocks(), 4);
-  // Empty, tiny, at and around the inline limit, split over 1..4 sockets, odd sizes.
+  EXPECT_EQ(p.recv->nSocks(), nSocks);
+  // Empty, tiny, at and around the inline limit, split over 1..nSocks sockets, odd sizes.
   const std::vector<size_t> sizes = {0,      1,       4095, kSocketNetInlineBytes, kSocketNetInlineBytes + 1,
                                      200001, 3 << 20, 7,    (8 << 20) + 13,        kSocketNetMinPartBytes * 2};
   std::vector<std::vector<char>> payloads, outputs;
@@ -118,6 +158,53 @@ TEST(SocketNet, MessagesOfEverySizeArriveIntactAndInOrder) {
     EXPECT_EQ(std::memcmp(outputs[i].data(), payloads[i].data(), sizes[i]), 0) << "message " << i;
     EXPECT_EQ(outputs[i][sizes[i]], 0x5a) << "message " << i << " wrote past its size";
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(HelperThreads, SocketNetThreads, ::testing::Values(0, 1, 3),
+                         [](const ::testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "threads"; });
+
+// A connection that carries only inline messages starts no helper; the first message split over the
+// data sockets starts NCCL_SOCKET_NTHREADS at each end; destroying the ends stops them.
+TEST(SocketNet, EachEndStartsItsHelpersWithItsFirstLargeMessage) {
+  SocketParams params(3, 1);
+  const int before = threadsOfThisProcess();
+  {
+    Pair p = connectPair(socketNetSocksPerConn());
+    ASSERT_NE(p.recv, nullptr);
+    auto exchange = [&](size_t bytes, uint32_t seed) {
+      std::vector<char> payload = randomBytes(bytes, seed), out(bytes);
+      std::vector<SocketNetRequest*> sends(1), recvs(1);
+      EXPECT_EQ(p.send->post(true, payload.data(), bytes, 0, &sends[0]), ncclSuccess);
+      EXPECT_EQ(p.recv->post(false, out.data(), bytes, 0, &recvs[0]), ncclSuccess);
+      std::vector<size_t> got(1);
+      EXPECT_TRUE(drive(p.send.get(), &sends, p.recv.get(), &recvs, &got));
+      EXPECT_EQ(out, payload);
+    };
+    for (uint32_t i = 0; i < 20; i++) exchange(kSocketNetInlineBytes, i);
+    EXPECT_EQ(threadsOfThisProcess(), before);
+    exchange(3 * kSocketNetMinPartBytes + 1, 99);  // three parts, one per helper
+    EXPECT_EQ(threadsOfThisProcess(), before + 6);
+  }
+  EXPECT_EQ(threadsOfThisProcess(), before);
+}
+
+// The receiver reads nothing, so the sender's helpers wait on full sockets; the sending end is
+// still destroyed at once (its helpers look at the stop flag between polls).
+TEST(SocketNet, AnEndWhoseHelpersWaitOnFullSocketsIsDestroyedAtOnce) {
+  SocketParams params(2, 2);
+  Pair p = connectPair(socketNetSocksPerConn());
+  ASSERT_NE(p.recv, nullptr);
+  std::vector<char> payload(64 << 20, 3);
+  SocketNetRequest* s = nullptr;
+  ASSERT_EQ(p.send->post(true, payload.data(), payload.size(), 0, &s), ncclSuccess);
+  bool done = false;
+  for (int i = 0; i < 100; i++) ASSERT_EQ(p.send->test(s, &done, nullptr), ncclSuccess);
+  usleep(50 * 1000);
+  ASSERT_FALSE(done);
+  const auto start = std::chrono::steady_clock::now();
+  p.send.reset();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 500.0);
 }
 
 // Many small messages sent at once arrive several per read of the control socket; the receives
