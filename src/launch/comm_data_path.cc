@@ -119,6 +119,8 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
 }
 
 CommDataPath::~CommDataPath() {
+  // Destroy after the work finished: the peers' proxies learn that our connections end in order.
+  if (proxy_ != nullptr && !aborted_) proxy_->farewell();
   if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
 }
 
@@ -230,6 +232,7 @@ ncclResult_t CommDataPath::waitIdle() {
 }
 
 void CommDataPath::signalAbort() {
+  aborted_ = true;
   device_->signalAbort();
   if (shared_ != nullptr) {
     // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.

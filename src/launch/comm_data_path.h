@@ -188,6 +188,7 @@ class CommDataPath final : public DataPathBase {
   // Declared before connections_, which use them: destroyed after them (proxy before network).
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<proxy::Proxy> proxy_;
+  bool aborted_ = false;  // signalAbort() came: no farewell to the peers (proxy/proxy.h)
   // Rings, then direct channels, then trees and point-to-point peers, own or reused from the group.
   std::vector<std::shared_ptr<transport::Connections>> connections_;
   std::vector<std::shared_ptr<const void>> stepHolders_;  // of the shared connections it uses

@@ -195,6 +195,11 @@ ncclResult_t SocketNetConn::progressRecvCtrl() {
     Job& job = jobs->front();
     bool closed = false;
     NCCLCHECK(readCtrl(&job, &closed));
+    const bool atBoundary = job.done == 0 && job.ptr == reinterpret_cast<char*>(job.req->header);
+    if (closed && atBoundary) {
+      peerClosed_ = true;  // maybe in order, after its last message: test() decides
+      return ncclSuccess;
+    }
     if (closed && job.done < job.bytes) return closedMidMessage(peer_, job.bytes - job.done, job.bytes);
     if (job.done < job.bytes) return ncclSuccess;  // would block
     SocketNetRequest* req = job.req;
@@ -225,6 +230,7 @@ void SocketNetConn::queueNextHeader() {
 
 ncclResult_t SocketNetConn::progress() {
   if (error_ != ncclSuccess) return error_;
+  if (peerClosed_) return data_->progress();  // nothing more comes on the control socket
   if (!isSend_ && !mayRead()) return ncclSuccess;
   rxDrained_ = false;
   ncclResult_t r = isSend_ ? progressSendCtrl() : progressRecvCtrl();
@@ -242,6 +248,11 @@ ncclResult_t SocketNetConn::test(SocketNetRequest* req, bool* done, size_t* size
   }
   const ncclResult_t r = progress();
   if (r != ncclSuccess) return r;
+  if (!req->headerDone && peerClosed_) {
+    WARN("net/socket: %s closed the connection while a receive waited for its next message", peer_.c_str());
+    fail(ncclRemoteError);
+    return ncclRemoteError;
+  }
   if (req->jobsLeft.load(std::memory_order_acquire) > 0 || !req->headerDone) return ncclSuccess;
   *done = true;
   if (size != nullptr) *size = req->size;

@@ -18,11 +18,14 @@
 // size from the header: a larger message than the receive's buffer is an error (named, not a
 // silent truncation), a smaller one completes with its size.
 //
-// Control progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can drive
-// many connections; a receiving connection reads only when its thread's ReadyScan says one of its
-// sockets has something (one epoll_wait per sweep over all connections, net/ready_scan.h). A peer that closes or resets
-// its end fails the connection's requests with ncclRemoteError and one WARN naming the peer; so does a peer whose host
-// stops acknowledging for BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through the kernel's TCP timeouts.
+// Control progress happens in test() (the caller's thread): nothing blocks, so a proxy thread can
+// drive many connections; a receiving connection reads only when its thread's ReadyScan says one
+// of its sockets has something (one epoll_wait per sweep over all connections,
+// net/ready_scan.h). A peer that closes or resets its end fails the connection's requests with
+// ncclRemoteError and one WARN naming the peer (between two messages: once a receive that waits
+// for another is tested, since the last message may have been a farewell, proxy/proxy.h); so does
+// a peer whose host stops acknowledging for BRAID_NET_SOCKET_TIMEOUT_MS (a dropped link), through
+// the kernel's TCP timeouts.
 #pragma once
 
 #include <nccl.h>
@@ -108,6 +111,9 @@ class SocketNetConn {
   std::deque<SocketNetRequest*> requests_;  // posted, not yet handed back done
   std::deque<Job> ctrlJobs_;
   size_t nextHeader_ = 0;  // receive side: index in requests_ of the first receive without its header
+  // Receive side: the peer closed between two messages. Not an error by itself (its last message
+  // may have said goodbye, proxy/proxy.h); a receive still waiting for a message fails in test().
+  bool peerClosed_ = false;
   ncclResult_t error_ = ncclSuccess;
   // Receive side, control socket: what one recv() brought beyond the job it was for (the next
   // headers and small payloads), served before the socket is read again; rxDrained_: a read this

@@ -42,7 +42,7 @@ struct Proxy::Fifo {
   uint64_t posted = 0;  // steps handed to the network
   uint64_t done = 0;    // steps whose transfer completed (published as head or tail)
   void* requests[kMaxSlots] = {};
-  bool failed = false;
+  bool stopped = false;  // failed, or ended by a farewell
 };
 
 struct Proxy::Batch {
@@ -113,7 +113,18 @@ void Proxy::kick() {
   wake_.notify_all();
 }
 
+void Proxy::farewell() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  farewellPending_ = true;
+  const uint64_t serial = ++changeSerial_;
+  changes_.store(true, std::memory_order_release);
+  wake_.notify_all();
+  applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
+}
+
 void Proxy::applyChanges() {
+  bool farewell = false;
+  uint64_t serial = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& batch : pendingAdds_) batches_.push_back(std::move(batch));
@@ -123,10 +134,69 @@ void Proxy::applyChanges() {
                      batches_.end());
     }
     pendingRemoves_.clear();
-    appliedSerial_ = changeSerial_;
+    farewell = farewellPending_;
+    farewellPending_ = false;
+    serial = changeSerial_;
     changes_.store(false, std::memory_order_relaxed);
   }
+  if (farewell) sendFarewells();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    appliedSerial_ = serial;
+  }
   applied_.notify_all();
+}
+
+// The kernels have finished, but a send FIFO may still hold steps the network has not taken: they
+// go first, then the farewells (in a slot the GPU no longer uses). Nothing here waits past the
+// deadline: a peer that stopped reading must not hold up a destroy.
+void Proxy::sendFarewells() {
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(kFarewellMs);
+  auto drained = [](const Fifo& f) { return f.done == __atomic_load_n(f.io.tail, __ATOMIC_ACQUIRE); };
+  std::vector<Fifo*> senders;
+  for (auto& batch : batches_) {
+    for (Fifo& f : batch->fifos) {
+      const bool peerGone = std::find(peersGone_.begin(), peersGone_.end(), f.io.peer) != peersGone_.end();
+      if (f.io.isSend && !f.stopped && !peerGone) senders.push_back(&f);
+    }
+  }
+  std::vector<std::pair<Fifo*, void*>> farewells;
+  while (!senders.empty() && Clock::now() < deadline) {
+    for (size_t i = 0; i < senders.size();) {
+      Fifo& f = *senders[i];
+      if (!f.stopped && !drained(f)) (void)progress(&f);
+      if (f.stopped) {
+        senders.erase(senders.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      void* request = nullptr;
+      if (drained(f) && f.io.net->isend(f.io.comm, f.io.buff, kFarewellBytes, f.io.tag, f.io.mhandle, nullptr,
+                                        &request) != ncclSuccess) {
+        senders.erase(senders.begin() + static_cast<std::ptrdiff_t>(i));  // the peer is gone: nothing to tell
+        continue;
+      }
+      if (request == nullptr) {
+        i++;  // not drained yet, or the network is busy: again
+        continue;
+      }
+      farewells.emplace_back(&f, request);
+      senders.erase(senders.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  while (!farewells.empty() && Clock::now() < deadline) {
+    for (size_t i = 0; i < farewells.size();) {
+      int finished = 0;
+      int size = 0;
+      if (farewells[i].first->io.net->test(farewells[i].second, &finished, &size) != ncclSuccess || finished != 0) {
+        farewells.erase(farewells.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        i++;
+      }
+    }
+  }
+  for (auto& batch : batches_) {
+    for (Fifo& f : batch->fifos) f.stopped = f.stopped || f.io.isSend;  // nothing is sent after a farewell
+  }
 }
 
 // Where step `step` is sent from, and how many bytes travel (see proxy.h).
@@ -164,7 +234,7 @@ bool Proxy::progress(Fifo* f) {
   auto fail = [&](ncclResult_t res, const char* call) {
     WARN("%s: %s: network %s %s failed: %s; this connection stops (abort the communicator)", name_.c_str(),
          io.what.c_str(), io.net->name, call, resultName(res));
-    f->failed = true;
+    f->stopped = true;
     if (onError_) onError_(res);
     return true;
   };
@@ -201,6 +271,13 @@ bool Proxy::progress(Fifo* f) {
     if (res != ncclSuccess) return fail(res, "test");
     if (finished == 0) break;
     f->requests[slot] = nullptr;
+    if (!io.isSend && static_cast<size_t>(size) == kFarewellBytes) {
+      INFO(kLogNet, "%s: %s: the peer ended the connection in order (it destroyed its communicator)", name_.c_str(),
+           io.what.c_str());
+      f->stopped = true;
+      peersGone_.push_back(io.peer);
+      return true;
+    }
     if (!io.isSend) {
       const ncclResult_t placed = placeReceived(io, f->done, static_cast<size_t>(size));
       if (placed != ncclSuccess) return fail(placed, "receive (step size)");
@@ -216,7 +293,7 @@ bool Proxy::progressAll() {
   bool moved = false;
   for (auto& batch : batches_) {
     for (Fifo& f : batch->fifos) {
-      if (!f.failed && progress(&f)) moved = true;
+      if (!f.stopped && progress(&f)) moved = true;
     }
   }
   return moved;

@@ -24,6 +24,16 @@
 // logs one WARN naming the connection (rank, peer, host, channel) and reports the error through
 // the callback given at creation (the communicator's async error). The GPU side then waits until
 // the communicator is aborted. The thread makes no CUDA call.
+//
+// Farewell: ranks destroy their communicators at different times, and a receive FIFO always has
+// receives posted, so the peer's closing sockets would look like a failed peer (a WARN, and an
+// async error that makes PyTorch's watchdog tear the process down) to a rank that destroys later.
+// An orderly end (farewell(): ncclCommDestroy after the work finished, never abort) first sends
+// what the GPU left in the send FIFOs (a kernel ends once its last steps are in the host FIFO,
+// before the network has taken them), then a farewell on each: a message of kFarewellBytes, a size
+// no step has (Simple steps are multiples of 16 bytes, LL steps 8 more). A receiving proxy that
+// gets one stops that FIFO with an INFO line; a peer that dies or aborts sends none and is still
+// reported.
 #pragma once
 
 #include <nccl.h>
@@ -61,10 +71,14 @@ struct NetFifo {
   char* llBuff = nullptr;
   size_t llSlotBytes = 0;
   int tag = 0;
+  int peer = -1;     // the rank at the other end
   std::string what;  // "rank 0 -> rank 2 (host ...), channel 1": leads the WARN of a failure
 };
 
 class Proxy;
+
+constexpr size_t kFarewellBytes = 1;
+constexpr int kFarewellMs = 200;
 
 // Kicks a proxy from code that may outlive it: a CUDA graph's host node holds one, and a graph can
 // be replayed (wrongly) after its communicator is gone. A kick after the proxy's end does nothing.
@@ -92,6 +106,9 @@ class Proxy {
   // Stops moving the FIFOs added under `key` and returns once the thread no longer touches them
   // (their requests in flight are abandoned: the connections are about to be closed).
   void remove(uint64_t key);
+  // The orderly end (see the header comment): returns once every healthy send FIFO has sent its
+  // remaining steps and its farewell, or after kFarewellMs, whatever the peers do.
+  void farewell();
   // Work is coming (a launch that uses the network): poll now.
   void kick();
   // A kicker for this proxy that stays safe to use after its end.
@@ -106,6 +123,7 @@ class Proxy {
   static char* sendSlot(const NetFifo& io, uint64_t step, size_t* bytes);
   [[nodiscard]] ncclResult_t placeReceived(const NetFifo& io, uint64_t step, size_t bytes);
   void applyChanges();
+  void sendFarewells();
 
   std::string name_;
   ErrorSink onError_;
@@ -115,6 +133,7 @@ class Proxy {
   std::condition_variable applied_;  // the thread took the pending changes
   std::vector<std::unique_ptr<Batch>> pendingAdds_;
   std::vector<uint64_t> pendingRemoves_;
+  bool farewellPending_ = false;
   uint64_t nextKey_ = 1;
   uint64_t changeSerial_ = 0;   // bumped by add/remove
   uint64_t appliedSerial_ = 0;  // what the thread has taken
@@ -122,6 +141,7 @@ class Proxy {
   std::atomic<uint64_t> kicks_{0};
   std::atomic<bool> changes_{false};
   std::vector<std::unique_ptr<Batch>> batches_;  // the thread's own
+  std::vector<int> peersGone_;                   // the thread's: ranks that sent a farewell
   std::shared_ptr<ProxyKicker> kicker_;
   std::thread thread_;
 };

@@ -238,6 +238,7 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
         fifo.llSlotBytes = ll / kFifoSlotsLL;
       }
       fifo.tag = c->channel;
+      fifo.peer = g->peer;
       fifo.what = g->what + " (" + hostText(ctx_.peers[g->peer].hostHash) + "), channel " + std::to_string(c->channel);
       fifos.push_back(std::move(fifo));
       char* buffs[kNumProtos] = {ll > 0 ? dev + llOffset : nullptr, nullptr, dev + kCountersBytes};

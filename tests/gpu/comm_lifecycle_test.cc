@@ -1,13 +1,17 @@
 // Communicator lifecycle on real GPUs: InitAll, InitRank per process, init inside a group, the
 // scalable (several roots) init, two ranks on one GPU rejected, handle checks, memory that stays
-// flat over many init/destroy cycles, and an abort from another thread while a kernel spins.
+// flat over many init/destroy cycles, an abort from another thread while a kernel spins, and ranks
+// on two emulated hosts destroying at different times.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpu_test_util.h"
 
@@ -286,6 +290,64 @@ TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
               CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, alone, stream));
               CHILD_CUDA(cudaStreamSynchronize(stream));
               CHILD_NCCL(ncclCommDestroy(alone));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(buf));
+              return 0;
+            }));
+}
+
+// Two ranks on two emulated hosts (the data crosses the socket network). Rank 0 sends 64 MiB and
+// destroys its communicator at once: its kernel finishes when the last steps are in its host FIFO,
+// before the network has taken them, so destroy must send them (and its farewell) before it
+// closes. Rank 1 receives every byte, then finds no asynchronous error while rank 0 is gone (a
+// rank that destroys later must not take the first one's closed connections for a failed peer:
+// PyTorch's watchdog tears the process down on one), and destroys cleanly.
+TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError) {
+  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+              setenv("NCCL_HOSTID", ("braid-farewell-host-" + std::to_string(rank)).c_str(), 1);
+              CHILD_CUDA(cudaSetDevice(rank));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+              constexpr size_t kCount = size_t{16} << 20;  // int32: 64 MiB
+              std::vector<uint32_t> host(kCount);
+              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<uint32_t>(i * 2654435761u) ^ 0x5eed;
+              uint32_t* buf = nullptr;
+              cudaStream_t stream = nullptr;
+              CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(uint32_t)));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              if (rank == 0) {
+                CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(uint32_t), cudaMemcpyHostToDevice));
+                CHILD_NCCL(ncclSend(buf, kCount, ncclUint32, 1, comm, stream));
+                CHILD_NCCL(ncclCommDestroy(comm));
+                CHILD_CUDA(cudaStreamSynchronize(stream));
+              } else {
+                CHILD_CUDA(cudaMemset(buf, 0xff, kCount * sizeof(uint32_t)));
+                CHILD_NCCL(ncclRecv(buf, kCount, ncclUint32, 0, comm, stream));
+                const auto start = std::chrono::steady_clock::now();
+                while (cudaStreamQuery(stream) == cudaErrorNotReady &&
+                       std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                if (cudaStreamQuery(stream) != cudaSuccess) {
+                  std::fprintf(stderr, "rank 1: the receive did not finish within 20 s\n");
+                  (void)ncclCommAbort(comm);
+                  return 1;
+                }
+                std::vector<uint32_t> got(kCount);
+                CHILD_CUDA(cudaMemcpy(got.data(), buf, kCount * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+                size_t wrong = 0;
+                for (size_t i = 0; i < kCount; i++) wrong += got[i] != host[i] ? 1 : 0;
+                CHILD_EXPECT(wrong == 0);
+                for (int i = 0; i < 75; i++) {  // 1.5 s: rank 0 has destroyed its communicator meanwhile
+                  ncclResult_t async = ncclInternalError;
+                  CHILD_NCCL(ncclCommGetAsyncError(comm, &async));
+                  CHILD_EXPECT(async == ncclSuccess);
+                  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                }
+                CHILD_NCCL(ncclCommDestroy(comm));
+              }
               CHILD_CUDA(cudaStreamDestroy(stream));
               CHILD_CUDA(cudaFree(buf));
               return 0;

@@ -2,8 +2,8 @@
 // each FIFO played by a host thread that follows the same protocol (device/dev_types.h): the
 // sender fills a slot, stores its size, publishes tail; the receiver waits for tail, reads the slot,
 // publishes head. Random step sizes, per-step different contents, every byte checked; a peer that
-// closes its end is reported through the error callback; an idle proxy sleeps; a ping-pong times a
-// NET hop beside idle FIFOs.
+// closes its end is reported through the error callback, one that says farewell first is not; an
+// idle proxy sleeps; a ping-pong times a NET hop beside idle FIFOs.
 #include "proxy/proxy.h"
 
 #include <gtest/gtest.h>
@@ -307,6 +307,42 @@ TEST_F(ProxyTest, APeerThatClosesIsReportedAndTheOtherStepsStop) {
   EXPECT_EQ(load(&recvSide.tail), 0u);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(errors.load(), 1) << "a failed FIFO is reported once";
+}
+
+// An orderly end: the sender's GPU leaves steps in its FIFO that the network has not taken yet, then
+// its communicator is destroyed (farewell, then the connection closes). Every step still arrives,
+// and the receiving proxy stops that FIFO without reporting an error.
+TEST_F(ProxyTest, AFarewellAfterTheLastStepsEndsTheReceiversFifoWithoutAnError) {
+  HostFifo sendSide, recvSide;
+  std::atomic<int> errors{0};
+  Proxy receiver("receiver proxy", [&](ncclResult_t) { errors++; });
+  receiver.add({fifoOf(&recvSide, false)});
+  {
+    Proxy sender("sender proxy", [&](ncclResult_t) { errors++; });
+    const uint64_t key = sender.add({fifoOf(&sendSide, true)});
+    for (uint64_t step = 0; step < kSlots; ++step) {
+      char* slot = sendSide.buff.data() + step * kSlotBytes;
+      for (size_t i = 0; i < kSlotBytes; ++i) slot[i] = byteOf(step, i);
+      sendSide.sizes[step] = kSlotBytes;
+    }
+    store(&sendSide.tail, kSlots);  // the kernel is done; the proxy may not have sent a byte yet
+    sender.farewell();
+    sender.remove(key);
+  }
+  ASSERT_EQ(net_.closeSend(sendComm_), ncclSuccess);
+  sendComm_ = nullptr;
+  pairs_[0].first = nullptr;
+  ASSERT_TRUE(waitFor(&recvSide.tail, kSlots, std::chrono::seconds(10)));
+  size_t badBytes = 0;
+  for (uint64_t step = 0; step < kSlots; ++step) {
+    const char* slot = recvSide.buff.data() + step * kSlotBytes;
+    for (size_t i = 0; i < kSlotBytes; ++i) badBytes += slot[i] != byteOf(step, i) ? 1 : 0;
+  }
+  EXPECT_EQ(badBytes, 0u);
+  store(&recvSide.head, kSlots);  // the receiver's GPU consumes them and releases the slots
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(errors.load(), 0) << "a peer that said farewell is not a failed peer";
+  EXPECT_EQ(load(&recvSide.tail), static_cast<uint64_t>(kSlots)) << "the farewell is not a step";
 }
 
 double cpuSeconds() {

@@ -283,6 +283,31 @@ TEST(SocketNet, AMessageLargerThanItsReceiveIsAnErrorNotATruncation) {
   EXPECT_EQ(p.recv->post(false, out.data(), out.size(), 4, &again), ncclInvalidUsage);
 }
 
+// The peer sends its last message and closes: that message still completes (test() reads it with
+// the close behind it), and a receive posted for a next one fails with ncclRemoteError.
+TEST(SocketNet, APeerThatClosesAfterItsLastMessageCompletesItAndFailsTheNextReceive) {
+  Pair p = connectPair(2);
+  ASSERT_NE(p.recv, nullptr);
+  std::vector<char> payload = randomBytes(100, 5), out(200), next(200);
+  SocketNetRequest* s = nullptr;
+  ASSERT_EQ(p.send->post(true, payload.data(), payload.size(), 0, &s), ncclSuccess);
+  std::vector<SocketNetRequest*> sends{s}, none;
+  std::vector<size_t> noSizes;
+  ASSERT_TRUE(drive(p.send.get(), &sends, p.recv.get(), &none, &noSizes));
+  p.send.reset();
+  usleep(20 * 1000);  // the close is there before the first read
+  SocketNetRequest *r = nullptr, *r2 = nullptr;
+  ASSERT_EQ(p.recv->post(false, out.data(), out.size(), 0, &r), ncclSuccess);
+  ASSERT_EQ(p.recv->post(false, next.data(), next.size(), 1, &r2), ncclSuccess);
+  bool done = false;
+  size_t size = 0;
+  for (int i = 0; i < 1000 && !done; i++) ASSERT_EQ(p.recv->test(r, &done, &size), ncclSuccess);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(size, payload.size());
+  EXPECT_EQ(std::memcmp(out.data(), payload.data(), payload.size()), 0);
+  EXPECT_EQ(p.recv->test(r2, &done, &size), ncclRemoteError);
+}
+
 // The sender is another process, killed with SIGKILL in the middle of a 64 MiB message: it sends
 // what the sockets' buffers take while nobody reads (a few MiB), then dies; only then does the
 // receive start, so the message is cut short every time.
