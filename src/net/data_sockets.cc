@@ -132,8 +132,8 @@ bool DataSockets::waitForParts(Helper* helper) {
 void DataSockets::waitOnSockets(Helper* helper) {
   helper->pollFds.clear();
   for (int i : helper->lanes) {
-    if (lanes_[i].busy)
-      helper->pollFds.push_back(pollfd{lanes_[i].socket->fd(), static_cast<short>(isSend_ ? POLLOUT : POLLIN), 0});
+    if (!lanes_[i].busy) continue;
+    helper->pollFds.push_back(pollfd{lanes_[i].socket->fd(), static_cast<short>(isSend_ ? POLLOUT : POLLIN), 0});
   }
   (void)poll(helper->pollFds.data(), helper->pollFds.size(), kPollMs);  // EINTR or a timeout: look again
 }
