@@ -80,7 +80,7 @@ ncclResult_t checkRange(const char* caller, const char* field, int value, int lo
 
 ncclResult_t validate(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "blocking", c.blocking, 0, 1));
-  NCCLCHECK(checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8));
+  if (!isUndef(c.cgaClusterSize)) NCCLCHECK(checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8));
   NCCLCHECK(checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxConfigCtas));
   NCCLCHECK(checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxConfigCtas));
   if (c.minCTAs > c.maxCTAs) {

@@ -11,7 +11,7 @@ namespace braid {
 
 struct CommConfig {
   int blocking = 1;
-  int cgaClusterSize = 4;
+  int cgaClusterSize = NCCL_CONFIG_UNDEF_INT;  // UNDEF: the planner picks per collective (plan::Decision)
   int minCTAs = 1;
   int maxCTAs = 64;
   std::string netName;  // empty: automatic

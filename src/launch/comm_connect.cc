@@ -55,6 +55,8 @@ plan::CommModel CommDataPath::commModel(const uint32_t slotBytes[kNumProtos]) co
   model.maxDirectChannels = topo_.nDirectChannels;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
+  const int clusterSize = comm_->config_.cgaClusterSize;
+  model.cgaClusterSize = clusterSize == NCCL_CONFIG_UNDEF_INT ? plan::kAutoClusterSize : clusterSize;
   // Payload per slot: LL carries 8 data bytes per 16-byte line, LL128 120 per 128-byte line.
   model.slotPayloadBytes[kProtoSimple] = slotBytes[kProtoSimple];
   model.slotPayloadBytes[kProtoLL] = slotBytes[kProtoLL] / 2;

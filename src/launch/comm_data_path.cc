@@ -112,7 +112,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
   const bool hopper = major >= 9;
   path->collLaunch_.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
-  path->collLaunch_.clusterSize = hopper ? comm->config_.cgaClusterSize : 0;
+  path->clusters_ = hopper;
   path->plainLaunch_.pdl = path->collLaunch_.pdl;
   *out = std::move(path);
   return ncclSuccess;
@@ -214,7 +214,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
           collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
           decision.nThreads, decision.chunkBytes, decision.estimatedUs);
-    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, collLaunch_, task.stream,
+    LaunchOptions launch = collLaunch_;
+    launch.clusterSize = clusters_ ? decision.clusterSize : 0;
+    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,
                                      registered.direct ? &registered.peers : nullptr));
     if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }

@@ -171,14 +171,24 @@ ncclResult_t checkModel(const CommModel& model, CollId coll) {
   return ncclSuccess;
 }
 
+// The config's cluster size, or where the planner picks: clusters of kClusterCtas, but none for a
+// two-rank AllGather or ReduceScatter ring of Simple steps (see kClusterCtas).
+int chooseClusterSize(const CommModel& model, CollId coll, const Decision& d) {
+  if (model.cgaClusterSize != kAutoClusterSize) return model.cgaClusterSize;
+  const bool onePass = coll == CollId::kAllGather || coll == CollId::kReduceScatter;
+  const bool pairRing = model.nranks == 2 && d.algo == kAlgoRing && d.proto == kProtoSimple;
+  return onePass && pairRing ? 0 : kClusterCtas;
+}
+
 bool protoUsable(const CommModel& model, ProtoId proto) {
   if ((proto == kProtoLL && !model.llOk) || (proto == kProtoLL128 && !model.ll128Ok)) return false;
   return slotChunkCap(model, proto) != 0;
 }
 
 void logDecision(CollId coll, size_t bytes, const Decision& d) {
-  INFO(kLogTuning, "%s %zu bytes -> %s/%s, %d channels x %d threads, chunk %u bytes, %.1f us", collName(coll), bytes,
-       algoName(d.algo), protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes, d.estimatedUs);
+  INFO(kLogTuning, "%s %zu bytes -> %s/%s, %d channels x %d threads, chunk %u bytes, clusters of %d, %.1f us",
+       collName(coll), bytes, algoName(d.algo), protoName(d.proto), d.nChannels, d.nThreads, d.chunkBytes,
+       d.clusterSize, d.estimatedUs);
 }
 
 // One rank: nothing to communicate; a copy on one channel (NCCL runs no algorithm either).
@@ -237,6 +247,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   NCCLCHECK(checkModel(model, coll));
   if (model.nranks == 1) {
     *out = oneRankDecision(model, bytes);
+    out->clusterSize = chooseClusterSize(model, coll, *out);
     logDecision(coll, bytes, *out);
     return ncclSuccess;
   }
@@ -291,6 +302,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
     fitChannelsAndThreads(model, d.proto, bytes, &d.nChannels, &d.nThreads);
     d.chunkBytes = chooseChunk(model, coll, d.proto, d.nChannels, d.nThreads, bytes);
   }
+  d.clusterSize = chooseClusterSize(model, coll, d);
   *out = d;
   logDecision(coll, bytes, d);
   return ncclSuccess;

@@ -69,7 +69,12 @@ struct CommModel {
   // The operation's op is a ncclRedOpCreatePreMulSum op: no Direct, whose receiving rank would
   // premultiply its peers' inputs with its own scalar (every rank has its own).
   bool userPreMulSum;
+  // ncclConfig_t.cgaClusterSize after NCCL_CGA_CLUSTER_SIZE (0-8), or kAutoClusterSize: the planner
+  // picks (Decision::clusterSize).
+  int cgaClusterSize;
 };
+
+constexpr int kAutoClusterSize = -1;
 
 struct Decision {
   AlgoId algo;
@@ -79,6 +84,7 @@ struct Decision {
   uint32_t chunkBytes;  // payload bytes per step per connection: a multiple of the protocol's grain
                         // (kChunkGrainBytes), at most the slot's payload, never 0
   double estimatedUs;   // the cost the choice was made on (all maxChannels, as NCCL's table)
+  int clusterSize;      // thread-block clusters of this many CTAs where the GPU has them (0: none)
 };
 
 // bytes = the operation's nccl-tests "size": count*elemsize for AllReduce/Broadcast/Reduce,

@@ -122,4 +122,13 @@ constexpr uint64_t kMinChainStepBytes = 32 << 10;
 // LL 5.5 us, LL128 7-8 us, Simple 7.2 us).
 constexpr double kChainHopFactor = 0.3;
 
+// Thread-block clusters (Hopper and later), where ncclConfig_t.cgaClusterSize is left to Braid: of
+// 4 CTAs, NCCL's default, which on 4 H200 lifted Broadcast of 1 GiB from 335 to 363 GB/s and
+// AllReduce from 346 to 358 (session 18), and on 2 H200 Broadcast of 256 MiB from 334 to 362. A
+// two-rank AllGather or ReduceScatter ring of Simple steps runs without: on 2 H200 clusters of 4
+// cost them 7-11% at 256 MiB and 4-6% at 1 GiB (AllGather 268 against 290 GB/s, ReduceScatter
+// 258 against 289 at 256 MiB; clusters of 2 lost half as much), where AllReduce and Reduce moved
+// within -1% to +4% (session 29, docs/performance.md).
+constexpr int kClusterCtas = 4;
+
 }  // namespace braid::plan

@@ -33,7 +33,7 @@ TEST_F(ConfigTest, NullMeansDefaults) {
   c.blocking = 7;
   ASSERT_EQ(ncclSuccess, parseConfig(nullptr, "test", &c));
   EXPECT_EQ(1, c.blocking);
-  EXPECT_EQ(4, c.cgaClusterSize);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.cgaClusterSize);  // the planner picks
   EXPECT_EQ(1, c.minCTAs);
   EXPECT_EQ(kMaxConfigCtas, c.maxCTAs);
   EXPECT_EQ(0, c.splitShare);

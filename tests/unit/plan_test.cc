@@ -38,6 +38,7 @@ CommModel hopperModel(int nranks, bool ll128Ok = true) {
   m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSlots[kProtoLL128] * 120 / 128;
   m.nthreadsOverride = -1;
   m.ll128NthreadsOverride = -1;
+  m.cgaClusterSize = kAutoClusterSize;
   return m;
 }
 
@@ -642,6 +643,31 @@ TEST(PlanEstimate, DirectIsOneHopOverTheBusiestPort) {
   EXPECT_NEAR(bytesUs(CollId::kAllGather),
               bytesUs(CollId::kReduceScatter) * kDirectReduceBwFactor / kDirectCopyBwFactor, 1e-9);
   EXPECT_EQ(estimateDirectUs(hopperModel(4), CollId::kAllReduce, 16, 8), -1.0);  // no direct channels
+}
+
+// Left to the planner, kernels launch in clusters of kClusterCtas, except a two-rank AllGather or
+// ReduceScatter ring of Simple steps (slower in clusters on 2 H200); a configured size is kept.
+TEST(PlanDecide, ClustersAreThePlannersPickUnlessConfigured) {
+  auto clusters = [](const CommModel& m, CollId coll, size_t bytes) {
+    Decision d{};
+    EXPECT_EQ(decide(m, allowAll(), coll, bytes, &d), ncclSuccess);
+    return d.clusterSize;
+  };
+  const size_t large = 256u << 20;
+  for (CollId coll : {CollId::kAllGather, CollId::kReduceScatter}) {
+    EXPECT_EQ(clusters(hopperModel(2), coll, large), 0) << collName(coll);
+    EXPECT_EQ(clusters(hopperModel(4), coll, large), kClusterCtas) << collName(coll);
+    EXPECT_EQ(clusters(hopperModel(2), coll, 1024), kClusterCtas) << collName(coll);  // LL, not Simple
+  }
+  for (CollId coll : {CollId::kAllReduce, CollId::kBroadcast, CollId::kReduce}) {
+    EXPECT_EQ(clusters(hopperModel(2), coll, large), kClusterCtas) << collName(coll);
+  }
+  for (int configured : {0, 2, 8}) {
+    CommModel m = hopperModel(2);
+    m.cgaClusterSize = configured;
+    EXPECT_EQ(clusters(m, CollId::kReduceScatter, large), configured);
+    EXPECT_EQ(clusters(m, CollId::kAllReduce, 1024), configured);
+  }
 }
 
 }  // namespace
