@@ -37,6 +37,9 @@ class ReadyScan {
   void forget(const std::vector<int>& fds);
   // Whether any of the fds may have data; *lastEpoch is the caller's note of the scan it last saw.
   bool mayRead(const std::vector<int>& fds, uint64_t* lastEpoch);
+  // Readable while any registered socket has something to read (-1: no epoll): a thread with
+  // nothing else to do can wait on it for its connections' data.
+  int readyFd() const { return epollFd_; }
 
  private:
   void refresh();

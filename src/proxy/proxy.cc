@@ -1,9 +1,16 @@
 #include "proxy/proxy.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
+#include "net/ready_scan.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -14,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kMaxSlots = 16;
 constexpr int kFirstSleepUs = 20;
-constexpr int kLongestSleepUs = 1000;
+constexpr int64_t kMaxSleepUsBound = 1000000;  // BRAID_PROXY_MAX_SLEEP_US below it: a timespec of < 1 s
 
 const char* resultName(ncclResult_t res) {
   switch (res) {
@@ -54,7 +61,14 @@ Proxy::Proxy(std::string name, ErrorSink onError)
     : name_(std::move(name)),
       onError_(std::move(onError)),
       spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)),
+      maxSleepUs_(static_cast<int>(
+          std::clamp<int64_t>(paramInt(ParamId::kProxyMaxSleepUs), kFirstSleepUs, kMaxSleepUsBound - 1))),
       kicker_(std::make_shared<ProxyKicker>()) {
+  wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeFd_ < 0) {
+    WARN("%s: eventfd failed (%s): the proxy naps at most %d us at a time instead of sleeping", name_.c_str(),
+         std::strerror(errno), kFirstSleepUs);
+  }
   kicker_->proxy_ = this;
   thread_ = std::thread([this] { run(); });
 }
@@ -69,8 +83,9 @@ Proxy::~Proxy() {
     stop_ = true;
     changes_.store(true, std::memory_order_release);
   }
-  wake_.notify_all();
+  signalWake();
   thread_.join();
+  if (wakeFd_ >= 0) close(wakeFd_);
 }
 
 uint64_t Proxy::add(std::vector<NetFifo> fifos) {
@@ -90,7 +105,7 @@ uint64_t Proxy::add(std::vector<NetFifo> fifos) {
     changeSerial_++;
     changes_.store(true, std::memory_order_release);
   }
-  wake_.notify_all();
+  signalWake();
   return key;
 }
 
@@ -99,7 +114,7 @@ void Proxy::remove(uint64_t key) {
   pendingRemoves_.push_back(key);
   const uint64_t serial = ++changeSerial_;
   changes_.store(true, std::memory_order_release);
-  wake_.notify_all();
+  signalWake();
   applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
 }
 
@@ -108,9 +123,18 @@ void ProxyKicker::kick() {
   if (proxy_ != nullptr) proxy_->kick();
 }
 
+// A launch's kick writes the eventfd only while the thread sleeps (a system call per launch
+// otherwise). With both sides sequentially consistent, either the sleeper sees the new count
+// before it sleeps or the kicker sees sleeping_ and wakes it.
 void Proxy::kick() {
-  kicks_.fetch_add(1, std::memory_order_relaxed);
-  wake_.notify_all();
+  kicks_.fetch_add(1);
+  if (sleeping_.load()) signalWake();
+}
+
+void Proxy::signalWake() {
+  if (wakeFd_ < 0) return;
+  const uint64_t one = 1;
+  (void)!write(wakeFd_, &one, sizeof(one));  // EAGAIN: the counter is full, so it is readable anyway
 }
 
 void Proxy::farewell() {
@@ -118,7 +142,7 @@ void Proxy::farewell() {
   farewellPending_ = true;
   const uint64_t serial = ++changeSerial_;
   changes_.store(true, std::memory_order_release);
-  wake_.notify_all();
+  signalWake();
   applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
 }
 
@@ -303,6 +327,7 @@ void Proxy::run() {
   Clock::time_point lastProgress = Clock::now();
   uint64_t seenKicks = kicks_.load(std::memory_order_relaxed);
   int sleepUs = kFirstSleepUs;
+  bool watchSockets = true;  // see the header comment
   while (true) {
     if (changes_.load(std::memory_order_acquire)) {
       bool stopping = false;
@@ -320,18 +345,44 @@ void Proxy::run() {
       lastProgress = now;
       seenKicks = kicks;
       sleepUs = kFirstSleepUs;
+      watchSockets = true;
       continue;
     }
     if (now - lastProgress < std::chrono::microseconds(spinUs_)) {
       cpuRelax();
       continue;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait_for(lock, std::chrono::microseconds(sleepUs), [&] {
-      return stop_ || changeSerial_ != appliedSerial_ || kicks_.load(std::memory_order_relaxed) != seenKicks;
-    });
-    sleepUs = std::min(sleepUs * 2, kLongestSleepUs);
+    if (sleepUntilWoken(sleepUs, seenKicks, watchSockets)) {
+      // A peer's data: poll for a spin window, and watch the sockets again only once a step moves.
+      lastProgress = Clock::now();
+      sleepUs = kFirstSleepUs;
+      watchSockets = false;
+    } else {
+      sleepUs = std::min(sleepUs * 2, maxSleepUs_);
+    }
   }
+}
+
+// One sleep of at most sleepUs, ended early by the eventfd (a kick or a change) or, with
+// watchSockets, by data on a socket this thread progresses. Returns true when the sockets woke it.
+bool Proxy::sleepUntilWoken(int sleepUs, uint64_t seenKicks, bool watchSockets) {
+  if (wakeFd_ < 0) sleepUs = std::min(sleepUs, kFirstSleepUs);
+  sleeping_.store(true);
+  if (kicks_.load() != seenKicks || changes_.load(std::memory_order_acquire)) {
+    sleeping_.store(false);
+    return false;
+  }
+  const int socketsFd = watchSockets ? net::ReadyScan::threadLocal().readyFd() : -1;
+  pollfd fds[2] = {{wakeFd_, POLLIN, 0}, {socketsFd, POLLIN, 0}};  // a negative fd is ignored
+  const timespec timeout{0, static_cast<long>(sleepUs) * 1000};
+  const int ready = ppoll(fds, 2, &timeout, nullptr);
+  sleeping_.store(false);
+  if (ready <= 0) return false;
+  if ((fds[0].revents & POLLIN) != 0) {
+    uint64_t count = 0;
+    (void)!read(wakeFd_, &count, sizeof(count));
+  }
+  return (fds[1].revents & POLLIN) != 0;
 }
 
 }  // namespace braid::proxy

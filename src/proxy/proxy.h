@@ -15,10 +15,18 @@
 // operations: it follows the counters.
 //
 // Idle: while data moves the thread polls; BRAID_PROXY_SPIN_US after its last progress it sleeps
-// between polls, 20 us at first and up to 1 ms, so an idle communicator costs no core. kick()
-// (called at every launch that uses the network) ends a sleep at once; a captured launch adds a
-// host node to its graph that kicks through a ProxyKicker, so a replay wakes the proxy as well
-// (launch/replay_wake.h).
+// between polls, 20 us at first and up to BRAID_PROXY_MAX_SLEEP_US (1 ms), so an idle
+// communicator costs no core. kick() (called at every launch that uses the network) ends a sleep
+// at once; a captured launch adds a host node to its graph that kicks through a ProxyKicker, so a
+// replay wakes the proxy as well (launch/replay_wake.h). Data from a peer ends a sleep at once too:
+// the thread sleeps in ppoll() on an eventfd (kicks, changes) and on the epoll set of the built-in
+// socket network's receiving sockets that it progresses (net/ready_scan.h), and after such a wake
+// it polls for another spin window. Where that window moves no step (data the GPU has no slot for
+// yet stays unread, and the epoll set stays readable), the sleeps stop watching the sockets until
+// a step moves or a kick comes, so that unread data cannot keep the thread spinning. External
+// network plugins give no sockets to watch: their data is seen at the next timed poll. What the
+// sleeps still bound is how late the proxy sees the first steps of a kernel that starts long
+// after its launch's kick (the GPU running behind the host).
 //
 // Errors: a network call that fails (a peer that closed or reset its connection) stops that FIFO,
 // logs one WARN naming the connection (rank, peer, host, channel) and reports the error through
@@ -124,12 +132,16 @@ class Proxy {
   [[nodiscard]] ncclResult_t placeReceived(const NetFifo& io, uint64_t step, size_t bytes);
   void applyChanges();
   void sendFarewells();
+  void signalWake();
+  [[nodiscard]] bool sleepUntilWoken(int sleepUs, uint64_t seenKicks, bool watchSockets);
 
   std::string name_;
   ErrorSink onError_;
   int64_t spinUs_;
+  int maxSleepUs_;
   std::mutex mutex_;
-  std::condition_variable wake_;     // kick, add, remove, stop
+  int wakeFd_ = -1;  // eventfd that ends a sleep: kick (while sleeping_), add, remove, stop
+  std::atomic<bool> sleeping_{false};
   std::condition_variable applied_;  // the thread took the pending changes
   std::vector<std::unique_ptr<Batch>> pendingAdds_;
   std::vector<uint64_t> pendingRemoves_;

@@ -3,7 +3,8 @@
 // sender fills a slot, stores its size, publishes tail; the receiver waits for tail, reads the slot,
 // publishes head. Random step sizes, per-step different contents, every byte checked; a peer that
 // closes its end is reported through the error callback, one that says farewell first is not; an
-// idle proxy sleeps; a ping-pong times a NET hop beside idle FIFOs.
+// idle proxy sleeps, wakes at once for a kick or a peer's data, and does not spin beside data it has
+// no slot for; a ping-pong times a NET hop beside idle FIFOs.
 #include "proxy/proxy.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "net/socket_net_plugin.h"
+#include "scoped_env.h"
 #include "util/params.h"
 
 namespace braid::proxy {
@@ -369,6 +371,68 @@ TEST_F(ProxyTest, AnIdleProxySleepsAndAKickWakesItAtOnce) {
   store(&sendSide.tail, 1);
   ASSERT_TRUE(waitFor(&recvSide.tail, 1, std::chrono::seconds(5)));
   EXPECT_EQ(recvSide.buff[0], 42);
+}
+
+// A step from a peer while the receiving proxy sleeps (no launch kicked it, as when the peer runs
+// late): the socket's data ends the sleep at once instead of at the next timed poll. Sleeps of up to
+// 200 ms and no spin window make the difference plain on any machine: after 400 ms of idle time the
+// receiver is in a 200 ms sleep that ends ~127 ms after the step arrives.
+TEST_F(ProxyTest, AStepFromAPeerWakesASleepingReceiverAtOnce) {
+  testing::ScopedEnv env({"BRAID_PROXY_SPIN_US", "BRAID_PROXY_MAX_SLEEP_US"});
+  setenv("BRAID_PROXY_SPIN_US", "0", 1);
+  setenv("BRAID_PROXY_MAX_SLEEP_US", "200000", 1);
+  paramsReset();
+  HostFifo sendSide, recvSide;
+  std::vector<double> ms;
+  {
+    Proxy sender("sender proxy", nullptr);
+    Proxy receiver("receiver proxy", nullptr);
+    sender.add({fifoOf(&sendSide, true)});
+    receiver.add({fifoOf(&recvSide, false)});
+    for (uint64_t step = 0; step < 5; ++step) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      sendSide.sizes[step % kNetSizeSlots] = 16;
+      const auto t0 = Clock::now();
+      store(&sendSide.tail, step + 1);
+      sender.kick();  // the sender's launch
+      ASSERT_TRUE(waitFor(&recvSide.tail, step + 1, std::chrono::seconds(5))) << "step " << step;
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      store(&recvSide.head, step + 1);
+    }
+  }
+  env.restore();
+  paramsReset();
+  std::sort(ms.begin(), ms.end());
+  EXPECT_LT(ms[ms.size() / 2], 50.0) << "the receiver saw the step only at the end of its sleep (worst " << ms.back()
+                                     << " ms)";
+}
+
+// Data the GPU has no slot for stays unread in the receiver's socket, which stays readable: the
+// receiving proxy must not take that for news and spin, but go back to timed sleeps.
+TEST_F(ProxyTest, DataWithoutAFreeSlotDoesNotKeepTheReceiverBusy) {
+  HostFifo sendSide, recvSide;
+  Proxy sender("sender proxy", nullptr);
+  Proxy receiver("receiver proxy", nullptr);
+  sender.add({fifoOf(&sendSide, true)});
+  receiver.add({fifoOf(&recvSide, false)});
+  constexpr uint64_t kSteps = kSlots + 4;    // the receiving GPU never consumes: 4 steps find no slot
+  constexpr uint32_t kStepBytes = 32 << 10;  // on the control socket, read into no buffer ahead
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    ASSERT_TRUE(waitFor(&sendSide.head, step + 1 > kSlots ? step + 1 - kSlots : 0, std::chrono::seconds(5)));
+    sendSide.sizes[step % kNetSizeSlots] = kStepBytes;
+    store(&sendSide.tail, step + 1);
+    sender.kick();
+  }
+  ASSERT_TRUE(waitFor(&recvSide.tail, kSlots, std::chrono::seconds(5)));
+  ASSERT_TRUE(waitFor(&sendSide.head, kSteps, std::chrono::seconds(5)));  // all sent: in the receiver's socket
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double before = cpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double used = cpuSeconds() - before;
+  EXPECT_LT(used, 0.1) << "the proxies used " << used << " s of CPU in 0.5 s beside unread data";
+  EXPECT_EQ(load(&recvSide.tail), kSlots);
+  store(&recvSide.head, kSlots);  // the GPU consumes its slots: the rest arrives
+  EXPECT_TRUE(waitFor(&recvSide.tail, kSteps, std::chrono::seconds(5)));
 }
 
 // What a CUDA graph's host node holds: it kicks while its proxy lives, and does nothing (no crash)
