@@ -353,16 +353,22 @@ double cpuSeconds() {
   return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
 }
 
+// CPU seconds the whole process uses in 0.5 s, after 50 ms in which its proxies go past their spin
+// window (2 ms by default) and fall asleep.
+double cpuOfHalfASecondIdle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double before = cpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return cpuSeconds() - before;
+}
+
 TEST_F(ProxyTest, AnIdleProxySleepsAndAKickWakesItAtOnce) {
   HostFifo sendSide, recvSide;
   Proxy sender("sender proxy", nullptr);
   Proxy receiver("receiver proxy", nullptr);
   sender.add({fifoOf(&sendSide, true)});
   receiver.add({fifoOf(&recvSide, false)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // past the spin window (2 ms by default)
-  const double before = cpuSeconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const double used = cpuSeconds() - before;
+  const double used = cpuOfHalfASecondIdle();
   EXPECT_LT(used, 0.1) << "two idle proxies used " << used << " s of CPU in 0.5 s";
   // A step after the idle time still goes through.
   sendSide.buff[0] = 42;
@@ -425,10 +431,7 @@ TEST_F(ProxyTest, DataWithoutAFreeSlotDoesNotKeepTheReceiverBusy) {
   }
   ASSERT_TRUE(waitFor(&recvSide.tail, kSlots, std::chrono::seconds(5)));
   ASSERT_TRUE(waitFor(&sendSide.head, kSteps, std::chrono::seconds(5)));  // all sent: in the receiver's socket
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const double before = cpuSeconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const double used = cpuSeconds() - before;
+  const double used = cpuOfHalfASecondIdle();
   EXPECT_LT(used, 0.1) << "the proxies used " << used << " s of CPU in 0.5 s beside unread data";
   EXPECT_EQ(load(&recvSide.tail), kSlots);
   store(&recvSide.head, kSlots);  // the GPU consumes its slots: the rest arrives
