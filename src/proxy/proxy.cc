@@ -21,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kMaxSlots = 16;
 constexpr int kFirstSleepUs = 20;
+constexpr int kLaunchWindowSleepUs = 50;       // the longest sleep within BRAID_PROXY_LAUNCH_WINDOW_MS of a kick
 constexpr int64_t kMaxSleepUsBound = 1000000;  // BRAID_PROXY_MAX_SLEEP_US below it: a timespec of < 1 s
 
 const char* resultName(ncclResult_t res) {
@@ -63,6 +64,7 @@ Proxy::Proxy(std::string name, ErrorSink onError)
       spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)),
       maxSleepUs_(static_cast<int>(
           std::clamp<int64_t>(paramInt(ParamId::kProxyMaxSleepUs), kFirstSleepUs, kMaxSleepUsBound - 1))),
+      launchWindow_(std::chrono::milliseconds(std::max<int64_t>(paramInt(ParamId::kProxyLaunchWindowMs), 0))),
       kicker_(std::make_shared<ProxyKicker>()) {
   wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeFd_ < 0) {
@@ -328,6 +330,7 @@ void Proxy::run() {
   uint64_t seenKicks = kicks_.load(std::memory_order_relaxed);
   int sleepUs = kFirstSleepUs;
   bool watchSockets = true;  // see the header comment
+  Clock::time_point lastKick = lastProgress - launchWindow_;
   while (true) {
     if (changes_.load(std::memory_order_acquire)) {
       bool stopping = false;
@@ -342,6 +345,7 @@ void Proxy::run() {
     const uint64_t kicks = kicks_.load(std::memory_order_relaxed);
     const Clock::time_point now = Clock::now();
     if (moved || kicks != seenKicks) {
+      if (kicks != seenKicks) lastKick = now;
       lastProgress = now;
       seenKicks = kicks;
       sleepUs = kFirstSleepUs;
@@ -352,13 +356,16 @@ void Proxy::run() {
       cpuRelax();
       continue;
     }
+    // Within the launch window a kernel may start any moment (see the header comment).
+    const int longest = now - lastKick < launchWindow_ ? std::min(maxSleepUs_, kLaunchWindowSleepUs) : maxSleepUs_;
+    sleepUs = std::min(sleepUs, longest);
     if (sleepUntilWoken(sleepUs, seenKicks, watchSockets)) {
       // A peer's data: poll for a spin window, and watch the sockets again only once a step moves.
       lastProgress = Clock::now();
       sleepUs = kFirstSleepUs;
       watchSockets = false;
     } else {
-      sleepUs = std::min(sleepUs * 2, maxSleepUs_);
+      sleepUs = std::min(sleepUs * 2, longest);
     }
   }
 }

@@ -413,6 +413,49 @@ TEST_F(ProxyTest, AStepFromAPeerWakesASleepingReceiverAtOnce) {
                                      << " ms)";
 }
 
+// A kernel that starts long after its launch kicked the proxy (the host ahead of the GPU): within
+// the launch window the sender sleeps at most 50 us, so its first step leaves at once, not at the
+// end of a long sleep (without the window, 200 ms after the kick it is in a sleep that ends at
+// 328 ms). Prints what the proxies cost in the window.
+TEST_F(ProxyTest, AKernelThatStartsLongAfterItsLaunchIsSentAtOnce) {
+  testing::ScopedEnv env({"BRAID_PROXY_SPIN_US", "BRAID_PROXY_MAX_SLEEP_US", "BRAID_PROXY_LAUNCH_WINDOW_MS"});
+  setenv("BRAID_PROXY_SPIN_US", "0", 1);
+  setenv("BRAID_PROXY_MAX_SLEEP_US", "200000", 1);
+  setenv("BRAID_PROXY_LAUNCH_WINDOW_MS", "1000", 1);
+  paramsReset();
+  HostFifo sendSide, recvSide;
+  std::vector<double> ms;
+  double cpu = 0;
+  double idle = 0;
+  {
+    Proxy sender("sender proxy", nullptr);
+    Proxy receiver("receiver proxy", nullptr);
+    sender.add({fifoOf(&sendSide, true)});
+    receiver.add({fifoOf(&recvSide, false)});
+    for (uint64_t step = 0; step < 3; ++step) {
+      sender.kick();  // the launch
+      const double before = cpuSeconds();
+      const auto kicked = Clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the GPU is busy with earlier work
+      cpu += cpuSeconds() - before;
+      idle += std::chrono::duration<double>(Clock::now() - kicked).count();
+      sendSide.sizes[step % kNetSizeSlots] = 16;
+      const auto t0 = Clock::now();
+      store(&sendSide.tail, step + 1);  // the kernel starts
+      ASSERT_TRUE(waitFor(&recvSide.tail, step + 1, std::chrono::seconds(5))) << "step " << step;
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      store(&recvSide.head, step + 1);
+    }
+  }
+  env.restore();
+  paramsReset();
+  std::sort(ms.begin(), ms.end());
+  std::printf("a late kernel's step: median %.2f ms; the process used %.1f%% of a core in the launch window\n",
+              ms[ms.size() / 2], 100 * cpu / idle);
+  EXPECT_LT(ms[ms.size() / 2], 20.0) << "the sender saw the step only at the end of a long sleep (worst " << ms.back()
+                                     << " ms)";
+}
+
 // Data the GPU has no slot for stays unread in the receiver's socket, which stays readable: the
 // receiving proxy must not take that for news and spin, but go back to timed sleeps.
 TEST_F(ProxyTest, DataWithoutAFreeSlotDoesNotKeepTheReceiverBusy) {
