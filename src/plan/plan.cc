@@ -201,6 +201,7 @@ Decision oneRankDecision(const CommModel& model, size_t bytes) {
   uint64_t chunk = roundUp(std::max<uint64_t>(bytes, 1), kChunkGrainBytes[kProtoSimple]);
   d.chunkBytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, kProtoSimple)));
   d.estimatedUs = 0.0;
+  d.clusterSize = 0;  // one rank's kernels launch without clusters (CommDataPath::plainLaunch_)
   return d;
 }
 
@@ -247,7 +248,6 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   NCCLCHECK(checkModel(model, coll));
   if (model.nranks == 1) {
     *out = oneRankDecision(model, bytes);
-    out->clusterSize = chooseClusterSize(model, coll, *out);
     logDecision(coll, bytes, *out);
     return ncclSuccess;
   }
