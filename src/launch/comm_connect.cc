@@ -151,7 +151,7 @@ ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
   const int nDirect = topo_.nDirectChannels;
   dev->nDirectChannels = nDirect;
   if (nDirect == 0) return ncclSuccess;
-  ctx.buffBytes[kProtoSimple] = 0;  // the direct algorithms run LL only
+  ctx.buffBytes[kProtoSimple] = 0;  // the direct algorithms run LL only (a NET connection adds its landing slots)
   ctx.buffBytes[kProtoLL128] = 0;
   std::vector<transport::ChannelLinks> channels;
   std::vector<StepFields> fields;
@@ -169,9 +169,12 @@ ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
   std::vector<DevRecvConn> recv;
   NCCLCHECK(connectOrReuse(ConnFamily::kDirect, kDirectShareTag, ctx, channels, fields, &send, &recv));
   for (int d = 0; d < nDirect; d++) {
+    dev->direct[d].netSendMask = 0;
     for (int k = 1; k < nranks; k++) {
-      dev->direct[d].send[k - 1] = send[d * (nranks - 1) + k - 1];
+      const DevSendConn& to = send[d * (nranks - 1) + k - 1];
+      dev->direct[d].send[k - 1] = to;
       dev->direct[d].recv[k - 1] = recv[d * (nranks - 1) + k - 1];
+      if (to.sizes != nullptr) dev->direct[d].netSendMask |= 1u << (k - 1);  // only NET sends have sizes
     }
   }
   return ncclSuccess;

@@ -42,7 +42,7 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
     use = "not used (NCCL_LOCAL_REGISTER=0)";
   } else if (comm_->nranks_ == 1) {
     use = "not used (one rank: nothing to share)";
-  } else if (connected_ && model_.maxDirectChannels == 0) {
+  } else if (connected_ && !topo_.allNvlinkP2p) {
     use =
         "not used by collectives (some pair of ranks of this communicator is not NVLink P2P), only by sends into "
         "it from P2P peers";
@@ -79,7 +79,7 @@ ncclResult_t CommDataPath::dropReleasedPeerMappings() {
 
 bool CommDataPath::needsRegExchange() const {
   if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks) return false;
-  if (connected_ && model_.maxDirectChannels == 0) return false;
+  if (connected_ && !topo_.allNvlinkP2p) return false;
   // Every eager operation asks: without local registrations that is one check per operation.
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue_) {
@@ -97,7 +97,7 @@ bool CommDataPath::needsRegExchange() const {
 // that meet in the exchange agree on it.
 ncclResult_t CommDataPath::exchangeRegistrations() {
   registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
-  if (model_.maxDirectChannels == 0) return ncclSuccess;
+  if (!topo_.allNvlinkP2p) return ncclSuccess;
   collectReleasedRegistrations();
   // Write-direct on half the channels: the next rank's buffer as the destination saves a CTA enough
   // memory operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see

@@ -287,7 +287,7 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
         model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
         directUsable(model)   ? "Direct with LL"
         : model.userPreMulSum ? "no Direct for a ncclRedOpCreatePreMulSum op"
-                              : "no Direct here: some pair is not NVLink P2P",
+                              : "no Direct here: some pair is neither NVLink P2P nor on another host with LL",
         model.nTreeChannels > 0 ? "Tree with LL or Simple for AllReduce" : "no Tree here: one host");
     return ncclInvalidUsage;
   }

@@ -230,16 +230,36 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
   topo->localHopLatencyUs = localNvlink ? kNvlinkHopLatency : kPciHopLatency;
 }
 
-// Direct channels where every pair is P2P over NVLink, bounded like the rings' channels.
+// Every pair of ranks is P2P over NVLink.
+bool allPairsNvlinkP2p(const Topology& topo) {
+  const int n = topo.nranks;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && !isNvlinkP2p(pairLink(topo.links, n, i, j), topo.transport[i * n + j])) return false;
+    }
+  }
+  return true;
+}
+
+// Direct channels where every pair is P2P over NVLink or crosses the network with LL allowed on it
+// (see kNetDirectChannels), bounded like the rings' channels.
 int directChannels(const Topology& topo, const TopoParams& params) {
   const int n = topo.nranks;
   if (n < 2 || n > kMaxDirectPeers + 1) return 0;
+  bool anyNet = false;
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      if (i != j && !isNvlinkP2p(pairLink(topo.links, n, i, j), topo.transport[i * n + j])) return 0;
+      if (i == j) continue;
+      const TransportKind kind = topo.transport[i * n + j];
+      if (kind == TransportKind::kNet) {
+        anyNet = true;
+      } else if (!isNvlinkP2p(pairLink(topo.links, n, i, j), kind)) {
+        return 0;
+      }
     }
   }
-  int channels = std::min(kMaxDirectChannels, kMaxDirectConnections / (n - 1));
+  if (anyNet && !params.netLl) return 0;  // the direct kernels run LL only
+  int channels = anyNet ? kNetDirectChannels : std::min(kMaxDirectChannels, kMaxDirectConnections / (n - 1));
   return std::clamp(channels, 1, std::clamp(params.maxChannels, 1, kMaxChannels));
 }
 
@@ -289,6 +309,7 @@ ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const Top
   const bool alternate = ringHasDedicatedLinks(ring, topo);
   for (int c = 0; c < topo.nChannels; ++c) topo.rings.push_back(alternate && c % 2 == 1 ? reversed : ring);
   topo.nDirectChannels = directChannels(topo, params);
+  topo.allNvlinkP2p = allPairsNvlinkP2p(topo);
   buildTrees(&topo);
   *out = std::move(topo);
   return ncclSuccess;

@@ -81,9 +81,14 @@ constexpr int kDefaultPcieChannels = 2;  // P2P over PCIe and SHM rings
 constexpr int kDefaultNetChannels = 4;
 
 // Channels of the direct algorithms (every rank connected to every other, see dev_types.h): where
-// every pair of ranks is P2P over NVLink and nranks <= kMaxDirectPeers + 1. One transport call
-// connects at most kMaxDirectConnections channels of one peer offset each, so 8 ranks get 9.
+// nranks <= kMaxDirectPeers + 1 and every pair of ranks is P2P over NVLink or (LL allowed on the
+// network, BRAID_NET_LL) on different hosts. One transport call connects at most
+// kMaxDirectConnections channels of one peer offset each, so 8 ranks get 9. Across hosts one
+// channel: its one hop is what pays (a two-rank AllReduce crosses the network once instead of a
+// ring's twice), and every channel would add a network connection per peer and direction that the
+// proxy serves one after another.
 constexpr int kMaxDirectConnections = 64;
+constexpr int kNetDirectChannels = 1;
 
 // A rank's place in one channel's tree (trees.cc): its parent (-1 at the root) and its children,
 // the next GPU of its host's chain first, then the hosts below.
@@ -103,6 +108,7 @@ struct Topology {
   bool llOk = true;                                    // no hop crosses the network, or BRAID_NET_LL lets LL cross it
   int nNodes = 1;                                      // hosts among the ranks (ranks linked by kNet are on others)
   int nDirectChannels = 0;                             // 0: no direct algorithms on this communicator
+  bool allNvlinkP2p = false;                           // every pair is P2P over NVLink (zero-copy registration)
   double bwPerChannelGBps = 0;                         // model bandwidth of one channel
   std::array<double, kNumProtos> hopLatencyUs{};       // model latency of one ring hop, by ProtoId
   std::array<double, kNumProtos> localHopLatencyUs{};  // the same for the ring's hops inside a host

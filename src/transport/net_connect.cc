@@ -1,5 +1,6 @@
 #include "transport/net_connect.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -35,9 +36,17 @@ struct HandlesHeader {
 
 // Per channel: the counter line, the Simple FIFO, then (LL over the network) the LL FIFO.
 size_t llBytes(const Context& ctx, const Group& g) { return ctx.netLl ? g.buffBytes[kProtoLL] : 0; }
+// Every step lands in a Simple slot, LL steps too (see proxy.h), so a connection with LL over the
+// network has Simple slots that hold an LL slot and its trailer even where its users run LL only
+// (the direct channels ask for no Simple FIFO).
+size_t simpleBytes(const Context& ctx, const Group& g) {
+  const size_t ll = llBytes(ctx, g);
+  const size_t landing = ll > 0 ? kFifoSlotsSimple * alignUp(ll / kFifoSlotsLL + kLlTrailerPad, 16) : 0;
+  return std::max(g.buffBytes[kProtoSimple], landing);
+}
 size_t channelStride(const Context& ctx, const Group& g) {
   const size_t ll = llBytes(ctx, g);
-  return kCountersBytes + alignUp(g.buffBytes[kProtoSimple], kBufferAlign) +
+  return kCountersBytes + alignUp(simpleBytes(ctx, g), kBufferAlign) +
          (ll > 0 ? alignUp(ll + kLlTrailerPad, kBufferAlign) : 0);
 }
 
@@ -204,7 +213,7 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group* g = groups_[gi];
     const size_t stride = channelStride(ctx_, *g);
-    const size_t fifoBytes = g->buffBytes[kProtoSimple];
+    const size_t fifoBytes = simpleBytes(ctx_, *g);
     const size_t ll = llBytes(ctx_, *g);
     const size_t llOffset = kCountersBytes + alignUp(fifoBytes, kBufferAlign);
     // A received LL step (its lines and trailer) lands in a Simple slot first.
@@ -241,7 +250,8 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       fifo.peer = g->peer;
       fifo.what = g->what + " (" + hostText(ctx_.peers[g->peer].hostHash) + "), channel " + std::to_string(c->channel);
       fifos.push_back(std::move(fifo));
-      char* buffs[kNumProtos] = {ll > 0 ? dev + llOffset : nullptr, nullptr, dev + kCountersBytes};
+      char* buffs[kNumProtos] = {ll > 0 ? dev + llOffset : nullptr, nullptr,
+                                 g->buffBytes[kProtoSimple] > 0 ? dev + kCountersBytes : nullptr};
       auto* head = reinterpret_cast<uint64_t*>(dev + kHeadOffset);
       auto* tail = reinterpret_cast<uint64_t*>(dev + kTailOffset);
       if (g->role == Role::kSend) {

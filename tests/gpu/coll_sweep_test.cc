@@ -646,6 +646,22 @@ TEST_P(CollSweep, AllCollsAcrossEmulatedHostsOverLl) {
   }
 }
 
+// Direct (NCCL_ALGO=Direct) across emulated hosts: every pair connected, NVLink P2P inside a host
+// and the network between hosts, where the senders publish each step to their proxy
+// (prims_direct_ll.h). 2 hosts of 2 (both kinds of peer in one CTA) and hosts of one GPU; 1 MiB + 3
+// takes many steps per connection, more than the FIFOs hold.
+TEST_P(CollSweep, AllCollsDirectAcrossEmulatedHosts) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Direct is Braid's algorithm; NCCL does not know the name";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  ScopedSetenv algo("NCCL_ALGO", "Direct");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
+    SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
+  }
+}
+
 // Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
 // each host under the hosts' tree) and hosts of one GPU (4: a binary tree of depth 2), with LL
 // (BRAID_NET_LL=1) and with Simple forced; counts up to 1 MiB + 3 take many steps per channel.

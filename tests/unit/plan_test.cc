@@ -285,6 +285,25 @@ TEST(PlanDecide, TreeTakesSmallAllReducesAcrossHosts) {
   EXPECT_NE(std::string(logLastError()).find("no Tree here"), std::string::npos) << logLastError();
 }
 
+// With topo's one direct channel across hosts (LL on the network), the smallest operations take
+// Direct: one network hop where a ring or a tree takes two or more (a two-rank ring of the other
+// collectives takes one too, and keeps them). Large ones keep the ring.
+TEST(PlanDecide, DirectTakesTheSmallestOperationsAcrossHosts) {
+  for (auto [hosts, perHost] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{4, 1}}) {
+    SCOPED_TRACE(std::to_string(hosts) + " hosts of " + std::to_string(perHost));
+    CommModel m = netModel(hosts, perHost);
+    m.maxDirectChannels = 1;
+    for (CollId coll : kColls) {
+      if (m.nranks == 2 && coll != CollId::kAllReduce) continue;
+      Decision d = decideOk(m, allowAll(), coll, 64);
+      EXPECT_EQ(d.algo, kAlgoDirect) << collName(coll);
+      EXPECT_EQ(d.nChannels, 1) << collName(coll);
+      EXPECT_EQ(decideOk(m, allowAll(), coll, size_t{1} << 28).algo, kAlgoRing) << collName(coll);
+    }
+    EXPECT_LT(estimateDirectUs(m, CollId::kAllReduce, 1, 64), estimateTreeUs(m, kProtoLL, 1, 64));
+  }
+}
+
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {
@@ -421,7 +440,7 @@ TEST(PlanDecide, DirectWithoutDirectChannelsOrLlIsInvalidUsage) {
   EXPECT_EQ(decide(hopperModel(4), direct, CollId::kAllReduce, 8, &d), ncclInvalidUsage);
   std::string warn = logLastError();
   EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
-  EXPECT_NE(warn.find("no Direct here: some pair is not NVLink P2P"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("no Direct here: some pair is neither NVLink P2P"), std::string::npos) << warn;
   // A user PreMulSum op never plans Direct, and the WARN says why.
   CommModel premulSum = directModel(4);
   premulSum.userPreMulSum = true;

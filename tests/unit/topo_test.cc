@@ -327,7 +327,8 @@ TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
     EXPECT_EQ(topo.nChannels, kDefaultNetChannels);
     EXPECT_FALSE(topo.llOk);
     EXPECT_FALSE(topo.ll128Ok);
-    EXPECT_EQ(topo.nDirectChannels, 0);
+    EXPECT_EQ(topo.nDirectChannels, 0);  // the direct kernels run LL, off on the network here
+    EXPECT_FALSE(topo.allNvlinkP2p);
     EXPECT_GT(topo.bwPerChannelGBps, 0);
   }
   // Scattered numbering (hosts {0,2} and {1,3}): the search still crosses only twice.
@@ -342,6 +343,30 @@ TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
   ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), params, &topo), ncclSuccess);
   EXPECT_EQ(topo.nNodes, 1);
   EXPECT_TRUE(topo.llOk);
+  EXPECT_TRUE(topo.allNvlinkP2p);
+}
+
+// Across hosts with LL on the network, the direct algorithms connect every pair on one channel:
+// NVLink P2P inside a host, the network between hosts. A pair inside a host that is not NVLink
+// still rules them out.
+TEST_F(TopoTest, DirectChannelsCrossHostsOnOneChannelWhenLlMayCrossTheNetwork) {
+  TopoParams params = defaultParams();
+  params.netLl = true;
+  for (int nodes : {2, 4}) {
+    Topology topo;
+    ASSERT_EQ(buildTopology(4, nodesOfNvlink(nodes, 4 / nodes), params, &topo), ncclSuccess);
+    EXPECT_TRUE(topo.llOk);
+    EXPECT_EQ(topo.nDirectChannels, kNetDirectChannels) << nodes << " hosts";
+    EXPECT_FALSE(topo.allNvlinkP2p);  // zero-copy registration stays on one host
+  }
+  Topology two;
+  ASSERT_EQ(buildTopology(2, nodesOfNvlink(2, 1), params, &two), ncclSuccess);
+  EXPECT_EQ(two.nDirectChannels, kNetDirectChannels);
+  std::vector<Link> links = nodesOfNvlink(2, 2);
+  setPair(&links, 4, 0, 1, Link{PathType::kPxb, 0, true, false});
+  Topology pcie;
+  ASSERT_EQ(buildTopology(4, links, params, &pcie), ncclSuccess);
+  EXPECT_EQ(pcie.nDirectChannels, 0);
 }
 
 // Every channel's tree spans every rank once with one root, each rank is its children's parent,

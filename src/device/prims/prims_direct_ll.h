@@ -25,6 +25,13 @@
 //
 // In place: every thread finishes its sends before it polls, and the reduction writes only after
 // the barrier that follows the polls, so no input line is overwritten before it was sent.
+//
+// Peers on other hosts (NET connections, DevDirectChannel::netSendMask): the lines go to this
+// rank's host FIFO, and the proxy ships a step once the tail covers it. After the sends, a barrier
+// (every thread's lines written), then thread k stores peer slot k's step size and, after a
+// system-scope fence, its tail: llPublishNetStep's order, one thread per NET peer. Receives from
+// them need nothing new: the receiving proxy writes the lines into the LL FIFO, whose flags the
+// threads poll as for a P2P peer, and the head goes to host memory that the proxy reads.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +53,9 @@ struct DirectShared {
   uint64_t sendStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]: any head a thread read
+  uint32_t* netSizes[kMaxDirectPeers];    // NET peer slot k: the step sizes for the proxy (else null)
+  uint64_t* netTail[kMaxDirectPeers];     // NET peer slot k: the tail the proxy follows
+  uint32_t netSendMask;                   // DevDirectChannel::netSendMask
   const volatile int* abortFlag;
   PrimsShared* prims;
   uint64_t slotBytes;
@@ -94,6 +104,8 @@ struct DirectState {
       const SendSteps steps = loadSendSteps(&send, sharedSteps);
       sh->sendStep[k] = steps.step;
       sh->headSeen[k] = steps.headSeen;
+      sh->netSizes[k] = send.sizes;
+      sh->netTail[k] = send.tail;
       sh->in[k] = recv.buffs[kProtoLL];
       sh->recvHead[k] = recv.head;
       sh->recvStep[k] = loadRecvStep(&recv, sharedSteps);
@@ -104,6 +116,7 @@ struct DirectState {
       sh->scalar = scalar;
       sh->rank = comm->rank;
       sh->nranks = comm->nranks;
+      sh->netSendMask = ch->netSendMask;
     }
     namedBarrierSync(kLLBarrier, static_cast<int>(blockDim.x));
   }
@@ -198,6 +211,21 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
       llSendLine(out + 16 * it.line, v[u], static_cast<uint32_t>(step + 1));
     }
   }
+}
+
+// The chunk's steps to NET peers go to their proxies (see the header comment). A no-op, and no
+// barrier, when every peer the chunk sends to is P2P.
+__device__ __forceinline__ void directPublishNet(DirectState& s, uint32_t sendMask, int nlines) {
+  const uint32_t net = sendMask & s.sh->netSendMask;
+  if (net == 0) return;
+  namedBarrierSync(kLLBarrier, s.nthreads);
+  const int k = s.tid;
+  if (k >= s.nranks - 1 || ((net >> k) & 1) == 0 || s.abort.aborted()) return;
+  const uint64_t step = s.sh->sendStep[k] + s.chunk;
+  *reinterpret_cast<volatile uint32_t*>(&s.sh->netSizes[k][step % kNetSizeSlots]) =
+      static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
+  fenceAcqRelSys();
+  stRelaxedSys(s.sh->netTail[k], step + 1);
 }
 
 // Receives items base, base + nthreads, ... (kLLUnroll of them) of a phase over lines
@@ -340,6 +368,7 @@ template <int kBytes>
 __device__ __forceinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   using U = typename UintOfSize<kBytes>::Type;
   directSends<U>(s, c, nbytes, nlines);
+  directPublishNet(s, c.sendMask, nlines);
   if (!c.reduceAll) directCopies<U>(s, c, nbytes, nlines);
 }
 
