@@ -17,11 +17,12 @@
 //     each side (proxy/proxy.h) moves filled slots over the network: the sender's proxy follows its
 //     tail (and the step sizes in DevSendConn::sizes) and advances its head once a slot is sent; the
 //     receiver's proxy posts a receive per free slot and advances its tail as they land. Simple,
-//     and LL when BRAID_NET_LL=1: an LL sender also publishes the step (size with kNetSizeLL, then
-//     tail), its proxy ships the LL slot with an 8-byte trailer, and the receiving proxy, which
-//     received into the Simple slot of that step, copies the lines into the LL slot, where the GPU
-//     polls their flags. A Simple step travels rounded up to 16 bytes, so the size modulo 16 (8 or
-//     0) tells the receiver which protocol a step was.
+//     and LL when BRAID_NET_LL=1: an LL sender stores the step's size with kNetSizeLL before its
+//     lines and never touches the tail; its proxy ships the LL slot, with an 8-byte trailer, once
+//     every line carries the step's flag, and clears the size word before it advances head. The
+//     receiving proxy, which received into the Simple slot of that step, copies the lines into the
+//     LL slot, where the GPU polls their flags. A Simple step travels rounded up to 16 bytes, so
+//     the size modulo 16 (8 or 0) tells the receiver which protocol a step was.
 //   - step: the next step number, persisted across kernels by the kernel itself (written back to
 //     DevComm at the end of each kernel). A communicator in a share group (splitShare, see
 //     launch/shared_connections.h) keeps the step counters of its ring, direct and point-to-point
@@ -86,8 +87,8 @@ struct DevSendConn {
   uint64_t step;            // next step to fill
   uint64_t headSeen;        // a head value read before (LL, LL128)
   // NET connections only (else null): kNetSizeSlots words in host memory where the sender stores
-  // each step's payload bytes (LL: its lines' bytes | kNetSizeLL) before it posts the tail, for the
-  // proxy that ships the slot.
+  // each step's payload bytes, for the proxy that ships the slot: Simple before it posts the tail,
+  // LL (its lines' bytes | kNetSizeLL) before it writes the lines.
   uint32_t* sizes;
   uint64_t* stepTags;  // in the receiver's memory, beside tail (null on NET connections)
 };

@@ -178,7 +178,7 @@ void Proxy::applyChanges() {
 // deadline: a peer that stopped reading must not hold up a destroy.
 void Proxy::sendFarewells() {
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(kFarewellMs);
-  auto drained = [](const Fifo& f) { return f.done == __atomic_load_n(f.io.tail, __ATOMIC_ACQUIRE); };
+  auto drained = [](const Fifo& f) { return f.done == filledSteps(f); };
   std::vector<Fifo*> senders;
   for (auto& batch : batches_) {
     for (Fifo& f : batch->fifos) {
@@ -236,6 +236,32 @@ char* Proxy::sendSlot(const NetFifo& io, uint64_t step, size_t* bytes) {
   return io.buff + static_cast<size_t>(step % static_cast<uint64_t>(io.slots)) * io.slotBytes;
 }
 
+// An LL step announced by its size word whose every line carries its flag (see proxy.h). Read
+// from the last line back: the GPU's threads write their lines in order, so the last ones are the
+// likeliest to be missing.
+bool Proxy::llStepFilled(const NetFifo& io, uint64_t step) {
+  if (io.llBuff == nullptr) return false;
+  const uint32_t size = __atomic_load_n(&io.sizes[step % kNetSizeSlots], __ATOMIC_ACQUIRE);
+  const size_t bytes = size & ~kNetSizeLL;
+  if ((size & kNetSizeLL) == 0 || bytes == 0 || bytes % 16 != 0 || bytes > io.llSlotBytes) return false;
+  const auto* line =
+      reinterpret_cast<const uint64_t*>(io.llBuff + static_cast<size_t>(step % kFifoSlotsLL) * io.llSlotBytes);
+  const uint64_t flag = static_cast<uint32_t>(step + 1);
+  for (size_t word = bytes / 8; word-- > 0;) {
+    if (__atomic_load_n(&line[word], __ATOMIC_ACQUIRE) >> 32 != flag) return false;
+  }
+  return true;
+}
+
+// The steps the GPU has filled, counted from the first: those below its tail (it covers every
+// earlier step), then LL steps found by their flags, within the window the network may take.
+uint64_t Proxy::filledSteps(const Fifo& f) {
+  uint64_t filled = std::max(f.posted, __atomic_load_n(f.io.tail, __ATOMIC_ACQUIRE));
+  const uint64_t window = f.done + static_cast<uint64_t>(f.io.slots);
+  while (filled < window && llStepFilled(f.io, filled)) filled++;
+  return filled;
+}
+
 // A received step of `bytes` in its Simple slot: an LL one (8 modulo 16) goes on to its LL slot.
 ncclResult_t Proxy::placeReceived(const NetFifo& io, uint64_t step, size_t bytes) {
   if (bytes % 16 == 0) return ncclSuccess;
@@ -265,8 +291,8 @@ bool Proxy::progress(Fifo* f) {
     return true;
   };
   // Post: sends of the steps the GPU filled, or receives into the slots it released.
-  const uint64_t limit = io.isSend ? __atomic_load_n(io.tail, __ATOMIC_ACQUIRE)
-                                   : __atomic_load_n(io.head, __ATOMIC_ACQUIRE) + static_cast<uint64_t>(io.slots);
+  const uint64_t limit =
+      io.isSend ? filledSteps(*f) : __atomic_load_n(io.head, __ATOMIC_ACQUIRE) + static_cast<uint64_t>(io.slots);
   while (f->posted < limit && f->posted < f->done + static_cast<uint64_t>(io.slots)) {
     const int slot = static_cast<int>(f->posted % static_cast<uint64_t>(io.slots));
     void* data = io.buff + static_cast<size_t>(slot) * io.slotBytes;
@@ -308,6 +334,7 @@ bool Proxy::progress(Fifo* f) {
       const ncclResult_t placed = placeReceived(io, f->done, static_cast<size_t>(size));
       if (placed != ncclSuccess) return fail(placed, "receive (step size)");
     }
+    if (io.isSend) __atomic_store_n(&io.sizes[f->done % kNetSizeSlots], 0u, __ATOMIC_RELAXED);  // before head
     f->done++;
     __atomic_store_n(io.isSend ? io.head : io.tail, f->done, __ATOMIC_RELEASE);
     moved = true;

@@ -2,11 +2,16 @@
 // host memory and the network (device/dev_types.h describes the FIFO; transport/net_connect.cc
 // makes the connections).
 //
-// Send FIFO: the GPU fills a slot, stores the step's bytes in sizes[step % kNetSizeSlots], then
-// publishes tail (fence first). The proxy sends every step below tail in order, at most
-// kFifoSlotsSimple at once, and publishes head = steps whose send completed, which lets the GPU
-// reuse those slots. A Simple step travels rounded up to 16 bytes, an LL step (size marked
-// kNetSizeLL) from the LL FIFO with 8 more bytes, so that its size modulo 16 says LL.
+// Send FIFO: the GPU fills a Simple slot, stores the step's bytes in sizes[step % kNetSizeSlots],
+// then publishes tail (fence first). An LL step is published by its lines' flags instead: the GPU
+// stores its size, marked kNetSizeLL, before the lines, and the step is filled once every line
+// carries the flag (uint32_t)(step + 1) in both halves (8-byte data+flag words, so a line whose
+// flags match holds its data); that saves the GPU a barrier and a system-scope fence per step. The
+// proxy sends the filled steps in order, at most kFifoSlotsSimple at once, clears each one's size
+// word when its send completes (the word is reused 8 steps later and must not announce a stale LL
+// step), and publishes head = steps whose send completed, which lets the GPU reuse those slots. A
+// Simple step travels rounded up to 16 bytes, an LL step from the LL FIFO with 8 more bytes, so that
+// its size modulo 16 says LL.
 // Receive FIFO: the proxy keeps a receive posted on every slot the GPU has released (step < head +
 // slots), into the step's Simple slot; an LL step's lines are then copied into its LL slot (8-byte
 // stores, so the GPU never sees a flag before its data). It publishes tail = steps received, in
@@ -76,9 +81,9 @@ struct NetFifo {
   char* buff = nullptr;     // slots x slotBytes
   int slots = 0;
   size_t slotBytes = 0;
-  uint64_t* tail = nullptr;         // send: the GPU's; receive: the proxy's
-  uint64_t* head = nullptr;         // send: the proxy's; receive: the GPU's
-  const uint32_t* sizes = nullptr;  // send only: bytes of each step, kNetSizeSlots words by step (dev_types.h)
+  uint64_t* tail = nullptr;   // send: the GPU's; receive: the proxy's
+  uint64_t* head = nullptr;   // send: the proxy's; receive: the GPU's
+  uint32_t* sizes = nullptr;  // send only: bytes of each step, kNetSizeSlots words by step (dev_types.h)
   // LL over the network (else null): the LL FIFO, kFifoSlotsLL slots. A sender ships an LL step from
   // here with an 8-byte trailer; a receiver copies an LL step from the Simple slot it landed in.
   char* llBuff = nullptr;
@@ -134,6 +139,8 @@ class Proxy {
   bool progressAll();
   bool progress(Fifo* f);
   static char* sendSlot(const NetFifo& io, uint64_t step, size_t* bytes);
+  static bool llStepFilled(const NetFifo& io, uint64_t step);
+  static uint64_t filledSteps(const Fifo& f);
   [[nodiscard]] ncclResult_t placeReceived(const NetFifo& io, uint64_t step, size_t bytes);
   void applyChanges();
   void sendFarewells();

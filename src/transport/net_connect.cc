@@ -241,7 +241,7 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       fifo.slotBytes = fifoBytes / kFifoSlotsSimple;
       fifo.head = reinterpret_cast<uint64_t*>(host + kHeadOffset);
       fifo.tail = reinterpret_cast<uint64_t*>(host + kTailOffset);
-      fifo.sizes = reinterpret_cast<const uint32_t*>(host + kSizesOffset);
+      fifo.sizes = reinterpret_cast<uint32_t*>(host + kSizesOffset);
       if (ll > 0) {
         fifo.llBuff = host + llOffset;
         fifo.llSlotBytes = ll / kFifoSlotsLL;

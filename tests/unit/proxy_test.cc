@@ -268,6 +268,87 @@ TEST_F(ProxyTest, LlAndSimpleStepsInterleaveAndLlLinesLandInTheLlFifo) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+// An LL line as the GPU writes it (device/prims/prims_ll.h): 4 data bytes and the flag, twice.
+void writeLlLine(char* slot, size_t line, uint64_t data, uint64_t step) {
+  const uint64_t flag = static_cast<uint32_t>(step + 1);
+  auto* words = reinterpret_cast<uint64_t*>(slot + 16 * line);
+  __atomic_store_n(&words[0], (data & 0xffffffffu) | flag << 32, __ATOMIC_RELEASE);
+  __atomic_store_n(&words[1], (data >> 32) | flag << 32, __ATOMIC_RELEASE);
+}
+uint64_t lineData(uint64_t step, size_t line) { return (step + 1) * 0x9e3779b97f4a7c15ull ^ line; }
+
+// LL steps published the GPU's way, by their size word and their lines' flags, with no tail
+// (proxy.h): a step with a line still missing its flag is not sent; then steps of random line
+// counts, each announced before its lines, arrive whole in order; every size word is cleared once
+// its step is sent; and a farewell first sends a flag-published step the kernel left behind.
+TEST_F(ProxyTest, LlStepsPublishedByTheirFlagsAloneAreSentWholeAndNotBefore) {
+  withLl_ = true;
+  HostFifo sendSide, recvSide;
+  std::atomic<int> errors{0};
+  Proxy receiver("receiver proxy", [&](ncclResult_t) { errors++; });
+  receiver.add({fifoOf(&recvSide, false)});
+  auto sender = std::make_unique<Proxy>("sender proxy", [&](ncclResult_t) { errors++; });
+  const uint64_t key = sender->add({fifoOf(&sendSide, true)});
+  auto sendSlotOf = [&](uint64_t step) { return sendSide.ll.data() + (step % kFifoSlotsLL) * kLlSlotBytes; };
+  auto receivedWhole = [&](uint64_t step, size_t lines) {
+    const char* slot = recvSide.ll.data() + (step % kFifoSlotsLL) * kLlSlotBytes;
+    size_t bad = 0;
+    for (size_t l = 0; l < lines; ++l) {
+      uint64_t words[2];
+      std::memcpy(words, slot + 16 * l, sizeof(words));
+      const uint64_t data = (words[0] & 0xffffffffu) | (words[1] << 32);
+      bad += data != lineData(step, l) || words[0] >> 32 != step + 1 || words[1] >> 32 != step + 1 ? 1 : 0;
+    }
+    return bad == 0;
+  };
+
+  // Step 0: announced, its first line written, its second not yet.
+  sendSide.sizes[0] = 2 * 16 | kNetSizeLL;
+  writeLlLine(sendSlotOf(0), 0, lineData(0, 0), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(load(&recvSide.tail), 0u) << "a step was sent before its last line's flag";
+  writeLlLine(sendSlotOf(0), 1, lineData(0, 1), 0);
+  ASSERT_TRUE(waitFor(&recvSide.tail, 1, std::chrono::seconds(10)));
+  EXPECT_TRUE(receivedWhole(0, 2));
+  store(&recvSide.head, 1);
+
+  constexpr uint64_t kSteps = 200;
+  std::mt19937 rng(4242);
+  std::vector<size_t> lines(kSteps + 1, 2);
+  for (uint64_t step = 1; step <= kSteps; ++step) lines[step] = 1 + rng() % (kLlSlotBytes / 16);
+  std::thread gpuSender([&] {
+    for (uint64_t step = 1; step <= kSteps; ++step) {
+      ASSERT_TRUE(
+          waitFor(&sendSide.head, step + 1 > kFifoSlotsLL ? step + 1 - kFifoSlotsLL : 0, std::chrono::seconds(20)));
+      __atomic_store_n(&sendSide.sizes[step % kNetSizeSlots], static_cast<uint32_t>(lines[step] * 16) | kNetSizeLL,
+                       __ATOMIC_RELAXED);
+      for (size_t l = lines[step]; l-- > 0;) writeLlLine(sendSlotOf(step), l, lineData(step, l), step);
+    }
+  });
+  size_t badSteps = 0;
+  for (uint64_t step = 1; step <= kSteps; ++step) {
+    ASSERT_TRUE(waitFor(&recvSide.tail, step + 1, std::chrono::seconds(20))) << "step " << step;
+    badSteps += receivedWhole(step, lines[step]) ? 0 : 1;
+    store(&recvSide.head, step + 1);
+  }
+  gpuSender.join();
+  EXPECT_EQ(badSteps, 0u);
+  ASSERT_TRUE(waitFor(&sendSide.head, kSteps + 1, std::chrono::seconds(10)));
+  for (int w = 0; w < kNetSizeSlots; ++w) EXPECT_EQ(sendSide.sizes[w], 0u) << "size word " << w;
+  EXPECT_EQ(load(&sendSide.tail), 0u) << "this test never used the tail";
+
+  // The kernel's last step, then an orderly end before the proxy took it: it goes first.
+  const uint64_t last = kSteps + 1;
+  sendSide.sizes[last % kNetSizeSlots] = 16 | kNetSizeLL;
+  writeLlLine(sendSlotOf(last), 0, lineData(last, 0), last);
+  sender->farewell();
+  sender->remove(key);
+  sender.reset();
+  ASSERT_TRUE(waitFor(&recvSide.tail, last + 1, std::chrono::seconds(10)));
+  EXPECT_TRUE(receivedWhole(last, 1));
+  EXPECT_EQ(errors.load(), 0);
+}
+
 // A receiver without LL FIFOs (BRAID_NET_LL differs between the ranks) cannot place an LL step: one
 // error through the callback, instead of data in the wrong slot.
 TEST_F(ProxyTest, AnLlStepAtAReceiverWithoutLlFifosIsAnError) {

@@ -27,11 +27,11 @@
 // the barrier that follows the polls, so no input line is overwritten before it was sent.
 //
 // Peers on other hosts (NET connections, DevDirectChannel::netSendMask): the lines go to this
-// rank's host FIFO, and the proxy ships a step once the tail covers it. After the sends, a barrier
-// (every thread's lines written), then thread k stores peer slot k's step size and, after a
-// system-scope fence, its tail: llPublishNetStep's order, one thread per NET peer. Receives from
-// them need nothing new: the receiving proxy writes the lines into the LL FIFO, whose flags the
-// threads poll as for a P2P peer, and the head goes to host memory that the proxy reads.
+// rank's host FIFO, and the proxy ships a step once its size word says LL and the lines carry their
+// flags (llAnnounceNetStep): before the sends, thread k stores peer slot k's step size once the
+// slot is free. Receives from them need nothing new: the receiving proxy writes the lines into the
+// LL FIFO, whose flags the threads poll as for a P2P peer, and the head goes to host memory that
+// the proxy reads.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +54,6 @@ struct DirectShared {
   uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
   uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]: any head a thread read
   uint32_t* netSizes[kMaxDirectPeers];    // NET peer slot k: the step sizes for the proxy (else null)
-  uint64_t* netTail[kMaxDirectPeers];     // NET peer slot k: the tail the proxy follows
   uint32_t netSendMask;                   // DevDirectChannel::netSendMask
   const volatile int* abortFlag;
   PrimsShared* prims;
@@ -105,7 +104,6 @@ struct DirectState {
       sh->sendStep[k] = steps.step;
       sh->headSeen[k] = steps.headSeen;
       sh->netSizes[k] = send.sizes;
-      sh->netTail[k] = send.tail;
       sh->in[k] = recv.buffs[kProtoLL];
       sh->recvHead[k] = recv.head;
       sh->recvStep[k] = loadRecvStep(&recv, sharedSteps);
@@ -213,19 +211,16 @@ __device__ __forceinline__ void directSends(DirectState& s, const DirectChunk& c
   }
 }
 
-// The chunk's steps to NET peers go to their proxies (see the header comment). A no-op, and no
-// barrier, when every peer the chunk sends to is P2P.
-__device__ __forceinline__ void directPublishNet(DirectState& s, uint32_t sendMask, int nlines) {
-  const uint32_t net = sendMask & s.sh->netSendMask;
-  if (net == 0) return;
-  namedBarrierSync(kLLBarrier, s.nthreads);
+// The chunk's steps to NET peers, announced to their proxies (see the header comment): thread k
+// for peer slot k, once the slot is free. Nothing when every peer the chunk sends to is P2P.
+__device__ __forceinline__ void directAnnounceNet(DirectState& s, uint32_t sendMask, int nlines) {
   const int k = s.tid;
-  if (k >= s.nranks - 1 || ((net >> k) & 1) == 0 || s.abort.aborted()) return;
+  if (k >= s.nranks - 1 || (((sendMask & s.sh->netSendMask) >> k) & 1) == 0) return;
   const uint64_t step = s.sh->sendStep[k] + s.chunk;
+  directWaitCredit(s, k, step);
+  if (s.abort.aborted()) return;
   *reinterpret_cast<volatile uint32_t*>(&s.sh->netSizes[k][step % kNetSizeSlots]) =
       static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
-  fenceAcqRelSys();
-  stRelaxedSys(s.sh->netTail[k], step + 1);
 }
 
 // Receives items base, base + nthreads, ... (kLLUnroll of them) of a phase over lines
@@ -367,8 +362,8 @@ using DirectReduceFn = void (*)(DirectShared*, uint64_t chunk, uint32_t recvMask
 template <int kBytes>
 __device__ __forceinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   using U = typename UintOfSize<kBytes>::Type;
+  directAnnounceNet(s, c.sendMask, nlines);
   directSends<U>(s, c, nbytes, nlines);
-  directPublishNet(s, c.sendMask, nlines);
   if (!c.reduceAll) directCopies<U>(s, c, nbytes, nlines);
 }
 

@@ -124,16 +124,14 @@ __device__ __forceinline__ void llLines(ProtoState& s, const Fn& fn, const LLLin
   }
 }
 
-// NET (sendSizes set): the proxy ships a slot once the tail covers it. Every thread's lines first
-// (the barrier), then thread 0 stores the step's size, marked as LL, and after a system-scope fence
-// the tail; the sizes word is published with the lines by the same fence.
-__device__ __forceinline__ void llPublishNetStep(ProtoState& s, int64_t nlines) {
-  namedBarrierSync(kLLBarrier, s.nthreads);
+// NET (sendSizes set): the proxy ships an LL step once its size word says LL and every line of
+// the slot carries the step's flag (proxy.h), so thread 0 stores the size, marked as LL, as soon as
+// the slot is free and before any line: the flags publish the lines, and the step costs no barrier,
+// system-scope fence or tail store. The proxy clears the word before it returns the slot (head).
+__device__ __forceinline__ void llAnnounceNetStep(ProtoState& s, int64_t nlines) {
   if (s.tid != 0 || s.abort.aborted()) return;
   *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kNetSizeSlots]) =
       static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
-  fenceAcqRelSys();
-  stRelaxedSys(s.sendConn->tail, s.sendStep + 1);
 }
 
 // One LL step. Not inlined: one copy per (T, Fn).
@@ -145,6 +143,7 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   const int64_t nbytes = nelem * static_cast<int64_t>(sizeof(T));
   const int64_t nlines = divUp(nbytes, 8);
   if (send && s.tid < nlines) waitSendCredit(s, kFifoSlotsLL);
+  if (send && s.sendSizes != nullptr) llAnnounceNetStep(s, nlines);
   LLLines lines;
   lines.src = src;
   lines.dst = dst;
@@ -160,7 +159,6 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   for (int64_t base = s.tid; base < nlines; base += static_cast<int64_t>(kLLUnroll) * s.nthreads) {
     llLines<T, Fn>(s, fn, lines, base, nbytes, nlines);
   }
-  if (send && s.sendSizes != nullptr) llPublishNetStep(s, nlines);
   if (send) s.sendStep++;
   if (recv) postRecvHead(s, kLLBarrier);
 }
