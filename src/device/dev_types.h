@@ -161,7 +161,7 @@ struct DevTreeChannel {
 // One CTA's connections to every peer, for the direct algorithms. Peer offset k (1..nranks-1):
 // send[k - 1] goes to rank (rank + k) % nranks, recv[k - 1] comes from (rank + nranks - k) % nranks.
 // Only the LL buffers exist on these connections. A peer on another host is a NET connection (its
-// sender publishes each step's size and tail for the proxy, as an LL ring step does): bit k - 1 of
+// sender announces each step's size to the proxy, as an LL ring step does): bit k - 1 of
 // netSendMask is set for such a send[k - 1].
 struct DevDirectChannel {
   DevSendConn send[kMaxDirectPeers];

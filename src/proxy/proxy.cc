@@ -237,8 +237,8 @@ char* Proxy::sendSlot(const NetFifo& io, uint64_t step, size_t* bytes) {
 }
 
 // An LL step announced by its size word whose every line carries its flag (see proxy.h). Read
-// from the last line back: the GPU's threads write their lines in order, so the last ones are the
-// likeliest to be missing.
+// from the last line back: where a step takes several passes of the CTA its last lines are
+// written last, so a step still being written is usually told by its first load.
 bool Proxy::llStepFilled(const NetFifo& io, uint64_t step) {
   if (io.llBuff == nullptr) return false;
   const uint32_t size = __atomic_load_n(&io.sizes[step % kNetSizeSlots], __ATOMIC_ACQUIRE);
