@@ -219,8 +219,7 @@ __device__ __forceinline__ void directAnnounceNet(DirectState& s, uint32_t sendM
   const uint64_t step = s.sh->sendStep[k] + s.chunk;
   directWaitCredit(s, k, step);
   if (s.abort.aborted()) return;
-  *reinterpret_cast<volatile uint32_t*>(&s.sh->netSizes[k][step % kNetSizeSlots]) =
-      static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
+  storeNetLlSize(s.sh->netSizes[k], step, nlines);
 }
 
 // Receives items base, base + nthreads, ... (kLLUnroll of them) of a phase over lines

@@ -128,10 +128,12 @@ __device__ __forceinline__ void llLines(ProtoState& s, const Fn& fn, const LLLin
 // the slot carries the step's flag (proxy.h), so thread 0 stores the size, marked as LL, as soon as
 // the slot is free and before any line: the flags publish the lines, and the step costs no barrier,
 // system-scope fence or tail store. The proxy clears the word before it returns the slot (head).
+__device__ __forceinline__ void storeNetLlSize(uint32_t* sizes, uint64_t step, int64_t nlines) {
+  *reinterpret_cast<volatile uint32_t*>(&sizes[step % kNetSizeSlots]) = static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
+}
 __device__ __forceinline__ void llAnnounceNetStep(ProtoState& s, int64_t nlines) {
   if (s.tid != 0 || s.abort.aborted()) return;
-  *reinterpret_cast<volatile uint32_t*>(&s.sendSizes[s.sendStep % kNetSizeSlots]) =
-      static_cast<uint32_t>(nlines * 16) | kNetSizeLL;
+  storeNetLlSize(s.sendSizes, s.sendStep, nlines);
 }
 
 // One LL step. Not inlined: one copy per (T, Fn).
