@@ -6,7 +6,9 @@
 
 #include <exception>
 #include <new>
+#include <utility>
 
+#include "core/group.h"
 #include "util/log.h"
 
 namespace braid {
@@ -25,6 +27,16 @@ ncclResult_t apiGuard(const char* caller, Body&& body) noexcept {
     WARN("%s: internal error: unknown exception", caller);
     return ncclInternalError;
   }
+}
+
+// apiGuard for the calls that queue operations (collectives, sends, receives and their AlltoAll,
+// Gather, Scatter groups): one refused inside a group makes the whole group fail at its outermost
+// ncclGroupEnd, nothing launched (GroupContext::noteRefusedCall).
+template <typename Body>
+ncclResult_t queueingApiGuard(const char* caller, Body&& body) noexcept {
+  const ncclResult_t result = apiGuard(caller, std::forward<Body>(body));
+  if (result != ncclSuccess && result != ncclInProgress) GroupContext::current().noteRefusedCall(result);
+  return result;
 }
 
 // For API functions that exist but whose feature has not landed yet: one WARN that names the

@@ -10,7 +10,7 @@ namespace {
 
 ncclResult_t collective(const char* caller, braid::CollId coll, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return braid::apiGuard(caller, [&] {
+  return braid::queueingApiGuard(caller, [&] {
     braid::CollTask task{coll, sendbuff, recvbuff, count, datatype, op, root, stream};
     return braid::enqueueColl(comm, task, caller);
   });

@@ -1,7 +1,7 @@
 // Point-to-point entry points: ncclSend, ncclRecv, and AlltoAll, Gather and Scatter, which are
 // groups of sends and receives (a rank's own block is a self send/receive pair, a device copy; in
-// place it is skipped). Their arguments are checked as a whole before anything is queued, so a
-// refused call leaves the user's group as it was.
+// place it is skipped). Their arguments are checked as a whole before anything is queued. A call
+// refused inside the user's group fails that group at its ncclGroupEnd, as in NCCL.
 #include <cstddef>
 
 #include "api/api_guard.h"
@@ -37,6 +37,7 @@ ncclResult_t asGroup(Queue queue) {
   braid::GroupContext& group = braid::GroupContext::current();
   group.start();
   ncclResult_t result = queue();
+  group.noteRefusedCall(result);  // some of its operations may be queued already: none may launch
   ncclResult_t end = group.end();
   return result != ncclSuccess ? result : end;
 }
@@ -47,7 +48,7 @@ BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTy
           ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return braid::apiGuard(
+  return braid::queueingApiGuard(
       "ncclSend", [&] { return braid::enqueueP2p(comm, true, sendbuff, count, datatype, peer, stream, "ncclSend"); });
 }
 
@@ -55,7 +56,7 @@ BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t d
           cudaStream_t stream);
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return braid::apiGuard(
+  return braid::queueingApiGuard(
       "ncclRecv", [&] { return braid::enqueueP2p(comm, false, recvbuff, count, datatype, peer, stream, "ncclRecv"); });
 }
 
@@ -66,7 +67,7 @@ BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
                           cudaStream_t stream) {
   const char* caller = "ncclAlltoAll";
-  return braid::apiGuard(caller, [&]() -> ncclResult_t {
+  return braid::queueingApiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
     NCCLCHECK(braid::checkBuffer(comm, sendbuff, "sendbuff", count, caller));
@@ -93,7 +94,7 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream) {
   const char* caller = "ncclGather";
-  return braid::apiGuard(caller, [&]() -> ncclResult_t {
+  return braid::queueingApiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
     NCCLCHECK(braid::checkRank(comm, root, "root", caller));
@@ -117,7 +118,7 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
   const char* caller = "ncclScatter";
-  return braid::apiGuard(caller, [&]() -> ncclResult_t {
+  return braid::queueingApiGuard(caller, [&]() -> ncclResult_t {
     size_t block = 0;
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
     NCCLCHECK(braid::checkRank(comm, root, "root", caller));

@@ -1,6 +1,7 @@
 // Version, error strings, last error, debug re-initialization.
 #include "api/export.h"
 #include "util/log.h"
+#include "util/text.h"
 
 BRAID_API(ncclResult_t, ncclGetVersion, int* version);
 ncclResult_t ncclGetVersion(int* version) {
@@ -13,29 +14,7 @@ ncclResult_t ncclGetVersion(int* version) {
 }
 
 BRAID_API(const char*, ncclGetErrorString, ncclResult_t result);
-const char* ncclGetErrorString(ncclResult_t result) {
-  // The same strings as NCCL, because users' logs and scripts match on them.
-  switch (result) {
-    case ncclSuccess:
-      return "no error";
-    case ncclUnhandledCudaError:
-      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError:
-      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError:
-      return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument:
-      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage:
-      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError:
-      return "remote process exited or there was a network error";
-    case ncclInProgress:
-      return "NCCL operation in progress";
-    default:
-      return "unknown result code";
-  }
-}
+const char* ncclGetErrorString(ncclResult_t result) { return braid::resultText(result); }
 
 BRAID_API(const char*, ncclGetLastError, ncclComm_t comm);
 const char* ncclGetLastError(ncclComm_t) {

@@ -82,7 +82,8 @@ namespace braid {
 // handle is ncclInvalidArgument with a WARN naming `caller`, never a crash.
 [[nodiscard]] ncclResult_t commCheckHandle(const ncclComm* comm, const char* caller);
 // Handle check plus state: the communicator must have finished init successfully and not be
-// finalized (ncclInvalidUsage otherwise).
+// finalized (ncclInvalidUsage otherwise); a nonblocking one whose creation or group launch is still
+// in progress is refused with ncclInvalidArgument (NCCL's answer), nothing queued.
 [[nodiscard]] ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller);
 // The same for a parent of ncclCommSplit / ncclCommShrink, which may also have been revoked.
 [[nodiscard]] ncclResult_t commCheckParent(const ncclComm* comm, const char* caller);

@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/group_job.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace braid {
 
@@ -23,9 +24,12 @@ ncclResult_t GroupContext::end(double* estimatedUs) {
   }
   if (--depth_ > 0) return ncclSuccess;
 
+  // Deferred inits run even in a group with a refused call: the other ranks of a communicator
+  // being created wait for this one, and its handle must become usable or destroyable.
   std::vector<DeferredJob> jobs;
   jobs.swap(initJobs_);
   ncclResult_t initResult = runConcurrently(jobs);
+  if (refused_ != ncclSuccess) return dropRefusedGroup();
   if (initResult == ncclSuccess && estimatedUs == nullptr && launchesInBackground()) return launchInBackground();
   std::vector<ncclComm*> comms;
   comms.swap(pendingLaunches_);
@@ -40,6 +44,23 @@ ncclResult_t GroupContext::checkBlockingMatches(const ncclComm* comm, const char
        pendingLaunches_[0]->config_.blocking != 0 ? "the blocking" : "the nonblocking",
        static_cast<const void*>(pendingLaunches_[0]));
   return ncclInvalidArgument;
+}
+
+void GroupContext::noteRefusedCall(ncclResult_t result) {
+  if (active() && refused_ == ncclSuccess && result != ncclSuccess) refused_ = result;
+}
+
+ncclResult_t GroupContext::dropRefusedGroup() {
+  const ncclResult_t result = refused_;
+  refused_ = ncclSuccess;
+  std::vector<ncclComm*> comms;
+  comms.swap(pendingLaunches_);
+  for (ncclComm* comm : comms) comm->dataPath_->dropPending();
+  WARN(
+      "ncclGroupEnd: a call in this group was refused (%s); none of the group's operations were launched, on %zu "
+      "communicator(s)",
+      resultText(result), comms.size());
+  return result;
 }
 
 // Only connecting takes long (the ranks meet); launches alone stay on the caller's thread.

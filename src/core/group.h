@@ -42,6 +42,11 @@ class GroupContext {
   // Before queuing an operation of `comm`: a group holds blocking or nonblocking communicators, not
   // both (ncclInvalidArgument with a WARN naming `caller`, as NCCL).
   [[nodiscard]] ncclResult_t checkBlockingMatches(const ncclComm* comm, const char* caller) const;
+  // A call that would have queued an operation in this group was refused (`result`). As in NCCL, the
+  // outermost End then launches none of the group's operations and returns the first such error:
+  // launching the rest would leave the peers of the refused one waiting, or matched against the
+  // wrong operation. Outside a group it changes nothing (the call alone was refused).
+  void noteRefusedCall(ncclResult_t result);
 
  private:
   struct DeferredJob {
@@ -53,10 +58,13 @@ class GroupContext {
   // Whether the pending launches go to a background thread (see addPendingLaunch).
   bool launchesInBackground() const;
   [[nodiscard]] ncclResult_t launchInBackground();
+  // Drops the queued operations of a group with a refused call; its first error.
+  [[nodiscard]] ncclResult_t dropRefusedGroup();
 
   int depth_ = 0;
   std::vector<DeferredJob> initJobs_;
   std::vector<ncclComm*> pendingLaunches_;
+  ncclResult_t refused_ = ncclSuccess;  // the first refused call's error, until the outermost End
 };
 
 }  // namespace braid

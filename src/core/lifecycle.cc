@@ -6,6 +6,7 @@
 #include "core/group_job.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace braid {
 
@@ -16,6 +17,17 @@ void joinBackground(ncclComm* comm) {
   if (!comm->background_.joinable()) return;
   if (comm->state_.load() == CommState::kInitializing) comm->abortFlag_ = 1;
   comm->background_.join();
+}
+
+// A nonblocking communicator used before ncclCommGetAsyncError said its last operation is done:
+// refused with NCCL's code (ncclInvalidArgument), never queued. Answering ncclInProgress instead
+// would read as "accepted" to a nonblocking caller, whose operation would then silently be missing.
+ncclResult_t refuseInProgress(const ncclComm* comm, const char* caller, const char* what) {
+  WARN(
+      "%s: comm %p (rank %d) is nonblocking and %s is still in progress; poll ncclCommGetAsyncError until it "
+      "no longer reports ncclInProgress before the next call",
+      caller, static_cast<const void*>(comm), comm->rank_, what);
+  return ncclInvalidArgument;
 }
 
 }  // namespace
@@ -48,18 +60,16 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
     case CommState::kReady: {
       const ncclResult_t async = comm->asyncError_.load();
       if (async == ncclSuccess) return ncclSuccess;
-      // A nonblocking group is still connecting or launching: NCCL's answer is the comm's state.
-      if (async == ncclInProgress) return ncclInProgress;
+      if (async == ncclInProgress) return refuseInProgress(comm, caller, "its last group launch");
       // A peer died (peer_watch.h): new work would wait for it forever.
       WARN(
           "%s: comm %p (rank %d) has an asynchronous error (%s); abort or destroy it, or shrink it with "
           "NCCL_SHRINK_ABORT",
-          caller, static_cast<const void*>(comm), comm->rank_, ncclGetErrorString(async));
+          caller, static_cast<const void*>(comm), comm->rank_, resultText(async));
       return async;
     }
     case CommState::kInitializing:
-      // A nonblocking communicator answers with its state (NCCL's contract): poll ncclCommGetAsyncError.
-      if (comm->config_.blocking == 0) return ncclInProgress;
+      if (comm->config_.blocking == 0) return refuseInProgress(comm, caller, "its creation");
       WARN(
           "%s: comm %p (rank %d) has not finished initializing; call ncclGroupEnd first, or wait until "
           "ncclCommGetAsyncError no longer reports ncclInProgress",
@@ -71,7 +81,7 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
       return ncclInvalidUsage;
     case CommState::kFailed:
       WARN("%s: comm %p (rank %d) failed to initialize (%s); destroy it", caller, static_cast<const void*>(comm),
-           comm->rank_, ncclGetErrorString(comm->asyncError_.load()));
+           comm->rank_, resultText(comm->asyncError_.load()));
       return ncclInvalidUsage;
     case CommState::kRevoked:
       WARN(

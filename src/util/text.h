@@ -22,4 +22,8 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // values outside int64 give ncclInvalidArgument and leave *value untouched.
 [[nodiscard]] ncclResult_t parseInt64(std::string_view text, int64_t* value);
 
+// ncclGetErrorString's text for `result` (NCCL's wording, which users' logs and scripts match on),
+// for the layers below the API that name a result in a WARN.
+const char* resultText(ncclResult_t result);
+
 }  // namespace braid

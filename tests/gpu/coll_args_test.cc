@@ -283,6 +283,47 @@ TEST_P(CollArgs, CheckPointersRefusesHostAndOtherGpuBuffers) {
             }));
 }
 
+// A call refused inside a group fails the whole group, as in NCCL: ncclGroupEnd returns its error
+// and launches none of the group's operations (a valid AllReduce, a send and a receive queued
+// before and after it), so the receive buffer keeps its poison; the communicator works afterwards.
+TEST_P(CollArgs, ARefusedCallFailsItsWholeGroup) {
+  EXPECT_EQ(
+      0, withComms(nranks(), [](ArgEnv& e) {
+        const size_t count = 1024;
+        CHILD_CUDA(gputest::poisonSync(e.recv, 0xAB, kBufBytes));
+        const int peer = (e.rank + 1) % e.nranks;
+        const int from = (e.rank + e.nranks - 1) % e.nranks;
+        char* half = static_cast<char*>(e.recv) + kBufBytes / 2;
+        CHILD_NCCL(ncclGroupStart());
+        CHILD_NCCL(ncclAllReduce(e.send, e.recv, count, ncclInt32, ncclSum, e.comm, e.stream));
+        const ncclResult_t bad =
+            ncclAllReduce(e.send, e.recv, count, rawEnum<ncclDataType_t>(ncclNumTypes), ncclSum, e.comm, e.stream);
+        CHILD_NCCL(ncclSend(e.send, count, ncclInt32, peer, e.comm, e.stream));
+        CHILD_NCCL(ncclRecv(half, count, ncclInt32, from, e.comm, e.stream));
+        const ncclResult_t end = ncclGroupEnd();
+        if (bad != ncclInvalidArgument || end != ncclInvalidArgument) {
+          std::fprintf(stderr, "rank %d: the refused call gave %s and ncclGroupEnd %s, expected %s for both\n", e.rank,
+                       ncclGetErrorString(bad), ncclGetErrorString(end), ncclGetErrorString(ncclInvalidArgument));
+          return 1;
+        }
+        CHILD_CUDA(cudaStreamSynchronize(e.stream));
+        // NVIDIA's NCCL copies a one-rank AllReduce at the call, before its group has ended.
+        if (againstReference() && e.nranks == 1) return allReduceWorks(e);
+        std::vector<uint8_t> recv(kBufBytes);
+        CHILD_CUDA(cudaMemcpy(recv.data(), e.recv, kBufBytes, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < kBufBytes; i++) {
+          if (recv[i] != 0xAB) {
+            std::fprintf(stderr,
+                         "rank %d: byte %zu of the receive buffer was written (0x%02x): the failed "
+                         "group launched\n",
+                         e.rank, i, recv[i]);
+            return 1;
+          }
+        }
+        return allReduceWorks(e);
+      }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpus, CollArgs, ::testing::Values(1, 2),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
 

@@ -1,8 +1,10 @@
 // Communicator lifecycle on real GPUs: InitAll, InitRank per process, init inside a group, the
 // scalable (several roots) init, two ranks on one GPU rejected, handle checks, memory that stays
-// flat over many init/destroy cycles, an abort from another thread while a kernel spins, and ranks
-// on two emulated hosts destroying at different times.
+// flat over many init/destroy cycles, an abort from another thread while a kernel spins, a
+// nonblocking communicator refusing calls while in progress, and ranks on two emulated hosts
+// destroying at different times.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -290,6 +292,74 @@ TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
               CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, alone, stream));
               CHILD_CUDA(cudaStreamSynchronize(stream));
               CHILD_NCCL(ncclCommDestroy(alone));
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(buf));
+              return 0;
+            }));
+}
+
+// Polls a nonblocking communicator until it is no longer in progress; its final state.
+ncclResult_t waitNotInProgress(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 60000 && state == ncclInProgress; i++) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
+// A nonblocking communicator used while in progress refuses the call with ncclInvalidArgument (as
+// NCCL does) and queues nothing: rank 1 arrives 500 ms late, first at the creation, then at the
+// first AllReduce (which connects in the background), so rank 0's calls meanwhile surely find it in
+// progress. Had a refused AllReduce been queued, rank 0 would run one more than rank 1 and the
+// checked results (and the watchdog) would say so.
+TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
+  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              alarm(120);
+              CHILD_CUDA(cudaSetDevice(rank));
+              constexpr size_t kCount = 1 << 16;
+              int32_t* buf = nullptr;
+              cudaStream_t stream = nullptr;
+              CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(int32_t)));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              std::vector<int32_t> host(kCount);
+              for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank * 1000003);
+              CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+              config.blocking = 0;
+              const auto late = std::chrono::milliseconds(500);
+              if (rank == 1) std::this_thread::sleep_for(late);
+              ncclComm_t comm = nullptr;
+              const ncclResult_t init = ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+              CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
+              if (rank == 0) {
+                CHILD_EXPECT(init == ncclInProgress);  // rank 1 is not there yet
+                CHILD_EXPECT(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream) == ncclInvalidArgument);
+                CHILD_EXPECT(ncclSend(buf, 1, ncclInt32, 1, comm, stream) == ncclInvalidArgument);
+              }
+              CHILD_EXPECT(waitNotInProgress(comm) == ncclSuccess);
+              if (rank == 1) std::this_thread::sleep_for(late);
+              CHILD_NCCL(ncclGroupStart());
+              CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream));
+              const ncclResult_t launch = ncclGroupEnd();
+              if (rank == 0) {
+                CHILD_EXPECT(launch == ncclInProgress);  // connecting, with rank 1 still asleep
+                CHILD_EXPECT(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream) == ncclInvalidArgument);
+                CHILD_EXPECT(std::string(ncclGetLastError(comm)).find("in progress") != std::string::npos);
+              }
+              CHILD_EXPECT(waitNotInProgress(comm) == ncclSuccess);
+              CHILD_CUDA(cudaStreamSynchronize(stream));
+              std::vector<int32_t> out(kCount);
+              CHILD_CUDA(cudaMemcpy(out.data(), buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+              for (size_t i = 0; i < kCount; i++) {
+                const int32_t want = static_cast<int32_t>(i * 14 + 1000003);
+                if (out[i] != want) {
+                  std::fprintf(stderr, "rank %d: [%zu] = %d, expected %d (one AllReduce)\n", rank, i, out[i], want);
+                  return 1;
+                }
+              }
+              CHILD_NCCL(ncclCommDestroy(comm));
               CHILD_CUDA(cudaStreamDestroy(stream));
               CHILD_CUDA(cudaFree(buf));
               return 0;

@@ -108,7 +108,8 @@ TEST_F(Split, NonblockingInitAndSplit) {
 // A nonblocking communicator's group launch: the first one connects, on a background thread, so
 // ncclGroupEnd returns ncclInProgress and ncclCommGetAsyncError says so until the AllReduce is
 // launched; a later one needs no connect and returns ncclSuccess. A group that mixes a blocking and
-// a nonblocking communicator is refused (ncclInvalidArgument), as in NCCL.
+// a nonblocking communicator is refused (ncclInvalidArgument, at the call and at ncclGroupEnd), as
+// in NCCL.
 TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
   EXPECT_EQ(
       0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
@@ -143,7 +144,7 @@ TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
         CHILD_NCCL(ncclGroupStart());
         CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
         CHILD_EXPECT(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, child, p.stream) == ncclInvalidArgument);
-        CHILD_NCCL(ncclGroupEnd());  // the parent's AllReduce, on every rank
+        CHILD_EXPECT(ncclGroupEnd() == ncclInvalidArgument);  // the refused call fails the group: nothing launched
         CHILD_CUDA(cudaStreamSynchronize(p.stream));
         CHILD_NCCL(ncclCommDestroy(child));
         CHILD_NCCL(ncclCommDestroy(p.comm));

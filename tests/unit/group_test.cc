@@ -1,0 +1,121 @@
+// The group rules that need no GPU, on communicators whose data path is a fake that counts what it
+// is asked to do:
+//   - a call refused inside a group fails the whole group at its outermost ncclGroupEnd, and none
+//     of its operations launch (NCCL's rule; launching the rest would leave peers waiting);
+//   - a nonblocking communicator still in progress refuses new work with ncclInvalidArgument (as
+//     NCCL's ncclCommEnsureReady does), never ncclInProgress, which a caller reads as "accepted".
+#include "core/group.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "core/comm.h"
+#include "core/comm_registry.h"
+
+namespace braid {
+namespace {
+
+class CountingDataPath : public DataPathBase {
+ public:
+  bool needsConnect(ConnectScope) const override { return false; }
+  ncclResult_t connect(ConnectScope) override { return ncclSuccess; }
+  ncclResult_t launchPending() override {
+    launched++;
+    return ncclSuccess;
+  }
+  ncclResult_t simulatePending(double* us) override {
+    *us = 0.0;
+    return ncclSuccess;
+  }
+  void dropPending() override { dropped++; }
+  ncclResult_t waitIdle() override { return ncclSuccess; }
+  void signalAbort() override {}
+  ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>&) override { return ncclSuccess; }
+
+  int launched = 0;
+  int dropped = 0;
+};
+
+// A live (registered) communicator with a counting data path.
+struct FakeComm {
+  FakeComm() {
+    comm.rank_ = 0;
+    comm.nranks_ = 2;
+    comm.state_ = CommState::kReady;
+    comm.asyncError_ = ncclSuccess;
+    auto owned = std::make_unique<CountingDataPath>();
+    path = owned.get();
+    comm.dataPath_ = std::move(owned);
+    commRegistryAdd(&comm);
+  }
+  ~FakeComm() { commRegistryRemove(&comm); }
+  ncclComm comm;
+  CountingDataPath* path = nullptr;
+};
+
+TEST(Group, ARefusedCallFailsTheGroupAndLaunchesNothing) {
+  FakeComm a;
+  FakeComm b;
+  GroupContext& group = GroupContext::current();
+  group.start();
+  group.addPendingLaunch(&a.comm);
+  group.noteRefusedCall(ncclInvalidArgument);
+  group.addPendingLaunch(&b.comm);  // queued after the refused call: dropped too
+  EXPECT_EQ(ncclInvalidArgument, group.end());
+  EXPECT_FALSE(group.active());
+  EXPECT_EQ(0, a.path->launched + b.path->launched);
+  EXPECT_EQ(1, a.path->dropped);
+  EXPECT_EQ(1, b.path->dropped);
+
+  // The next group starts clean.
+  group.start();
+  group.addPendingLaunch(&a.comm);
+  EXPECT_EQ(ncclSuccess, group.end());
+  EXPECT_EQ(1, a.path->launched);
+}
+
+TEST(Group, ARefusalInANestedGroupFailsTheOutermostEndWithTheFirstError) {
+  FakeComm a;
+  GroupContext& group = GroupContext::current();
+  group.start();
+  group.addPendingLaunch(&a.comm);
+  group.start();
+  group.noteRefusedCall(ncclInvalidUsage);
+  group.noteRefusedCall(ncclInvalidArgument);  // not the first: not reported
+  EXPECT_EQ(ncclSuccess, group.end());         // inner level: only counts down
+  EXPECT_EQ(0, a.path->dropped);
+  EXPECT_EQ(ncclInvalidUsage, group.end());
+  EXPECT_EQ(0, a.path->launched);
+  EXPECT_EQ(1, a.path->dropped);
+}
+
+TEST(Group, ARefusalOutsideAGroupLeavesTheNextGroupAlone) {
+  FakeComm a;
+  GroupContext& group = GroupContext::current();
+  group.noteRefusedCall(ncclInvalidArgument);  // an ungrouped call: it alone was refused
+  group.start();
+  group.addPendingLaunch(&a.comm);
+  EXPECT_EQ(ncclSuccess, group.end());
+  EXPECT_EQ(1, a.path->launched);
+}
+
+TEST(Group, ANonblockingCommunicatorInProgressRefusesWorkWithInvalidArgument) {
+  FakeComm a;
+  a.comm.config_.blocking = 0;
+  a.comm.asyncError_ = ncclInProgress;  // a group launch connecting in the background
+  EXPECT_EQ(ncclInvalidArgument, commCheckUsable(&a.comm, "ncclAllReduce"));
+  a.comm.state_ = CommState::kInitializing;  // its creation still running
+  EXPECT_EQ(ncclInvalidArgument, commCheckUsable(&a.comm, "ncclSend"));
+  a.comm.state_ = CommState::kReady;
+  a.comm.asyncError_ = ncclSuccess;
+  EXPECT_EQ(ncclSuccess, commCheckUsable(&a.comm, "ncclSend"));
+  // A blocking communicator used before its grouped creation ended: misuse, as before.
+  a.comm.config_.blocking = 1;
+  a.comm.state_ = CommState::kInitializing;
+  EXPECT_EQ(ncclInvalidUsage, commCheckUsable(&a.comm, "ncclSend"));
+  a.comm.state_ = CommState::kReady;
+}
+
+}  // namespace
+}  // namespace braid
