@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <functional>
 #include <memory>
 
 #include "core/share_group.h"
@@ -33,8 +34,11 @@ class DataPathBase {
   [[nodiscard]] virtual ncclResult_t simulatePending(double* us) = 0;
   // Drops queued operations (a group that failed before launching).
   virtual void dropPending() = 0;
-  // Waits until every launched operation has completed (ncclCommFinalize).
-  [[nodiscard]] virtual ncclResult_t waitIdle() = 0;
+  // Checked every few milliseconds by a wait for launched work: an error ends the wait with it, the
+  // work still in flight (a dead peer's: core/peer_watch.h). Empty: the wait ends only when done.
+  using IdleWaitCheck = std::function<ncclResult_t()>;
+  // Waits until every launched operation has completed (ncclCommFinalize, ncclCommDestroy).
+  [[nodiscard]] virtual ncclResult_t waitIdle(const IdleWaitCheck& check) = 0;
   // Raises the device-visible abort flag: every kernel of this communicator leaves its wait loops.
   virtual void signalAbort() = 0;
   // Makes the communicator, which has run operations, a member of a new share group, the group's

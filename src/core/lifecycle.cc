@@ -4,6 +4,7 @@
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group_job.h"
+#include "core/peer_watch.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/text.h"
@@ -28,6 +29,26 @@ ncclResult_t refuseInProgress(const ncclComm* comm, const char* caller, const ch
       "no longer reports ncclInProgress before the next call",
       caller, static_cast<const void*>(comm), comm->rank_, what);
   return ncclInvalidArgument;
+}
+
+// An asynchronous error that says a peer or its connection failed (the peer watch, a proxy).
+ncclResult_t asyncFailure(const ncclComm* comm) {
+  const ncclResult_t async = comm->asyncError_.load();
+  return async == ncclInProgress ? ncclSuccess : async;
+}
+
+// The check of a wait for the communicator's launched work (finalize, destroy): it stops at an
+// asynchronous failure, or when a peer process on this host is gone while the work is still in
+// flight (marked here, so the watch need not see it first: destroy takes the communicator out of its
+// sight). Not in the first moments of the wait: a peer that exited right after its part of the last
+// operation leaves this rank's kernel a few microseconds of its own work, not a failure.
+constexpr std::chrono::milliseconds kDeadPeerGrace{100};
+DataPathBase::IdleWaitCheck peerFailureCheck(ncclComm* comm) {
+  return [comm, start = std::chrono::steady_clock::now()]() -> ncclResult_t {
+    NCCLCHECK(asyncFailure(comm));
+    if (std::chrono::steady_clock::now() - start >= kDeadPeerGrace && markIfPeerDied(comm)) return ncclRemoteError;
+    return ncclSuccess;
+  };
 }
 
 }  // namespace
@@ -104,7 +125,7 @@ ncclResult_t revokeComm(ncclComm* comm) {
   ncclResult_t result = ncclSuccess;
   if (comm->dataPath_) {
     comm->dataPath_->signalAbort();
-    result = comm->dataPath_->waitIdle();
+    result = comm->dataPath_->waitIdle({});  // its kernels leave at the abort flag
   }
   comm->state_ = CommState::kRevoked;
   INFO(kLogInit, "comm %p rank %d revoked: its kernels were stopped%s", static_cast<void*>(comm), comm->rank_,
@@ -125,8 +146,9 @@ ncclResult_t commRevoke(ncclComm_t comm, int revokeFlags) {
 
 ncclResult_t commFinalize(ncclComm_t comm) {
   NCCLCHECK(commCheckUsable(comm, "ncclCommFinalize"));
-  // Finalizing closes the communicator to new work and waits for what was launched.
-  if (comm->dataPath_) NCCLCHECK(comm->dataPath_->waitIdle());
+  // Finalizing closes the communicator to new work and waits for what was launched, unless a peer
+  // dies meanwhile: then ncclRemoteError, and the communicator is left for abort or destroy.
+  if (comm->dataPath_) NCCLCHECK(comm->dataPath_->waitIdle(peerFailureCheck(comm)));
   comm->state_ = CommState::kFinalized;
   INFO(kLogInit, "comm %p rank %d finalized", static_cast<void*>(comm), comm->rank_);
   return ncclSuccess;
@@ -148,10 +170,19 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   }
   if (comm->dataPath_) {
     // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
-    // peer died (the work may wait for it: destroy then aborts it, as it never waits for a peer).
-    const bool peerDied = comm->asyncError_.load() == ncclRemoteError;
-    if (!abort && !peerDied && comm->state_.load() == CommState::kReady) result = comm->dataPath_->waitIdle();
-    if (peerDied) abort = true;
+    // peer has failed, before or during the wait (the work may wait for it: destroy then aborts it,
+    // as it never waits for a peer, and succeeds).
+    bool peerFailed = asyncFailure(comm) != ncclSuccess;
+    if (!abort && !peerFailed && comm->state_.load() == CommState::kReady) {
+      DataPathBase::IdleWaitCheck check = peerFailureCheck(comm);
+      result = comm->dataPath_->waitIdle([&check, &peerFailed] {
+        const ncclResult_t failure = check();
+        peerFailed = failure != ncclSuccess;
+        return failure;
+      });
+      if (peerFailed) result = ncclSuccess;
+    }
+    if (peerFailed) abort = true;
     if (abort || result != ncclSuccess) comm->dataPath_->signalAbort();
   }
   comm->abortFlag_ = 1;

@@ -62,17 +62,7 @@ void checkComm(ncclComm* comm) {
   if (comm->state_.load() != CommState::kReady) return;  // a revoked one has nothing in flight
   if (comm->asyncError_.load() != ncclSuccess) return;   // marked before, or failed otherwise
   if (!workInFlight(comm)) return;
-  const int dead = firstDeadPeer(comm->peers_, comm->rank_);
-  if (dead < 0) return;
-  ncclResult_t expected = ncclSuccess;
-  if (!comm->asyncError_.compare_exchange_strong(expected, ncclRemoteError)) return;
-  const PeerInfo& peer = comm->peers_[dead];
-  ::shm_unlink(progressBoardName(comm->commHash_, dead, peer.pid).c_str());  // it could not remove its own
-  WARN(
-      "comm %p rank %d of %d: the process of peer rank %d (pid %d, GPU %d) is gone; operations that need it "
-      "cannot complete. ncclCommGetAsyncError reports ncclRemoteError; call ncclCommAbort, or ncclCommShrink "
-      "with NCCL_SHRINK_ABORT excluding rank %d",
-      static_cast<void*>(comm), comm->rank_, comm->nranks_, dead, peer.pid, peer.cudaDev, dead);
+  (void)markIfPeerDied(comm);
 }
 
 void watchLoop(int64_t intervalMs) {
@@ -108,6 +98,22 @@ int firstDeadPeer(const std::vector<PeerInfo>& peers, int self) {
     if (processGone(p.pid)) return r;
   }
   return -1;
+}
+
+bool markIfPeerDied(ncclComm* comm) {
+  if (comm->asyncError_.load() != ncclSuccess) return false;  // marked before, or failed otherwise
+  const int dead = firstDeadPeer(comm->peers_, comm->rank_);
+  if (dead < 0) return false;
+  ncclResult_t expected = ncclSuccess;
+  if (!comm->asyncError_.compare_exchange_strong(expected, ncclRemoteError)) return false;
+  const PeerInfo& peer = comm->peers_[dead];
+  ::shm_unlink(progressBoardName(comm->commHash_, dead, peer.pid).c_str());  // it could not remove its own
+  WARN(
+      "comm %p rank %d of %d: the process of peer rank %d (pid %d, GPU %d) is gone; operations that need it "
+      "cannot complete. ncclCommGetAsyncError reports ncclRemoteError; call ncclCommAbort, or ncclCommShrink "
+      "with NCCL_SHRINK_ABORT excluding rank %d",
+      static_cast<void*>(comm), comm->rank_, comm->nranks_, dead, peer.pid, peer.cudaDev, dead);
+  return true;
 }
 
 void startPeerWatch() {

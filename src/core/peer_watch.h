@@ -12,6 +12,8 @@
 
 #include "core/peer_info.h"
 
+struct ncclComm;
+
 namespace braid {
 
 // No such process, or a zombie (exited, not yet reaped by its parent).
@@ -19,6 +21,13 @@ bool processGone(int pid);
 
 // The first rank other than `self` whose process shares self's pid space and is gone; -1 if none.
 int firstDeadPeer(const std::vector<PeerInfo>& peers, int self);
+
+// Marks `comm` if one of its peer processes on this host is gone (ncclRemoteError as its
+// asynchronous error, one WARN naming the rank), unless it has an error already. True when comm has
+// a dead peer (marked now). The watch calls it for communicators with work in flight; finalize and
+// destroy while they wait for that work (they must not wait for a dead peer, and destroy takes the
+// communicator out of the watch's sight first).
+bool markIfPeerDied(ncclComm* comm);
 
 // Starts the watching thread once per process (no-op when BRAID_PEER_WATCH_MS is 0).
 void startPeerWatch();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
@@ -225,12 +226,22 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::waitIdle() {
-  if (shared_ == nullptr) return order_->waitIdle();
+ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
+  if (shared_ == nullptr && !check) return order_->waitIdle();
   // In a share group: the whole group's launched work. Not under the group's mutex: a member on
   // another thread may have to launch before that work can end (its peers wait for it).
-  CUDACHECK(cudaEventSynchronize(shared_->order().latestEvent()));
-  return ncclSuccess;
+  const cudaEvent_t latest = shared_ != nullptr ? shared_->order().latestEvent() : order_->latestEvent();
+  if (!check) {
+    CUDACHECK(cudaEventSynchronize(latest));
+    return ncclSuccess;
+  }
+  for (;;) {
+    const cudaError_t status = cudaEventQuery(latest);
+    if (status == cudaSuccess) return ncclSuccess;
+    if (status != cudaErrorNotReady) CUDACHECK(status);
+    NCCLCHECK(check());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 void CommDataPath::signalAbort() {

@@ -87,7 +87,7 @@ class CommDataPath final : public DataPathBase {
     registeredQueue_.clear();
     p2pQueue_.clear();
   }
-  [[nodiscard]] ncclResult_t waitIdle() override;
+  [[nodiscard]] ncclResult_t waitIdle(const IdleWaitCheck& check) override;
   void signalAbort() override;
   [[nodiscard]] ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) override;  // share_connect.cc
 

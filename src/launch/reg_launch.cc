@@ -72,7 +72,7 @@ void CommDataPath::collectReleasedRegistrations() {
 // that nothing here uses the peers' released registrations.
 ncclResult_t CommDataPath::dropReleasedPeerMappings() {
   if (!peerRegs_.hasRetiredMappings()) return ncclSuccess;
-  NCCLCHECK(waitIdle());  // in a share group: the whole group's launched work
+  NCCLCHECK(waitIdle({}));  // in a share group: the whole group's launched work
   peerRegs_.dropRetiredMappings();
   return ncclSuccess;
 }

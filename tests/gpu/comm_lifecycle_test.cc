@@ -282,7 +282,7 @@ TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
               aborter.join();
               std::fprintf(stderr, "ncclCommAbort while a kernel spins: %.2f ms\n", abortMs);
               CHILD_EXPECT(abortResult == ncclSuccess);
-              CHILD_EXPECT(abortMs < 1000);
+              CHILD_EXPECT(abortMs < 100);                // the target
               CHILD_CUDA(cudaStreamSynchronize(stream));  // the kernel has left
               // A fresh one-rank communicator works.
               ncclUniqueId fresh;

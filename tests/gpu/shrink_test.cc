@@ -3,7 +3,8 @@
 // rank was killed while the others were inside an AllReduce that waited for it (the parent's
 // kernels are stopped, the child works, nothing waits for the dead rank); a killed rank reported
 // by ncclCommGetAsyncError within 10 s, and a prompt abort after it, on one host and across emulated
-// hosts (where only the network notices); ncclCommRevoke closing a communicator to new work but
+// hosts (where only the network notices); finalize and destroy that do not wait for a dead peer
+// nobody has marked yet (2 GPUs); ncclCommRevoke closing a communicator to new work but
 // not to shrink; bad arguments refused. Every child is checked by an exact integer AllReduce over
 // its members.
 #include <cuda_runtime.h>
@@ -170,6 +171,44 @@ TEST_F(Shrink, ADeadPeerAcrossHostsIsReportedByTheNetwork) {
   std::fclose(f);
   std::remove(path);
   EXPECT_GE(reported, 1) << "no survivor learned of the dead rank through the network";
+}
+
+// Finalize and destroy never wait for a dead peer, even when nothing has marked it yet: with the
+// peer watch off (BRAID_PEER_WATCH_MS=0) rank 1 dies while rank 0 waits for it in an AllReduce;
+// rank 0's ncclCommFinalize returns ncclRemoteError and its ncclCommDestroy succeeds, both within
+// seconds (they used to wait forever when destroy came before the watch's next look).
+TEST(DeadPeer, FinalizeAndDestroyDoNotWaitForAPeerNobodyMarkedYet) {
+  if (gputest::gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  if (colltest::againstReference()) GTEST_SKIP() << "NVIDIA's NCCL waits for the dead peer forever";
+  colltest::ScopedSetenv noWatch("BRAID_PEER_WATCH_MS", "0");
+  EXPECT_EQ(1, gputest::runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              alarm(60);
+              Parent p;
+              if (openParent(rank, 2, id, &p) != 0) return 1;
+              if (checkMembers(p.comm, {0, 1}, rank, p) != 0) return 1;
+              if (rank == 1) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                ::kill(::getpid(), SIGKILL);
+              }
+              CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
+              std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+              CHILD_EXPECT(cudaStreamQuery(p.stream) == cudaErrorNotReady);  // waiting for rank 1
+              ncclResult_t async = ncclInternalError;
+              CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
+              CHILD_EXPECT(async == ncclSuccess);  // nobody looked
+              auto start = std::chrono::steady_clock::now();
+              CHILD_EXPECT(ncclCommFinalize(p.comm) == ncclRemoteError);
+              std::fprintf(stderr, "rank 0: finalize gave up on the dead peer after %.3f s\n", secondsSince(start));
+              CHILD_EXPECT(secondsSince(start) < 5);
+              CHILD_NCCL(ncclCommGetAsyncError(p.comm, &async));
+              CHILD_EXPECT(async == ncclRemoteError);
+              start = std::chrono::steady_clock::now();
+              CHILD_NCCL(ncclCommDestroy(p.comm));
+              std::fprintf(stderr, "rank 0: destroy took %.3f s\n", secondsSince(start));
+              CHILD_EXPECT(secondsSince(start) < 5);
+              CHILD_CUDA(cudaStreamSynchronize(p.stream));  // the stuck kernel was aborted
+              return 0;
+            }));  // rank 1 was killed: the only failure
 }
 
 TEST_F(Shrink, RevokeClosesToWorkButNotToShrink) {

@@ -29,7 +29,7 @@ class CountingDataPath : public DataPathBase {
     return ncclSuccess;
   }
   void dropPending() override { dropped++; }
-  ncclResult_t waitIdle() override { return ncclSuccess; }
+  ncclResult_t waitIdle(const IdleWaitCheck&) override { return ncclSuccess; }
   void signalAbort() override {}
   ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>&) override { return ncclSuccess; }
 
