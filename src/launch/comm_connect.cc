@@ -74,6 +74,7 @@ ncclResult_t CommDataPath::buildRings() {
   std::memcpy(&links[static_cast<size_t>(rank) * nranks], row.data(), sizeof(topo::Link) * nranks);
   NCCLCHECK(comm_->bootstrap_->allGather(links.data(), sizeof(topo::Link) * nranks));
   topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+  params.singleHostTrees = plan::onlyTreeForAllReduce(filter_);
   NCCLCHECK(topo::buildTopology(nranks, links, params, &topo_));
   topo::logConnections(rank, ranks, topo_);
   const std::string& dumpFile = paramString(ParamId::kTopoDumpFile);

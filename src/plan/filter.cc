@@ -119,6 +119,11 @@ ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out)
   return ncclSuccess;
 }
 
+bool onlyTreeForAllReduce(const Filter& filter) {
+  const bool* allowed = filter.algo[static_cast<int>(CollId::kAllReduce)];
+  return allowed[kAlgoTree] && !allowed[kAlgoRing] && !allowed[kAlgoDirect];
+}
+
 const char* collName(CollId coll) {
   int i = static_cast<int>(coll);
   return i >= 0 && i < kNumColls ? kCollNames[i] : "unknown";

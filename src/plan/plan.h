@@ -48,6 +48,10 @@ struct Filter {
 // ncclInvalidArgument; *out is written only on success.
 [[nodiscard]] ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out);
 
+// Whether the filter leaves AllReduce Tree and none of Braid's other algorithms (Ring, Direct): the
+// one case where a communicator on one host builds trees (topo's singleHostTrees).
+bool onlyTreeForAllReduce(const Filter& filter);
+
 // Per communicator, filled by the caller from topo and the parameters.
 struct CommModel {
   int nranks;

@@ -310,7 +310,7 @@ ncclResult_t buildTopology(int nranks, const std::vector<Link>& links, const Top
   for (int c = 0; c < topo.nChannels; ++c) topo.rings.push_back(alternate && c % 2 == 1 ? reversed : ring);
   topo.nDirectChannels = directChannels(topo, params);
   topo.allNvlinkP2p = allPairsNvlinkP2p(topo);
-  buildTrees(&topo);
+  buildTrees(&topo, params.singleHostTrees);
   *out = std::move(topo);
   return ncclSuccess;
 }

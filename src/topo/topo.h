@@ -50,6 +50,10 @@ struct TopoParams {
   int minChannels;  // 1 <= minChannels <= maxChannels <= kMaxChannels
   int maxChannels;
   bool netLl = false;  // BRAID_NET_LL: LL on rings with a NET hop
+  // Trees on one host too (a chain of its GPUs): set when NCCL_ALGO leaves AllReduce nothing but
+  // Tree, so that forcing Tree works there as in NCCL. Otherwise one host gets no trees, whose
+  // connections the cost model would never pick over the rings and the direct algorithm.
+  bool singleHostTrees = false;
 };
 
 // Reads NCCL_P2P_DISABLE, NCCL_P2P_LEVEL (names, case-insensitive, or NCCL's legacy integers 0-5; a
@@ -112,7 +116,7 @@ struct Topology {
   double bwPerChannelGBps = 0;                         // model bandwidth of one channel
   std::array<double, kNumProtos> hopLatencyUs{};       // model latency of one ring hop, by ProtoId
   std::array<double, kNumProtos> localHopLatencyUs{};  // the same for the ring's hops inside a host
-  // Trees (nNodes > 1, else empty): trees[c][rank] for each of the nChannels channels. The most NET
+  // Trees (nNodes > 1 or singleHostTrees, else empty): trees[c][rank] for each of the nChannels channels. The most NET
   // edges and edges inside hosts on any path from a root down to a rank, over every channel's tree.
   std::vector<std::vector<TreeLinks>> trees;
   int treeNetDepth = 0;
@@ -125,8 +129,8 @@ struct Topology {
 // host with children in one tree is a leaf in the other (NCCL's double binary tree). Inside a host
 // the GPUs form a chain in ring order, rotated by channel pair so that the GPU that talks to the
 // other hosts changes; the chain's first GPU is the host's link to its parent and child hosts.
-// Nothing when nNodes < 2.
-void buildTrees(Topology* topo);
+// Nothing when nNodes < 2, unless `oneHostToo` (then one host's tree is its chain), or for one rank.
+void buildTrees(Topology* topo, bool oneHostToo);
 
 // Pure and deterministic: the same inputs on every rank give the same Topology. A pair's transport
 // is decided on the worse of its two directions (path, nvlinks, p2pOk), so both ends agree: NET

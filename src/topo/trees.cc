@@ -51,11 +51,11 @@ void measureDepth(const std::vector<TreeLinks>& tree, const Topology& topo, int*
 
 }  // namespace
 
-void buildTrees(Topology* topo) {
+void buildTrees(Topology* topo, bool oneHostToo) {
   topo->trees.clear();
   topo->treeNetDepth = 0;
   topo->treeLocalDepth = 0;
-  if (topo->nNodes < 2 || topo->rings.empty()) return;
+  if ((topo->nNodes < 2 && !oneHostToo) || topo->nranks < 2 || topo->rings.empty()) return;
   const std::vector<std::vector<int>> hosts = hostsInRingOrder(*topo);
   const int nHosts = static_cast<int>(hosts.size());
   for (int c = 0; c < topo->nChannels; ++c) {

@@ -684,6 +684,21 @@ TEST_P(CollSweep, AllReduceTreesAcrossEmulatedHosts) {
   }
 }
 
+// Tree AllReduce forced on one host (NCCL_ALGO=allreduce:tree), as NCCL allows: the host's GPUs
+// form a chain (topo's singleHostTrees), over NVLink P2P, with LL and with Simple.
+TEST_P(CollSweep, AllReduceTreeOnOneHost) {
+  ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
+  std::vector<Case> cases;
+  for (const Case& c : reducedSweepAllColls(nranks())) {
+    if (c.coll == Coll::kAllReduce) cases.push_back(c);
+  }
+  for (const char* proto : {"LL", "Simple"}) {
+    SCOPED_TRACE(proto);
+    ScopedSetenv forced("NCCL_PROTO", proto);
+    sweep(Mode::kProcesses, cases, cudaStreamDefault);
+  }
+}
+
 // The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
 // NCCL_NET_PLUGIN: two emulated hosts.
 TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {

@@ -189,6 +189,18 @@ TEST(PlanFilter, MalformedOrUnknownIsInvalidArgument) {
   }
 }
 
+// Only a filter that leaves AllReduce Tree alone makes one host build trees (topo's singleHostTrees).
+TEST(PlanFilter, OnlyTreeForAllReduce) {
+  EXPECT_FALSE(onlyTreeForAllReduce(allowAll()));
+  EXPECT_TRUE(onlyTreeForAllReduce(parse("tree", nullptr)));
+  EXPECT_TRUE(onlyTreeForAllReduce(parse("allreduce:Tree", nullptr)));
+  EXPECT_TRUE(onlyTreeForAllReduce(parse("^ring,direct", nullptr)));
+  EXPECT_FALSE(onlyTreeForAllReduce(parse("ring,tree", nullptr)));
+  EXPECT_FALSE(onlyTreeForAllReduce(parse("tree,direct", nullptr)));
+  EXPECT_FALSE(onlyTreeForAllReduce(parse("tree;allreduce:ring", nullptr)));
+  EXPECT_FALSE(onlyTreeForAllReduce(parse("allgather:tree", nullptr)));
+}
+
 TEST(PlanFilter, Names) {
   EXPECT_STREQ(collName(CollId::kReduceScatter), "ReduceScatter");
   EXPECT_STREQ(algoName(kAlgoNvlsTree), "NVLSTree");

@@ -423,9 +423,17 @@ TEST_F(TopoTest, TreesAcrossHostsAreChainsUnderADoubleBinaryTree) {
   EXPECT_EQ(topo.trees[0][3].parent, 1);
   EXPECT_EQ(topo.trees[1][3].parent, -1);
   EXPECT_EQ(topo.trees[1][0].parent, 2);
-  // One host: no trees.
+  // One host: no trees, unless NCCL_ALGO forces Tree (singleHostTrees): then the host's chain.
   ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), params, &topo), ncclSuccess);
   EXPECT_TRUE(topo.trees.empty());
+  TopoParams forced = params;
+  forced.singleHostTrees = true;
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(1, 4), forced, &topo), ncclSuccess);
+  expectTreesWellFormed(topo, 1, 4);
+  EXPECT_EQ(topo.treeNetDepth, 0);
+  EXPECT_EQ(topo.treeLocalDepth, 3);
+  ASSERT_EQ(buildTopology(1, nodesOfNvlink(1, 1), forced, &topo), ncclSuccess);
+  EXPECT_TRUE(topo.trees.empty());  // one rank has nothing to reduce with
 }
 
 TEST_F(TopoTest, LlCrossesHostsOnlyWithBraidNetLl) {
