@@ -164,14 +164,30 @@ ncclResult_t NetConnect::pollOnce(bool* allDone) {
   for (Channel& c : channels_) {
     if (c.conn >= 0) continue;
     void* comm = nullptr;
+    // A valid place for the device handle, as NCCL gives: some plugins write it unconditionally.
+    ncclNetDeviceHandle_v11_t* devHandle = nullptr;
     if (c.group->role == Role::kSend) {
-      NCCLCHECK(net.connect(ctx_.network->context(), ctx_.network->deviceFor(c.channel), c.handle, &comm, nullptr));
+      NCCLCHECK(net.connect(ctx_.network->context(), ctx_.network->deviceFor(c.channel), c.handle, &comm, &devHandle));
     } else {
-      NCCLCHECK(net.accept(c.listen, &comm, nullptr));
+      NCCLCHECK(net.accept(c.listen, &comm, &devHandle));
     }
     if (comm == nullptr) {
       *allDone = false;
       continue;
+    }
+    if (devHandle != nullptr && devHandle->netDeviceType != NCCL_NET_DEVICE_HOST) {
+      // Braid's proxies move every byte through host staging; a plugin whose data needs the GPU's
+      // own unpacking (NCCL_NET_DEVICE_UNPACK) cannot be served, and its connection is not used.
+      WARN(
+          "net plugin %s: a connection asks for device type %d (device-side unpack); Braid supports only host "
+          "(NCCL_NET_DEVICE_HOST) connections: choose another network with NCCL_NET",
+          net.name, static_cast<int>(devHandle->netDeviceType));
+      if (c.group->role == Role::kSend) {
+        (void)net.closeSend(comm);
+      } else {
+        (void)net.closeRecv(comm);
+      }
+      return ncclInvalidUsage;
     }
     c.conn = static_cast<int>(links_->conns_.size());
     links_->conns_.push_back(NetLinks::Conn{comm, nullptr, c.group->role == Role::kSend});
