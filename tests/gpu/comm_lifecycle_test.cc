@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_comm_test_util.h"
 #include "gpu_test_util.h"
 
 namespace {
@@ -298,16 +299,6 @@ TEST(CommLifecycle, AbortFromAnotherThreadWhileAKernelSpins) {
             }));
 }
 
-// Polls a nonblocking communicator until it is no longer in progress; its final state.
-ncclResult_t waitNotInProgress(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  for (int i = 0; i < 60000 && state == ncclInProgress; i++) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return state;
-}
-
 // A nonblocking communicator used while in progress refuses the call with ncclInvalidArgument (as
 // NCCL does) and queues nothing: rank 1 arrives 500 ms late, first at the creation, then at the
 // first AllReduce (which connects in the background), so rank 0's calls meanwhile surely find it in
@@ -338,7 +329,7 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
                 CHILD_EXPECT(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream) == ncclInvalidArgument);
                 CHILD_EXPECT(ncclSend(buf, 1, ncclInt32, 1, comm, stream) == ncclInvalidArgument);
               }
-              CHILD_EXPECT(waitNotInProgress(comm) == ncclSuccess);
+              CHILD_EXPECT(childtest::waitReady(comm) == ncclSuccess);
               if (rank == 1) std::this_thread::sleep_for(late);
               CHILD_NCCL(ncclGroupStart());
               CHILD_NCCL(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream));
@@ -348,7 +339,7 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
                 CHILD_EXPECT(ncclAllReduce(buf, buf, kCount, ncclInt32, ncclSum, comm, stream) == ncclInvalidArgument);
                 CHILD_EXPECT(std::string(ncclGetLastError(comm)).find("in progress") != std::string::npos);
               }
-              CHILD_EXPECT(waitNotInProgress(comm) == ncclSuccess);
+              CHILD_EXPECT(childtest::waitReady(comm) == ncclSuccess);
               CHILD_CUDA(cudaStreamSynchronize(stream));
               std::vector<int32_t> out(kCount);
               CHILD_CUDA(cudaMemcpy(out.data(), buf, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
