@@ -174,12 +174,8 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
     // as it never waits for a peer, and succeeds).
     bool peerFailed = asyncFailure(comm) != ncclSuccess;
     if (!abort && !peerFailed && comm->state_.load() == CommState::kReady) {
-      DataPathBase::IdleWaitCheck check = peerFailureCheck(comm);
-      result = comm->dataPath_->waitIdle([&check, &peerFailed] {
-        const ncclResult_t failure = check();
-        peerFailed = failure != ncclSuccess;
-        return failure;
-      });
+      result = comm->dataPath_->waitIdle(peerFailureCheck(comm));
+      peerFailed = asyncFailure(comm) != ncclSuccess;  // the check stopped the wait, or marked it
       if (peerFailed) result = ncclSuccess;
     }
     if (peerFailed) abort = true;

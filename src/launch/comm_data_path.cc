@@ -227,7 +227,6 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
 }
 
 ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
-  if (shared_ == nullptr && !check) return order_->waitIdle();
   // In a share group: the whole group's launched work. Not under the group's mutex: a member on
   // another thread may have to launch before that work can end (its peers wait for it).
   const cudaEvent_t latest = shared_ != nullptr ? shared_->order().latestEvent() : order_->latestEvent();

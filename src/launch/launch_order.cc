@@ -95,9 +95,4 @@ ncclResult_t LaunchOrder::join(cudaStream_t other) {
   return ncclSuccess;
 }
 
-ncclResult_t LaunchOrder::waitIdle() {
-  if (launchedAny_ || capturedAny_) CUDACHECK(cudaEventSynchronize(last_));
-  return ncclSuccess;
-}
-
 }  // namespace braid

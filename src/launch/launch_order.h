@@ -49,8 +49,6 @@ class LaunchOrder {
   bool launchCaptured() const { return launchCapture_ != 0; }
   // Makes `other` (another stream of the same group) wait for the launch just made.
   [[nodiscard]] ncclResult_t join(cudaStream_t other);
-  // Blocks the host until every eager launch, and every replay enqueued so far, has finished.
-  [[nodiscard]] ncclResult_t waitIdle();
   // The event recorded after every launch (eager, or replay of a captured one): complete when the
   // communicator has nothing in flight. Valid from init() to destruction.
   cudaEvent_t latestEvent() const { return last_; }

@@ -116,8 +116,9 @@ struct Topology {
   double bwPerChannelGBps = 0;                         // model bandwidth of one channel
   std::array<double, kNumProtos> hopLatencyUs{};       // model latency of one ring hop, by ProtoId
   std::array<double, kNumProtos> localHopLatencyUs{};  // the same for the ring's hops inside a host
-  // Trees (nNodes > 1 or singleHostTrees, else empty): trees[c][rank] for each of the nChannels channels. The most NET
-  // edges and edges inside hosts on any path from a root down to a rank, over every channel's tree.
+  // Trees (nNodes > 1 or singleHostTrees, else empty): trees[c][rank] for each of the nChannels
+  // channels. The most NET edges and edges inside hosts on any path from a root down to a rank, over
+  // every channel's tree.
   std::vector<std::vector<TreeLinks>> trees;
   int treeNetDepth = 0;
   int treeLocalDepth = 0;
