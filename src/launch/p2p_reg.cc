@@ -2,12 +2,15 @@
 // P2P goes straight into the peer's receive buffer when that buffer is registered (ncclCommRegister,
 // or graph registration while the receive is captured) and the sender could map it; the receiver
 // then copies nothing. The two ranks of each pair meet in ncclGroupEnd's connect phase
-// (PeerRegistrations::exchangePairs) when they have an operation of that size with each other and
-// registration may apply: the operation is captured with graph registration on, or the rank holds
-// local registrations. Whether this one buffer is registered does not decide it, because the peer
-// cannot know that: a registered send to a receive into an unregistered buffer must still meet, and
-// takes the copy path. So ranks that register buffers at all should all do (as NCCL asks); a rank
-// without registrations facing one with them fails the exchange at NCCL_BOOTSTRAP_TIMEOUT.
+// (PeerRegistrations::exchangePairs) when one of their operations of that size with each other may
+// be zero-copy: on this rank, its own buffer is registered, or it is captured with graph
+// registration on, or both ranks held registrations when they last met. Each side decides from its
+// own buffer, as collectives do, so the pair agrees whenever it keeps NCCL's rule (a send and its
+// receive pass registered buffers both or neither); a pair that has met holding registrations on
+// both sides keeps meeting, so from then on a receive into an unregistered buffer is simply the copy
+// path. Deciding from "this rank holds any registration" instead left a rank that registered nothing
+// unseen by a peer that registered an unrelated buffer: the peer waited for it until
+// NCCL_BOOTSTRAP_TIMEOUT although neither buffer of their transfer was registered.
 #include <map>
 #include <vector>
 
@@ -37,8 +40,8 @@ bool CommDataPath::p2pZeroCopySize(const P2pTask& task) const {
 
 bool CommDataPath::p2pMeetsPeer(const P2pTask& task) const {
   if (!p2pZeroCopySize(task)) return false;
-  if (paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal()) return true;
-  return graphRegisters(task.bytes, task.stream);
+  if (peerRegs_.pairHoldsRegistrations(task.peer) || graphRegisters(task.bytes, task.stream)) return true;
+  return paramInt(ParamId::kLocalRegister) != 0 && registry_.find(task.buff, task.bytes) != nullptr;
 }
 
 bool CommDataPath::needsP2pRegExchange() const {
@@ -80,7 +83,7 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
     }
     pair.recvs.push_back(PeerRegistrations::RecvOffer{task->reg, task->buff});
   }
-  NCCLCHECK(peerRegs_.exchangePairs(transportContext(), &pairs));
+  NCCLCHECK(peerRegs_.exchangePairs(transportContext(), local && registry_.hasLocal(), &pairs));
 
   std::map<int, size_t> sendIndex, recvIndex;
   const int rank = comm_->rank_;

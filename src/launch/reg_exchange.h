@@ -11,10 +11,12 @@
 // registration; then a second allGather tells everyone whether every mapping worked. Every rank
 // ends with the same verdict: zero-copy on all of them, or the copy path on all of them.
 //
-// Point-to-point (exchangePair): the two ranks of a pair meet instead, in the same connect phase,
-// when either has a send or receive of at least the zero-copy size whose buffer is registered (or
-// graph-registered): the receiver offers its receive buffers, the sender maps them and says which
-// it will write into.
+// Point-to-point (exchangePairs): the two ranks of a pair meet instead, in the same connect phase,
+// when one of their sends or receives of at least the zero-copy size may be zero-copy (p2p_reg.cc):
+// the receiver offers its receive buffers, the sender maps them and says which it will write into.
+// Each meeting also tells both ranks whether both held local registrations (pairHoldsRegistrations);
+// such a pair keeps meeting, so a receive into an unregistered buffer beside registered ones stays
+// a per-receive choice.
 //
 // Released registrations (deregistered, or graph registrations whose graphs are gone) ride on the
 // exchanges: each rank announces up to kRetiredPerAnnounce serials it retired that the peer has not
@@ -25,7 +27,8 @@
 // is not registered while another's is gets the copy path everywhere, with a WARN. A rank that
 // registered nothing at all does not take part, so the others wait for it until
 // NCCL_BOOTSTRAP_TIMEOUT and then fail with a WARN that names the rule. For a send and its receive
-// the rule is per pair: register both buffers or neither.
+// the rule is per pair: register both buffers or neither (until the pair has met holding
+// registrations on both sides, after which either may be unregistered).
 #pragma once
 
 #include <nccl.h>
@@ -72,7 +75,11 @@ class PeerRegistrations {
   };
   // Pairwise, with every peer in `pairs` at once (see above; reg_pair_exchange.cc): each phase
   // sends to every peer before it waits for any, so pairs never wait on each other in a cycle.
-  [[nodiscard]] ncclResult_t exchangePairs(const transport::Context& ctx, std::vector<Pair>* pairs);
+  // `holdsLocal`: this rank holds local registrations that it uses (NCCL_LOCAL_REGISTER).
+  [[nodiscard]] ncclResult_t exchangePairs(const transport::Context& ctx, bool holdsLocal, std::vector<Pair>* pairs);
+  // Whether, at their last pairwise exchange, both this rank and `peer` held local registrations.
+  // Both ranks learn it from the same two headers, so they agree on it between exchanges.
+  bool pairHoldsRegistrations(int peer) const { return pairHolds_.count(peer) != 0; }
 
   // This rank released these registrations: each peer hears of them at its next exchange with it.
   void noteRetired(const std::vector<uint64_t>& serials);
@@ -125,6 +132,7 @@ class PeerRegistrations {
   // not in here for a peer is offered to it as new (its descriptor follows, a verdict is asked).
   std::map<Key, bool> told_;
   std::map<Key, UniqueFd> earlyFds_;  // descriptors that arrived before we looked for them
+  std::set<int> pairHolds_;           // see pairHoldsRegistrations
   // Our retired serials in release order, numbered from retiredBase_; retiredSent_[peer]: how far
   // peer has been told.
   std::vector<uint64_t> retiredQueue_;

@@ -29,11 +29,14 @@ constexpr int kPairVerdictTag = transport::kTransportTagBase + transport::kP2pTa
 struct PeerRegistrations::PairHeader {
   int32_t pid;
   int32_t nOffers;
+  int32_t holdsLocal;
+  int32_t pad;
   uint64_t socketSerial;
   RetiredList retired;
 };
 
-ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, std::vector<Pair>* pairs) {
+ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, bool holdsLocal,
+                                              std::vector<Pair>* pairs) {
   NCCLCHECK(bindSocket(ctx));  // before anything is sent: once a partner has our header, it may send to it
   struct Sides {
     std::vector<Offer> mine;    // offered to the partner (our receives)
@@ -46,6 +49,7 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, std
     PairHeader header{};
     header.pid = static_cast<int32_t>(::getpid());
     header.nOffers = static_cast<int32_t>(pair.recvs.size());
+    header.holdsLocal = holdsLocal ? 1 : 0;
     header.socketSerial = socketSerial_;
     header.retired = takeRetiredFor(ctx, pair.peer);
     for (const RecvOffer& recv : pair.recvs) {
@@ -63,7 +67,20 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, std
   for (size_t p = 0; p < pairs->size(); p++) {
     const Pair& pair = (*pairs)[p];
     PairHeader header{};
-    NCCLCHECK(ctx.bootstrap->recv(pair.peer, kPairHeaderTag, &header, sizeof(header)));
+    const ncclResult_t met = ctx.bootstrap->recv(pair.peer, kPairHeaderTag, &header, sizeof(header));
+    if (met == ncclRemoteError) {  // timed out or gone (aborted: nothing to explain)
+      WARN(
+          "rank %d: rank %d never joined the registration exchange for their sends and receives of the zero-copy "
+          "size; if it is alive, it passed unregistered buffers where this rank passed registered ones (a send and "
+          "its receive must both be registered or neither, as NCCL requires)",
+          ctx.rank, pair.peer);
+    }
+    NCCLCHECK(met);
+    if (holdsLocal && header.holdsLocal != 0) {
+      pairHolds_.insert(pair.peer);
+    } else {
+      pairHolds_.erase(pair.peer);
+    }
     if (static_cast<size_t>(header.nOffers) != pair.nSends) {
       WARN(
           "rank %d: rank %d posted %d receives of the zero-copy size from it in this group, but rank %d posted %zu "

@@ -3,8 +3,10 @@
 // the receiver's buffer; ring shifts and all-to-alls with per-pair sizes (some below the zero-copy
 // size, and self sends) are exact and write nothing past a receive's count; a receive into an
 // unregistered buffer takes the copy path beside zero-copy ones; captured sends and receives go
-// zero-copy by graph registration and stay exact over replays; and released registrations leave no
-// memory behind on any GPU. 2 and 4 GPUs; processes, one thread, threads.
+// zero-copy by graph registration and stay exact over replays; released registrations leave no
+// memory behind on any GPU; registrations unrelated to a transfer, on some ranks only, stall
+// nothing; and a registered send to an unregistered receive fails with a WARN instead of hanging.
+// 2 and 4 GPUs; processes, one thread, threads.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -220,6 +222,68 @@ TEST_P(RegisterP2p, CapturedSendsAndReceivesGoZeroCopyByGraphRegistration) {
               for (P2pRank& r : ranks) {
                 if (release(r) != 0) return 1;
               }
+              return 0;
+            }));
+}
+
+// NCCL's rule binds the buffers of an operation, not everything a rank holds: when only the even
+// ranks register a buffer, unrelated to the transfers, unregistered sends and receives of the
+// zero-copy size between all ranks must take the copy path and not leave the even ranks waiting
+// for odd ones that never meet them (they used to, until NCCL_BOOTSTRAP_TIMEOUT).
+TEST_P(RegisterP2p, UnrelatedRegistrationsOnSomeRanksDoNotStallUnregisteredTransfers) {
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<P2pRank>(n, mode(), kWatchdogSeconds, [n](std::vector<P2pRank>& ranks) {
+              std::vector<void*> unrelated(ranks.size(), nullptr);
+              for (size_t i = 0; i < ranks.size(); i++) {
+                P2pRank& r = ranks[i];
+                if (allocate(r, n, Alloc::kCudaMalloc) != 0) return 1;
+                if (r.rank % 2 != 0) continue;
+                CHILD_CUDA(cudaMalloc(&unrelated[i], 1 << 20));
+                CHILD_NCCL(ncclCommRegister(r.comm, unrelated[i], 1 << 20, &r.handle));
+              }
+              int it = 0;
+              for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
+                if (runAndCheck(ranks, Exchange{pattern, 0}, it++) != 0) return 1;
+              }
+              for (size_t i = 0; i < ranks.size(); i++) {
+                P2pRank& r = ranks[i];
+                if (r.handle != nullptr) CHILD_NCCL(ncclCommDeregister(r.comm, r.handle));
+                CHILD_CUDA(cudaFree(unrelated[i]));
+                if (release(r) != 0) return 1;
+              }
+              return 0;
+            }));
+}
+
+// The detectable break of the rule: a pair that never met, whose sender passes a registered
+// buffer and whose receiver an unregistered one. The sender waits for an exchange the receiver
+// never joins; it must fail at NCCL_BOOTSTRAP_TIMEOUT with a WARN that names the rule, and both
+// ranks must get out by ncclCommAbort (the receiver's copy-path kernel waits for data that never
+// comes).
+TEST_P(RegisterP2p, ARegisteredSendToAnUnregisteredReceiveFailsWithAWarn) {
+  if (n() != 2 || mode() != Mode::kProcesses) GTEST_SKIP() << "one pair of processes shows it";
+  if (colltest::againstReference()) GTEST_SKIP() << "undefined behaviour in NCCL";
+  regtest::ScopedRegLog log;
+  colltest::ScopedSetenv timeout("NCCL_BOOTSTRAP_TIMEOUT", "3");
+  EXPECT_EQ(0, gputest::runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              alarm(kWatchdogSeconds);
+              P2pRank r;
+              r.rank = rank;
+              CHILD_CUDA(cudaSetDevice(rank));
+              CHILD_NCCL(ncclCommInitRank(&r.comm, 2, id, rank));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+              if (regtest::allocate(r, 2, Alloc::kCudaMalloc, kCount) != 0) return 1;
+              if (rank == 0) {
+                CHILD_NCCL(ncclCommRegister(r.comm, r.chunk, r.chunkBytes, &r.handle));
+                CHILD_EXPECT(ncclSend(r.send, kCount, ncclInt32, 1, r.comm, r.stream) != ncclSuccess);
+                CHILD_EXPECT(logHas("never joined the registration exchange"));
+              } else {
+                CHILD_NCCL(ncclRecv(r.recv, kCount, ncclInt32, 0, r.comm, r.stream));
+                sleep(6);  // the sender's exchange times out meanwhile
+              }
+              CHILD_NCCL(ncclCommAbort(r.comm));
+              CHILD_CUDA(cudaStreamSynchronize(r.stream));
+              CHILD_CUDA(cudaFree(r.chunk));
               return 0;
             }));
 }
