@@ -55,12 +55,12 @@ struct ncclComm {
   std::atomic<braid::CommState> state_{braid::CommState::kInitializing};
   // What ncclCommGetAsyncError reports.
   std::atomic<ncclResult_t> asyncError_{ncclInProgress};
-  // The data path's event of its latest launch, once it exists: the peer watch asks it (under the
-  // registry's lock, which release() leaves before tearing the data path down) whether work is in
-  // flight.
+  // The data path's event of its latest launch, once it exists: the peer watch asks it (while it
+  // visits the communicator in the registry, which release() waits out before tearing the data
+  // path down) whether work is in flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
   // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
-  // under the registry's lock like lastLaunch_. Then the watch thread's own memory of the waits it
+  // during the registry visit like lastLaunch_. Then the watch thread's own memory of the waits it
   // has seen and reported (core/wait_notes.h): in collectives, graph ops (core/graph_progress.h)
   // and point-to-point launches, eager and replayed (core/p2p_progress.h).
   std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};

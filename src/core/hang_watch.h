@@ -22,7 +22,7 @@ namespace braid {
 // Every rank's progress with operation `seq`, in which rank `self` waits (`own` is its board): the
 // boards of the ranks on self's host and pid space read from shared memory, the others' fetched
 // from their board servers (at most 2 s per look), their wait notes looked at twice, gapMs apart
-// (the calling thread sleeps; from checkHang, with the registry locked, once per report); kUnknown
+// (the calling thread sleeps; from checkHang, during its registry visit, once per report); kUnknown
 // where no board could be read.
 std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          const ProgressBoard& own, uint64_t seq, int64_t gapMs);
@@ -41,8 +41,9 @@ std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vecto
 std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
                                          int64_t gapMs);
 
-// The watch thread's check of one communicator (the registry is locked): its collectives, its graph
-// ops (graph_progress.h), then its point-to-point kernels, eager and replayed (p2p_progress.h).
+// The watch thread's check of one communicator (visited in the registry: it is not torn down
+// meanwhile, and API calls go on): its collectives, its graph ops (graph_progress.h), then its
+// point-to-point kernels, eager and replayed (p2p_progress.h).
 void checkHang(ncclComm* comm);
 
 }  // namespace braid

@@ -162,9 +162,11 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   auto start = std::chrono::steady_clock::now();
   int rank = comm->rank_;
   ncclResult_t result = ncclSuccess;
-  commRegistryRemove(comm);  // first: the peer watch must not look at what is torn down below
-  joinBackground(comm);      // and no nonblocking creation may still use it
-  if (comm->groupJob_) {     // nor a nonblocking group's launches (abort cuts their connects short)
+  // First: the peer watch must not look at what is torn down below. A visit in progress is waited
+  // out: a check takes microseconds, a hang report 50 ms (up to 2 s per look at another host).
+  commRegistryRemove(comm);
+  joinBackground(comm);   // and no nonblocking creation may still use it
+  if (comm->groupJob_) {  // nor a nonblocking group's launches (abort cuts their connects short)
     if (abort) comm->abortFlag_ = 1;
     comm->groupJob_->wait();
   }

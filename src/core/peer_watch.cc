@@ -57,7 +57,7 @@ void noteCompletedCollectives(ncclComm* comm) {
   if (latestLaunchStatus(comm) == cudaSuccess) noteCompleted(board, recorded);
 }
 
-// Marks `comm` if one of its peers died; the comm registry is locked by the caller.
+// Marks `comm` if one of its peers died; the caller visits it in the comm registry.
 void checkComm(ncclComm* comm) {
   if (comm->state_.load() != CommState::kReady) return;  // a revoked one has nothing in flight
   if (comm->asyncError_.load() != ncclSuccess) return;   // marked before, or failed otherwise
@@ -121,7 +121,7 @@ void startPeerWatch() {
   std::call_once(once, [] {
     const int64_t intervalMs = paramInt(ParamId::kPeerWatchMs);
     if (intervalMs <= 0) return;
-    // Detached: it holds nothing but the registry lock for a moment, and the registry outlives it.
+    // Detached: it holds no lock between visits, and the registry outlives it.
     std::thread(watchLoop, intervalMs).detach();
   });
 }

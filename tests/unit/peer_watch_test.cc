@@ -1,5 +1,7 @@
 // Dead-peer detection (core/peer_watch.h): a live process is not gone, a zombie and a reaped one
 // are; only peers in this process's pid space are judged, never the rank itself or its process.
+// And the watch's walk over the communicators (core/comm_registry.h): a slow visit (a hang report)
+// blocks no API call's handle check, and removing the visited communicator waits for the visit.
 #include "core/peer_watch.h"
 
 #include <gtest/gtest.h>
@@ -7,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
+
+#include "core/comm_registry.h"
 
 namespace braid {
 namespace {
@@ -74,6 +79,39 @@ TEST(PeerWatch, OnlyPeersOfThisPidSpaceAreJudged) {
   EXPECT_EQ(-1, firstDeadPeer(peers, 9));
   ::kill(live, SIGKILL);
   ::waitpid(live, nullptr, 0);
+}
+
+TEST(CommRegistry, ASlowVisitBlocksOthersNotAndItsCommunicatorsRemovalWaitsForIt) {
+  // The registry never dereferences its pointers: any distinct addresses serve as communicators.
+  char slots[3];
+  const auto* visited = reinterpret_cast<const ncclComm*>(&slots[0]);
+  const auto* other = reinterpret_cast<const ncclComm*>(&slots[1]);
+  const auto* added = reinterpret_cast<const ncclComm*>(&slots[2]);
+  commRegistryAdd(visited);
+  commRegistryAdd(other);
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  std::thread watch([&] {
+    commRegistryForEach([&](ncclComm* comm) {
+      if (comm != visited) return;
+      started = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      finished = true;
+    });
+  });
+  while (!started) std::this_thread::yield();
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(commRegistryContains(other));
+  commRegistryAdd(added);
+  commRegistryRemove(other);
+  EXPECT_FALSE(commRegistryContains(other));
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
+  EXPECT_FALSE(finished.load());
+  commRegistryRemove(visited);
+  EXPECT_TRUE(finished.load());
+  EXPECT_FALSE(commRegistryContains(visited));
+  watch.join();
+  commRegistryRemove(added);
 }
 
 }  // namespace
