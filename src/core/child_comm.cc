@@ -1,7 +1,9 @@
 #include "core/child_comm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
@@ -79,8 +81,34 @@ ncclResult_t rendezvousChild(int cudaDev, ncclComm* child, const ncclUniqueId& i
   return finishInit(child, {id}, computeCap);
 }
 
-ncclResult_t makeChild(ncclComm* child, ncclComm_t* newcomm, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
-                       int cudaDev, const char* caller) {
+namespace {
+
+// The parent's part of a nonblocking parent's split or shrink, on a background thread: the parent
+// reports ncclInProgress from before the thread starts (beginExchange) until it ends (endExchange).
+void beginExchange(ncclComm* parent) {
+  parent->childExchanges_++;
+  ncclResult_t expected = ncclSuccess;  // a revoked parent may keep its dead peer's error
+  (void)parent->asyncError_.compare_exchange_strong(expected, ncclInProgress);
+}
+
+void endExchange(ncclComm* parent, ncclResult_t result) {
+  ncclResult_t expected = ncclInProgress;
+  (void)parent->asyncError_.compare_exchange_strong(expected, result);
+  parent->childExchanges_--;
+}
+
+ncclResult_t exchangeInBackground(ncclComm* parent, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
+                                  int cudaDev, ncclUniqueId* id) {
+  ScopedDevice device(cudaDev);  // the parent's data path may join a share group
+  const ncclResult_t result = exchange(id);
+  endExchange(parent, result);
+  return result;
+}
+
+}  // namespace
+
+ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
+                       const std::function<ncclResult_t(ncclUniqueId*)>& exchange, int cudaDev, const char* caller) {
   GroupContext& group = GroupContext::current();
   if (group.active()) {
     // The caller has the handle now; the child's rank and size are known at the outermost End.
@@ -95,10 +123,26 @@ ncclResult_t makeChild(ncclComm* child, ncclComm_t* newcomm, const std::function
         });
     return ncclSuccess;
   }
+  if (parent->config_.blocking == 0) {
+    beginExchange(parent);
+    if (child == nullptr) {
+      if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
+      parent->childExchange_ = std::thread([parent, exchange, cudaDev] {
+        ncclUniqueId id;
+        (void)exchangeInBackground(parent, exchange, cudaDev, &id);
+      });
+      return ncclInProgress;
+    }
+    return startInBackground(child, [parent, child, exchange, cudaDev, caller] {
+      ncclUniqueId id;
+      NCCLCHECK(exchangeInBackground(parent, exchange, cudaDev, &id));
+      return rendezvousChild(cudaDev, child, id, caller);
+    });
+  }
   ncclUniqueId id;
   ncclResult_t result = exchange(&id);
   if (result == ncclSuccess && child != nullptr) {
-    // Nonblocking: the parent's part is done; the child's own rendezvous goes on in the background.
+    // Nonblocking child: the parent's part is done; the child's own rendezvous goes on in the background.
     if (child->config_.blocking == 0) {
       return startInBackground(child,
                                [child, id, cudaDev, caller] { return rendezvousChild(cudaDev, child, id, caller); });
@@ -110,6 +154,13 @@ ncclResult_t makeChild(ncclComm* child, ncclComm_t* newcomm, const std::function
     *newcomm = nullptr;
   }
   return result;
+}
+
+void joinChildExchanges(ncclComm* parent) {
+  // A member's exchange runs on its child's thread, which this thread cannot join: it ends within
+  // NCCL_BOOTSTRAP_TIMEOUT, or at once when the parent's abort flag is raised.
+  while (parent->childExchanges_.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (parent->childExchange_.joinable()) parent->childExchange_.join();
 }
 
 }  // namespace braid

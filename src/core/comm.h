@@ -71,6 +71,12 @@ struct ncclComm {
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;
+  // A nonblocking parent's split or shrink runs its part over this communicator's bootstrap in the
+  // background (child_comm.h): the number of such exchanges running (0 or 1: the parent reports
+  // ncclInProgress meanwhile and refuses other calls), and the thread of a NCCL_SPLIT_NOCOLOR
+  // rank's, which has no child to run on. Destroy and abort wait for them.
+  std::atomic<int> childExchanges_{0};
+  std::thread childExchange_;
   // A nonblocking group's background connect-and-launch that included this communicator (the
   // latest one; core/group_job.h). Destroy and abort wait for it.
   std::shared_ptr<braid::AsyncGroupJob> groupJob_;

@@ -1,6 +1,7 @@
 // Handle checks and the end of a communicator's life: finalize, destroy, abort.
 #include <chrono>
 
+#include "core/child_comm.h"
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group_job.h"
@@ -13,11 +14,14 @@ namespace braid {
 
 namespace {
 
-// A nonblocking creation still running is cancelled (its waits poll the abort flag), then joined.
+// A nonblocking creation still running is cancelled (its waits poll the abort flag), then joined;
+// then the background exchanges of splits and shrinks of this communicator end.
 void joinBackground(ncclComm* comm) {
-  if (!comm->background_.joinable()) return;
-  if (comm->state_.load() == CommState::kInitializing) comm->abortFlag_ = 1;
-  comm->background_.join();
+  if (comm->background_.joinable()) {
+    if (comm->state_.load() == CommState::kInitializing) comm->abortFlag_ = 1;
+    comm->background_.join();
+  }
+  joinChildExchanges(comm);
 }
 
 // A nonblocking communicator used before ncclCommGetAsyncError said its last operation is done:
@@ -30,6 +34,9 @@ ncclResult_t refuseInProgress(const ncclComm* comm, const char* caller, const ch
       caller, static_cast<const void*>(comm), comm->rank_, what);
   return ncclInvalidArgument;
 }
+
+// What a ready communicator reporting ncclInProgress is busy with.
+constexpr const char* kBackgroundWork = "its last group launch, split or shrink";
 
 // An asynchronous error that says a peer or its connection failed (the peer watch, a proxy).
 ncclResult_t asyncFailure(const ncclComm* comm) {
@@ -81,7 +88,7 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
     case CommState::kReady: {
       const ncclResult_t async = comm->asyncError_.load();
       if (async == ncclSuccess) return ncclSuccess;
-      if (async == ncclInProgress) return refuseInProgress(comm, caller, "its last group launch");
+      if (async == ncclInProgress) return refuseInProgress(comm, caller, kBackgroundWork);
       // A peer died (peer_watch.h): new work would wait for it forever.
       WARN(
           "%s: comm %p (rank %d) has an asynchronous error (%s); abort or destroy it, or shrink it with "
@@ -117,7 +124,11 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
 ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
   const CommState state = comm->state_.load();
-  if (state == CommState::kRevoked || state == CommState::kReady) return ncclSuccess;  // even with a dead peer
+  if (state == CommState::kRevoked || state == CommState::kReady) {
+    // Even with a dead peer, but not while its bootstrap is busy in the background.
+    if (comm->asyncError_.load() == ncclInProgress) return refuseInProgress(comm, caller, kBackgroundWork);
+    return ncclSuccess;
+  }
   return commCheckUsable(comm, caller);
 }
 
@@ -165,8 +176,9 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   // First: the peer watch must not look at what is torn down below. A visit in progress is waited
   // out: a check takes microseconds, a hang report 50 ms (up to 2 s per look at another host).
   commRegistryRemove(comm);
-  joinBackground(comm);   // and no nonblocking creation may still use it
-  if (comm->groupJob_) {  // nor a nonblocking group's launches (abort cuts their connects short)
+  if (abort) comm->abortFlag_ = 1;  // cuts short the bootstrap waits of a background split or shrink
+  joinBackground(comm);             // and no nonblocking creation or exchange may still use it
+  if (comm->groupJob_) {            // nor a nonblocking group's launches (abort cuts their connects short)
     if (abort) comm->abortFlag_ = 1;
     comm->groupJob_->wait();
   }

@@ -72,7 +72,7 @@ ncclResult_t commShrink(ncclComm_t parent, const int* excludeRanksList, int excl
   }
   std::vector<int> members = shrinkMembers(parent->nranks_, excluded);
   return makeChild(
-      child, newcomm,
+      parent, child, newcomm,
       [parent, child, members](ncclUniqueId* id) { return assignChild(parent, child, members, kCaller, id); },
       parent->cudaDev_, kCaller);
 }

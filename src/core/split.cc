@@ -44,8 +44,9 @@ ncclResult_t commSplit(ncclComm_t parent, int color, int key, ncclComm_t* newcom
   *newcomm = child;
   const SplitVote vote{color, key, 0};
   return makeChild(
-      child, newcomm, [parent, child, vote](ncclUniqueId* id) { return exchangeSplit(parent, child, vote, id); },
-      parent->cudaDev_, "ncclCommSplit");
+      parent, child, newcomm,
+      [parent, child, vote](ncclUniqueId* id) { return exchangeSplit(parent, child, vote, id); }, parent->cudaDev_,
+      "ncclCommSplit");
 }
 
 }  // namespace braid

@@ -1,6 +1,7 @@
 // ncclCommSplit on real GPUs: 4 ranks into 2x2 (keys reversing the order) and 4x1, a rank that
 // takes NCCL_SPLIT_NOCOLOR, splits of ncclCommInitAll's communicators from one thread inside a
-// group, nonblocking init and split, bad arguments (a bad config among them) refused with the
+// group, nonblocking init and split (from one thread without a group too, on 2 GPUs or more), bad
+// arguments (a bad config among them) refused with the
 // parent still working, and 50 split/destroy cycles without device memory growing. Every child is checked by an
 // AllReduce whose exact integer sum names its members.
 #include <cuda_runtime.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "child_comm_test_util.h"
+#include "coll_test_util.h"
 #include "gpu_test_util.h"
 
 namespace {
@@ -189,6 +191,121 @@ TEST_F(Split, GroupedSplitsFromOneThread) {
                   CHILD_EXPECT(host[i] == contribution(first, i) + contribution(first + 1, i));
                 }
                 CHILD_CUDA(cudaFree(bufs[r]));
+                CHILD_NCCL(ncclCommDestroy(children[r]));
+                CHILD_NCCL(ncclCommDestroy(parents[r]));
+              }
+              return 0;
+            }));
+}
+
+// Sums child AllReduces over every GPU's buffer from one thread (nonblocking communicators: the
+// group may launch in the background) and checks that GPU r's result is the sum of the
+// contributions of `members[r]` (parent ranks).
+int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<std::vector<int>>& members) {
+  const int n = static_cast<int>(comms.size());
+  std::vector<int32_t*> bufs(n, nullptr);
+  std::vector<cudaStream_t> streams(n, nullptr);
+  std::vector<int32_t> host(kCount);
+  for (int r = 0; r < n; r++) {
+    if (comms[r] == nullptr) continue;
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamCreate(&streams[r]));
+    CHILD_CUDA(cudaMalloc(&bufs[r], kCount * sizeof(int32_t)));
+    for (size_t i = 0; i < kCount; i++) host[i] = contribution(r, i);
+    CHILD_CUDA(cudaMemcpy(bufs[r], host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  }
+  CHILD_NCCL(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    if (comms[r] != nullptr) {
+      CHILD_NCCL(ncclAllReduce(bufs[r], bufs[r], kCount, ncclInt32, ncclSum, comms[r], streams[r]));
+    }
+  }
+  const ncclResult_t launched = ncclGroupEnd();
+  CHILD_EXPECT(launched == ncclSuccess || launched == ncclInProgress);
+  for (int r = 0; r < n; r++) {
+    if (comms[r] == nullptr) continue;
+    CHILD_EXPECT(waitReady(comms[r]) == ncclSuccess);
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamSynchronize(streams[r]));
+    CHILD_CUDA(cudaMemcpy(host.data(), bufs[r], kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < kCount; i++) {
+      int32_t want = 0;
+      for (int m : members[r]) want += contribution(m, i);
+      if (host[i] != want) {
+        std::fprintf(stderr, "GPU %d: element %zu is %d, expected %d\n", r, i, host[i], want);
+        return 1;
+      }
+    }
+    CHILD_CUDA(cudaFree(bufs[r]));
+    CHILD_CUDA(cudaStreamDestroy(streams[r]));
+  }
+  return 0;
+}
+
+// Nonblocking parents split from one thread without a group, as NCCL allows: each ncclCommSplit
+// returns at once (ncclInProgress; NCCL 2.28 answers ncclSuccess) while its exchange over the
+// parent runs in the background, waiting for the other ranks' calls; the parent reports
+// ncclInProgress and refuses other calls until the split is done, then works again. Keys reverse
+// the order; a second round leaves the last rank out (NCCL_SPLIT_NOCOLOR), whose parent is polled
+// the same way. 2 or 4 GPUs.
+TEST(SplitFromOneThread, NonblockingSplitsWithoutAGroup) {
+  const int n = gputest::gpuCount() >= 4 ? 4 : 2;
+  if (gputest::gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  EXPECT_EQ(0, gputest::runInChild([n] {
+              alarm(120);
+              ncclUniqueId id;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+              config.blocking = 0;
+              std::vector<ncclComm_t> parents(n, nullptr);
+              for (int r = 0; r < n; r++) {
+                CHILD_CUDA(cudaSetDevice(r));
+                const ncclResult_t init = ncclCommInitRankConfig(&parents[r], n, id, r, &config);
+                CHILD_EXPECT(init == ncclInProgress || init == ncclSuccess);
+              }
+              for (ncclComm_t parent : parents) CHILD_EXPECT(waitReady(parent) == ncclSuccess);
+
+              std::vector<ncclComm_t> children(n, nullptr);
+              for (int r = 0; r < n; r++) {
+                const ncclResult_t split = ncclCommSplit(parents[r], 0, n - 1 - r, &children[r], nullptr);
+                CHILD_EXPECT(split == ncclInProgress || split == ncclSuccess);
+                if (r == 0) {  // the other ranks have not called yet: rank 0's exchange cannot be done
+                  ncclResult_t state = ncclSuccess;
+                  CHILD_NCCL(ncclCommGetAsyncError(parents[0], &state));
+                  CHILD_EXPECT(state == ncclInProgress);
+                  // NCCL refuses these too, but then keeps ncclInvalidArgument as the parent's
+                  // asynchronous error; Braid's refusal leaves the parent as it was.
+                  if (colltest::againstReference()) continue;
+                  ncclComm_t again = nullptr;
+                  CHILD_EXPECT(ncclCommSplit(parents[0], 0, 0, &again, nullptr) == ncclInvalidArgument);
+                  CHILD_EXPECT(ncclCommFinalize(parents[0]) == ncclInvalidArgument);
+                }
+              }
+              for (int r = 0; r < n; r++) {
+                CHILD_EXPECT(waitReady(parents[r]) == ncclSuccess);
+                CHILD_EXPECT(children[r] != nullptr);  // NCCL sets it only now; Braid at the call
+                CHILD_EXPECT(waitReady(children[r]) == ncclSuccess);
+                int rank = -1;
+                CHILD_NCCL(ncclCommUserRank(children[r], &rank));
+                CHILD_EXPECT(rank == n - 1 - r);
+              }
+              std::vector<int> everyone(n);
+              for (int r = 0; r < n; r++) everyone[r] = r;
+              if (allReduceAndCheck(children, std::vector<std::vector<int>>(n, everyone)) != 0) return 1;
+
+              std::vector<ncclComm_t> fewer(n, nullptr);
+              for (int r = 0; r < n; r++) {
+                const int color = r == n - 1 ? NCCL_SPLIT_NOCOLOR : 0;
+                const ncclResult_t split = ncclCommSplit(parents[r], color, r, &fewer[r], nullptr);
+                CHILD_EXPECT(split == ncclInProgress || split == ncclSuccess);
+              }
+              for (ncclComm_t parent : parents) CHILD_EXPECT(waitReady(parent) == ncclSuccess);
+              CHILD_EXPECT(fewer[n - 1] == nullptr);
+              std::vector<int> notLast(everyone.begin(), everyone.end() - 1);
+              if (allReduceAndCheck(fewer, std::vector<std::vector<int>>(n, notLast)) != 0) return 1;
+              if (allReduceAndCheck(parents, std::vector<std::vector<int>>(n, everyone)) != 0) return 1;
+              for (int r = 0; r < n; r++) {
+                if (fewer[r] != nullptr) CHILD_NCCL(ncclCommDestroy(fewer[r]));
                 CHILD_NCCL(ncclCommDestroy(children[r]));
                 CHILD_NCCL(ncclCommDestroy(parents[r]));
               }
