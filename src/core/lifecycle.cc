@@ -125,8 +125,11 @@ ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
   const CommState state = comm->state_.load();
   if (state == CommState::kRevoked || state == CommState::kReady) {
-    // Even with a dead peer, but not while its bootstrap is busy in the background.
-    if (comm->asyncError_.load() == ncclInProgress) return refuseInProgress(comm, caller, kBackgroundWork);
+    // Even with a dead peer, but not while its bootstrap is busy in the background (a revoked
+    // parent with a dead peer keeps that error during its shrink, so the count says so).
+    if (comm->asyncError_.load() == ncclInProgress || comm->childExchanges_.load() != 0) {
+      return refuseInProgress(comm, caller, kBackgroundWork);
+    }
     return ncclSuccess;
   }
   return commCheckUsable(comm, caller);
