@@ -179,12 +179,10 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   // First: the peer watch must not look at what is torn down below. A visit in progress is waited
   // out: a check takes microseconds, a hang report 50 ms (up to 2 s per look at another host).
   commRegistryRemove(comm);
-  if (abort) comm->abortFlag_ = 1;  // cuts short the bootstrap waits of a background split or shrink
-  joinBackground(comm);             // and no nonblocking creation or exchange may still use it
-  if (comm->groupJob_) {            // nor a nonblocking group's launches (abort cuts their connects short)
-    if (abort) comm->abortFlag_ = 1;
-    comm->groupJob_->wait();
-  }
+  // Abort cuts short the bootstrap waits of the background work waited for below.
+  if (abort) comm->abortFlag_ = 1;
+  joinBackground(comm);                          // no nonblocking creation, split or shrink exchange may still use it
+  if (comm->groupJob_) comm->groupJob_->wait();  // nor a nonblocking group's launches
   if (comm->dataPath_) {
     // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
     // peer has failed, before or during the wait (the work may wait for it: destroy then aborts it,

@@ -154,54 +154,11 @@ TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
       }));
 }
 
-// ncclCommInitAll's four communicators, split from one thread inside one group.
-TEST_F(Split, GroupedSplitsFromOneThread) {
-  EXPECT_EQ(0, gputest::runInChild([] {
-              ncclComm_t parents[4];
-              CHILD_NCCL(ncclCommInitAll(parents, 4, nullptr));
-              ncclComm_t children[4] = {};
-              CHILD_NCCL(ncclGroupStart());
-              for (int r = 0; r < 4; r++) CHILD_NCCL(ncclCommSplit(parents[r], r / 2, r, &children[r], nullptr));
-              CHILD_NCCL(ncclGroupEnd());
-              std::vector<int32_t*> bufs(4);
-              std::vector<cudaStream_t> streams(4);
-              for (int r = 0; r < 4; r++) {
-                CHILD_CUDA(cudaSetDevice(r));
-                CHILD_CUDA(cudaStreamCreate(&streams[r]));
-                CHILD_CUDA(cudaMalloc(&bufs[r], kCount * sizeof(int32_t)));
-                std::vector<int32_t> host(kCount);
-                for (size_t i = 0; i < kCount; i++) host[i] = contribution(r, i);
-                CHILD_CUDA(cudaMemcpy(bufs[r], host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-                int count = 0;
-                CHILD_NCCL(ncclCommCount(children[r], &count));
-                CHILD_EXPECT(count == 2);
-              }
-              CHILD_NCCL(ncclGroupStart());
-              for (int r = 0; r < 4; r++) {
-                CHILD_NCCL(ncclAllReduce(bufs[r], bufs[r], kCount, ncclInt32, ncclSum, children[r], streams[r]));
-              }
-              CHILD_NCCL(ncclGroupEnd());
-              for (int r = 0; r < 4; r++) {
-                CHILD_CUDA(cudaSetDevice(r));
-                CHILD_CUDA(cudaStreamSynchronize(streams[r]));
-                std::vector<int32_t> host(kCount);
-                CHILD_CUDA(cudaMemcpy(host.data(), bufs[r], kCount * sizeof(int32_t), cudaMemcpyDeviceToHost));
-                const int first = r / 2 * 2;
-                for (size_t i = 0; i < kCount; i++) {
-                  CHILD_EXPECT(host[i] == contribution(first, i) + contribution(first + 1, i));
-                }
-                CHILD_CUDA(cudaFree(bufs[r]));
-                CHILD_NCCL(ncclCommDestroy(children[r]));
-                CHILD_NCCL(ncclCommDestroy(parents[r]));
-              }
-              return 0;
-            }));
-}
-
-// Sums child AllReduces over every GPU's buffer from one thread (nonblocking communicators: the
-// group may launch in the background) and checks that GPU r's result is the sum of the
-// contributions of `members[r]` (parent ranks).
-int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<std::vector<int>>& members) {
+// Sums AllReduces over every GPU's buffer from one thread (comms[r] on GPU r; null: none) and
+// checks that GPU r's result is the sum of the contributions of `members[r]` (parent ranks). A
+// nonblocking group may launch in the background; a blocking one must launch at ncclGroupEnd.
+int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<std::vector<int>>& members,
+                      bool nonblocking) {
   const int n = static_cast<int>(comms.size());
   std::vector<int32_t*> bufs(n, nullptr);
   std::vector<cudaStream_t> streams(n, nullptr);
@@ -221,7 +178,7 @@ int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<st
     }
   }
   const ncclResult_t launched = ncclGroupEnd();
-  CHILD_EXPECT(launched == ncclSuccess || launched == ncclInProgress);
+  CHILD_EXPECT(launched == ncclSuccess || (nonblocking && launched == ncclInProgress));
   for (int r = 0; r < n; r++) {
     if (comms[r] == nullptr) continue;
     CHILD_EXPECT(waitReady(comms[r]) == ncclSuccess);
@@ -240,6 +197,31 @@ int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<st
     CHILD_CUDA(cudaStreamDestroy(streams[r]));
   }
   return 0;
+}
+
+// ncclCommInitAll's four communicators, split from one thread inside one group.
+TEST_F(Split, GroupedSplitsFromOneThread) {
+  EXPECT_EQ(0, gputest::runInChild([] {
+              std::vector<ncclComm_t> parents(4);
+              CHILD_NCCL(ncclCommInitAll(parents.data(), 4, nullptr));
+              std::vector<ncclComm_t> children(4, nullptr);
+              CHILD_NCCL(ncclGroupStart());
+              for (int r = 0; r < 4; r++) CHILD_NCCL(ncclCommSplit(parents[r], r / 2, r, &children[r], nullptr));
+              CHILD_NCCL(ncclGroupEnd());
+              std::vector<std::vector<int>> members(4);
+              for (int r = 0; r < 4; r++) {
+                int count = 0;
+                CHILD_NCCL(ncclCommCount(children[r], &count));
+                CHILD_EXPECT(count == 2);
+                members[r] = {r / 2 * 2, r / 2 * 2 + 1};
+              }
+              if (allReduceAndCheck(children, members, false) != 0) return 1;
+              for (int r = 0; r < 4; r++) {
+                CHILD_NCCL(ncclCommDestroy(children[r]));
+                CHILD_NCCL(ncclCommDestroy(parents[r]));
+              }
+              return 0;
+            }));
 }
 
 // Nonblocking parents split from one thread without a group, as NCCL allows: each ncclCommSplit
@@ -291,7 +273,7 @@ TEST(SplitFromOneThread, NonblockingSplitsWithoutAGroup) {
               }
               std::vector<int> everyone(n);
               for (int r = 0; r < n; r++) everyone[r] = r;
-              if (allReduceAndCheck(children, std::vector<std::vector<int>>(n, everyone)) != 0) return 1;
+              if (allReduceAndCheck(children, std::vector<std::vector<int>>(n, everyone), true) != 0) return 1;
 
               std::vector<ncclComm_t> fewer(n, nullptr);
               for (int r = 0; r < n; r++) {
@@ -302,8 +284,8 @@ TEST(SplitFromOneThread, NonblockingSplitsWithoutAGroup) {
               for (ncclComm_t parent : parents) CHILD_EXPECT(waitReady(parent) == ncclSuccess);
               CHILD_EXPECT(fewer[n - 1] == nullptr);
               std::vector<int> notLast(everyone.begin(), everyone.end() - 1);
-              if (allReduceAndCheck(fewer, std::vector<std::vector<int>>(n, notLast)) != 0) return 1;
-              if (allReduceAndCheck(parents, std::vector<std::vector<int>>(n, everyone)) != 0) return 1;
+              if (allReduceAndCheck(fewer, std::vector<std::vector<int>>(n, notLast), true) != 0) return 1;
+              if (allReduceAndCheck(parents, std::vector<std::vector<int>>(n, everyone), true) != 0) return 1;
               for (int r = 0; r < n; r++) {
                 if (fewer[r] != nullptr) CHILD_NCCL(ncclCommDestroy(fewer[r]));
                 CHILD_NCCL(ncclCommDestroy(children[r]));
