@@ -75,7 +75,7 @@ inline int checkMembers(ncclComm_t comm, const std::vector<int>& members, int pa
   CHILD_EXPECT(rank >= 0 && rank < count && members[rank] == parentRank);
   std::vector<int32_t> host(kCount);
   for (size_t i = 0; i < kCount; i++) host[i] = contribution(parentRank, i);
-  CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(p.buf, host.data(), kCount * sizeof(int32_t)));
   // A nonblocking communicator's first collective connects in the background: ncclInProgress
   // until its group has launched.
   const ncclResult_t launched = ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, comm, p.stream);

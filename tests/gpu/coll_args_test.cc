@@ -63,7 +63,7 @@ int allReduceWorks(ArgEnv& e) {
   const size_t count = 1024;
   std::vector<int32_t> in(count), out(count, -1);
   for (size_t i = 0; i < count; i++) in[i] = 1000 * e.rank + static_cast<int32_t>(i);
-  CHILD_CUDA(cudaMemcpy(e.send, in.data(), count * 4, cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(e.send, in.data(), count * 4));
   CHILD_CUDA(gputest::poisonSync(e.recv, 0xAB, count * 4));
   CHILD_NCCL(ncclAllReduce(e.send, e.recv, count, ncclInt32, ncclSum, e.comm, e.stream));
   CHILD_CUDA(cudaStreamSynchronize(e.stream));

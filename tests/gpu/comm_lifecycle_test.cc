@@ -316,7 +316,7 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
               CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
               std::vector<int32_t> host(kCount);
               for (size_t i = 0; i < kCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank * 1000003);
-              CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+              CHILD_CUDA(gputest::uploadSync(buf, host.data(), kCount * sizeof(int32_t)));
               ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
               config.blocking = 0;
               const auto late = std::chrono::milliseconds(500);
@@ -379,7 +379,7 @@ TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError
               CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(uint32_t)));
               CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
               if (rank == 0) {
-                CHILD_CUDA(cudaMemcpy(buf, host.data(), kCount * sizeof(uint32_t), cudaMemcpyHostToDevice));
+                CHILD_CUDA(gputest::uploadSync(buf, host.data(), kCount * sizeof(uint32_t)));
                 CHILD_NCCL(ncclSend(buf, kCount, ncclUint32, 1, comm, stream));
                 CHILD_NCCL(ncclCommDestroy(comm));
                 CHILD_CUDA(cudaStreamSynchronize(stream));

@@ -364,6 +364,9 @@ inline bool prepare(PreparedOp& P, const OpSpec& op, int n, const std::vector<ch
       }
     }
   }
+  // The uploads above come from pageable memory: their last DMA may still be in flight on the
+  // legacy stream, which the ring's non-blocking streams do not wait for.
+  DEVTEST_CUDA(cudaDeviceSynchronize());
   return true;
 }
 

@@ -110,6 +110,11 @@ cudaError_t poisonSync(void* ptr, int byte, size_t bytes) {
   return e != cudaSuccess ? e : cudaDeviceSynchronize();
 }
 
+cudaError_t uploadSync(void* dst, const void* src, size_t bytes) {
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
 }  // namespace gputest
 
 int main(int argc, char** argv) {

@@ -40,6 +40,12 @@ size_t residentBytes();
 // in flight can land on top of a collective's output.
 cudaError_t poisonSync(void* ptr, int byte, size_t bytes);
 
+// Copies `bytes` of host memory to the device and waits until they have landed. A plain cudaMemcpy
+// from pageable memory returns once the data is staged, with the last DMA possibly still in flight
+// on the legacy default stream, which a non-blocking stream's kernel does not wait for: it can read
+// the previous contents (seen: an AlltoAll's self block across emulated hosts, 2 H200).
+cudaError_t uploadSync(void* dst, const void* src, size_t bytes);
+
 }  // namespace gputest
 
 // Checks inside a child process body: print and return a nonzero code on failure.

@@ -65,7 +65,7 @@ int makeAllReduceInput(int rank, int32_t** buf) {
   CHILD_CUDA(cudaMalloc(buf, kAllReduceCount * sizeof(int32_t)));
   std::vector<int32_t> host(kAllReduceCount);
   for (size_t i = 0; i < kAllReduceCount; i++) host[i] = static_cast<int32_t>(i % 1000) * (rank + 1);
-  CHILD_CUDA(cudaMemcpy(*buf, host.data(), kAllReduceCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(*buf, host.data(), kAllReduceCount * sizeof(int32_t)));
   return 0;
 }
 
@@ -94,7 +94,7 @@ int makeRingExchange(int n, int rank, RingExchange* x) {
   CHILD_CUDA(cudaMalloc(&x->recv, kRingCount * sizeof(int32_t)));
   std::vector<int32_t> host(kRingCount);
   for (size_t i = 0; i < kRingCount; i++) host[i] = static_cast<int32_t>(i * 7 + rank);
-  CHILD_CUDA(cudaMemcpy(x->send, host.data(), kRingCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(x->send, host.data(), kRingCount * sizeof(int32_t)));
   return 0;
 }
 // The exchange's send and receive in one group.

@@ -80,7 +80,7 @@ int loneRank(std::atomic<int>* stage, double* launchSeconds) {
   float* out = nullptr;
   CHILD_CUDA(cudaMalloc(&in, kCount * sizeof(float)));
   CHILD_CUDA(cudaMalloc(&out, kCount * sizeof(float)));
-  CHILD_CUDA(cudaMemcpy(in, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(in, host.data(), kCount * sizeof(float)));
   CHILD_CUDA(gputest::poisonSync(out, 0xAB, kCount * sizeof(float)));
   const float scalar = 3.0F;
   ncclRedOp_t op{};

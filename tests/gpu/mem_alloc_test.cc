@@ -21,7 +21,7 @@ constexpr unsigned kWatchdogSeconds = 120;
 int roundTrip(void* ptr, size_t bytes, uint8_t seed) {
   std::vector<uint8_t> in(bytes), out(bytes, 0);
   for (size_t i = 0; i < bytes; i++) in[i] = static_cast<uint8_t>(seed + i * 131);
-  CHILD_CUDA(cudaMemcpy(ptr, in.data(), bytes, cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(ptr, in.data(), bytes));
   CHILD_CUDA(cudaMemcpy(out.data(), ptr, bytes, cudaMemcpyDeviceToHost));
   CHILD_EXPECT(in == out);
   return 0;
@@ -116,7 +116,7 @@ TEST(MemAlloc, BuffersOfACollective) {
                 CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&bufs[r]), count * sizeof(int32_t)));
                 std::vector<int32_t> in(count);
                 for (size_t i = 0; i < count; i++) in[i] = static_cast<int32_t>(i * (r + 1));
-                CHILD_CUDA(cudaMemcpy(bufs[r], in.data(), count * sizeof(int32_t), cudaMemcpyHostToDevice));
+                CHILD_CUDA(gputest::uploadSync(bufs[r], in.data(), count * sizeof(int32_t)));
                 CHILD_CUDA(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
               }
               CHILD_NCCL(ncclGroupStart());

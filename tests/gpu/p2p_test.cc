@@ -92,7 +92,7 @@ int prepare(Rank& r, const Pattern& p, uint64_t seed) {
       for (size_t i = 0; i < p.bytes(r.rank, dst, k); i++) host[o + i] = pattern(seed, r.rank, dst, k, i);
     }
   }
-  CHILD_CUDA(cudaMemcpy(r.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(r.send, host.data(), host.size()));
   CHILD_CUDA(gputest::poisonSync(r.recv, kPoison, r.recvLayout.total));
   return 0;
 }
@@ -399,107 +399,137 @@ TEST_P(P2p, RingShiftOverShm) {
             }));
 }
 
-// ncclAlltoAll with every datatype: block p of rank r's input is pattern(r, p) in bytes.
-TEST_P(P2p, AlltoAllEveryDatatype) {
-  const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, Mode::kOneThread, [n](std::vector<Rank>& ranks) {
-              const ncclDataType_t types[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
-                                              ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
-                                              ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-              const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-              for (int t = 0; t < 12; t++) {
-                for (size_t count : {size_t{3}, size_t{100003}}) {
-                  size_t block = count * sizes[t];
-                  Pattern p{n, [](int, int) { return 1; }, [block](int, int, int) { return block; }};
-                  for (Rank& r : ranks) {
-                    if (prepare(r, p, 30 + t) != 0) return 1;
-                  }
-                  // ncclAlltoAll needs contiguous blocks: pack the pattern densely instead of the layout's slots.
-                  for (Rank& r : ranks) {
-                    std::vector<uint8_t> host(block * n);
-                    for (int d = 0; d < n; d++) {
-                      for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(30 + t, r.rank, d, 0, i);
-                    }
-                    CHILD_CUDA(cudaSetDevice(r.rank));
-                    CHILD_CUDA(cudaMemcpy(r.send, host.data(), host.size(), cudaMemcpyHostToDevice));
-                  }
-                  CHILD_NCCL(ncclGroupStart());
-                  for (Rank& r : ranks) {
-                    CHILD_CUDA(cudaSetDevice(r.rank));
-                    CHILD_NCCL(ncclAlltoAll(r.send, r.recv, count, types[t], r.comm, r.stream));
-                  }
-                  CHILD_NCCL(ncclGroupEnd());
-                  for (Rank& r : ranks) {
-                    CHILD_CUDA(cudaSetDevice(r.rank));
-                    CHILD_CUDA(cudaStreamSynchronize(r.stream));
-                    std::vector<uint8_t> host(block * n + kGuard);
-                    CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
-                    for (int s = 0; s < n; s++) {
-                      for (size_t i = 0; i < block; i++) {
-                        if (host[s * block + i] != pattern(30 + t, s, r.rank, 0, i)) {
-                          std::fprintf(stderr, "AlltoAll type %d count %zu rank %d from %d byte %zu wrong\n", t, count,
-                                       r.rank, s, i);
-                          return 1;
-                        }
-                      }
-                    }
-                    for (size_t i = 0; i < kGuard; i++) CHILD_EXPECT(host[block * n + i] == kPoison);
-                    if (release(r) != 0) return 1;
-                  }
-                }
-              }
-              return 0;
-            }));
+// ncclAlltoAll with every datatype over the ranks this thread drives (all of them, or one):
+// block p of rank r's input is pattern(r, p) in bytes.
+int alltoAllEveryDatatype(std::vector<Rank>& ranks, int n) {
+  const ncclDataType_t types[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
+                                  ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  for (int t = 0; t < 12; t++) {
+    for (size_t count : {size_t{3}, size_t{100003}}) {
+      size_t block = count * sizes[t];
+      Pattern p{n, [](int, int) { return 1; }, [block](int, int, int) { return block; }};
+      for (Rank& r : ranks) {
+        if (prepare(r, p, 30 + t) != 0) return 1;
+      }
+      // ncclAlltoAll needs contiguous blocks: pack the pattern densely instead of the layout's slots.
+      for (Rank& r : ranks) {
+        std::vector<uint8_t> host(block * n);
+        for (int d = 0; d < n; d++) {
+          for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(30 + t, r.rank, d, 0, i);
+        }
+        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_CUDA(gputest::uploadSync(r.send, host.data(), host.size()));
+      }
+      CHILD_NCCL(ncclGroupStart());
+      for (Rank& r : ranks) {
+        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_NCCL(ncclAlltoAll(r.send, r.recv, count, types[t], r.comm, r.stream));
+      }
+      CHILD_NCCL(ncclGroupEnd());
+      for (Rank& r : ranks) {
+        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_CUDA(cudaStreamSynchronize(r.stream));
+        std::vector<uint8_t> host(block * n + kGuard);
+        CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
+        for (int s = 0; s < n; s++) {
+          size_t wrong = 0;
+          size_t first = 0;
+          size_t last = 0;
+          for (size_t i = 0; i < block; i++) {
+            if (host[s * block + i] != pattern(30 + t, s, r.rank, 0, i)) {
+              if (wrong++ == 0) first = i;
+              last = i;
+            }
+          }
+          if (wrong != 0) {
+            std::fprintf(stderr,
+                         "AlltoAll type %d count %zu rank %d from %d: %zu bytes wrong, %zu to %zu (first 0x%02x)\n", t,
+                         count, r.rank, s, wrong, first, last, host[s * block + first]);
+            return 1;
+          }
+        }
+        for (size_t i = 0; i < kGuard; i++) CHILD_EXPECT(host[block * n + i] == kPoison);
+        if (release(r) != 0) return 1;
+      }
+    }
+  }
+  return 0;
 }
 
-// ncclGather and ncclScatter from every root, out of place and in place, 5000 floats per rank.
+TEST_P(P2p, AlltoAllEveryDatatype) {
+  const int n = this->n();
+  EXPECT_EQ(0,
+            withRanks(n, Mode::kOneThread, [n](std::vector<Rank>& ranks) { return alltoAllEveryDatatype(ranks, n); }));
+}
+
+// ncclGather and ncclScatter from every root, out of place and in place, 5000 floats per rank
+// (one rank per process).
+int gatherAndScatterEveryRoot(std::vector<Rank>& ranks, int n) {
+  Rank& r = ranks[0];
+  const size_t count = 5000;
+  const size_t block = count * 4;
+  CHILD_CUDA(cudaSetDevice(r.rank));
+  char* big = nullptr;
+  char* small = nullptr;
+  CHILD_CUDA(cudaMalloc(&big, block * n));
+  CHILD_CUDA(cudaMalloc(&small, block));
+  std::vector<uint8_t> host(block * n);
+  for (int root = 0; root < n; root++) {
+    for (bool inPlace : {false, true}) {
+      // Gather: every rank's block r = pattern(r, root).
+      for (size_t i = 0; i < block; i++) host[i] = pattern(root, r.rank, root, 1, i);
+      CHILD_CUDA(gputest::poisonSync(big, kPoison, block * n));
+      char* mine = inPlace && r.rank == root ? big + block * root : small;
+      CHILD_CUDA(gputest::uploadSync(mine, host.data(), block));
+      CHILD_NCCL(ncclGather(mine, big, count, ncclFloat32, root, r.comm, r.stream));
+      CHILD_CUDA(cudaStreamSynchronize(r.stream));
+      if (r.rank == root) {
+        CHILD_CUDA(cudaMemcpy(host.data(), big, block * n, cudaMemcpyDeviceToHost));
+        for (int s = 0; s < n; s++) {
+          for (size_t i = 0; i < block; i++) CHILD_EXPECT(host[s * block + i] == pattern(root, s, root, 1, i));
+        }
+      }
+      // Scatter: block d of the root's input = pattern(root, d).
+      if (r.rank == root) {
+        for (int d = 0; d < n; d++) {
+          for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(root, root, d, 2, i);
+        }
+        CHILD_CUDA(gputest::uploadSync(big, host.data(), block * n));
+      }
+      char* out = inPlace && r.rank == root ? big + block * root : small;
+      if (out == small) CHILD_CUDA(gputest::poisonSync(small, kPoison, block));
+      CHILD_NCCL(ncclScatter(big, out, count, ncclFloat32, root, r.comm, r.stream));
+      CHILD_CUDA(cudaStreamSynchronize(r.stream));
+      CHILD_CUDA(cudaMemcpy(host.data(), out, block, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < block; i++) CHILD_EXPECT(host[i] == pattern(root, root, r.rank, 2, i));
+    }
+  }
+  CHILD_CUDA(cudaFree(big));
+  CHILD_CUDA(cudaFree(small));
+  return 0;
+}
+
 TEST_P(P2p, GatherAndScatterEveryRoot) {
   const int n = this->n();
-  EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) {
-              Rank& r = ranks[0];
-              const size_t count = 5000;
-              const size_t block = count * 4;
-              CHILD_CUDA(cudaSetDevice(r.rank));
-              char* big = nullptr;
-              char* small = nullptr;
-              CHILD_CUDA(cudaMalloc(&big, block * n));
-              CHILD_CUDA(cudaMalloc(&small, block));
-              std::vector<uint8_t> host(block * n);
-              for (int root = 0; root < n; root++) {
-                for (bool inPlace : {false, true}) {
-                  // Gather: every rank's block r = pattern(r, root).
-                  for (size_t i = 0; i < block; i++) host[i] = pattern(root, r.rank, root, 1, i);
-                  CHILD_CUDA(gputest::poisonSync(big, kPoison, block * n));
-                  char* mine = inPlace && r.rank == root ? big + block * root : small;
-                  CHILD_CUDA(cudaMemcpy(mine, host.data(), block, cudaMemcpyHostToDevice));
-                  CHILD_NCCL(ncclGather(mine, big, count, ncclFloat32, root, r.comm, r.stream));
-                  CHILD_CUDA(cudaStreamSynchronize(r.stream));
-                  if (r.rank == root) {
-                    CHILD_CUDA(cudaMemcpy(host.data(), big, block * n, cudaMemcpyDeviceToHost));
-                    for (int s = 0; s < n; s++) {
-                      for (size_t i = 0; i < block; i++)
-                        CHILD_EXPECT(host[s * block + i] == pattern(root, s, root, 1, i));
-                    }
-                  }
-                  // Scatter: block d of the root's input = pattern(root, d).
-                  if (r.rank == root) {
-                    for (int d = 0; d < n; d++) {
-                      for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(root, root, d, 2, i);
-                    }
-                    CHILD_CUDA(cudaMemcpy(big, host.data(), block * n, cudaMemcpyHostToDevice));
-                  }
-                  char* out = inPlace && r.rank == root ? big + block * root : small;
-                  if (out == small) CHILD_CUDA(gputest::poisonSync(small, kPoison, block));
-                  CHILD_NCCL(ncclScatter(big, out, count, ncclFloat32, root, r.comm, r.stream));
-                  CHILD_CUDA(cudaStreamSynchronize(r.stream));
-                  CHILD_CUDA(cudaMemcpy(host.data(), out, block, cudaMemcpyDeviceToHost));
-                  for (size_t i = 0; i < block; i++) CHILD_EXPECT(host[i] == pattern(root, root, r.rank, 2, i));
-                }
-              }
-              CHILD_CUDA(cudaFree(big));
-              CHILD_CUDA(cudaFree(small));
-              return 0;
-            }));
+  EXPECT_EQ(
+      0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) { return gatherAndScatterEveryRoot(ranks, n); }));
+}
+
+// AlltoAll, Gather and Scatter with ranks on emulated hosts (NCCL_HOSTID), so that their
+// blocks between hosts go over the socket network on loopback.
+TEST_P(P2p, AlltoAllGatherAndScatterAcrossEmulatedHosts) {
+  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  const int n = this->n();
+  for (int perHost = n / 2; perHost >= 1; perHost /= 2) {
+    SCOPED_TRACE(std::to_string(n / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
+    EXPECT_EQ(0, withRanks(
+                     n, Mode::kProcesses,
+                     [n](std::vector<Rank>& ranks) {
+                       return alltoAllEveryDatatype(ranks, n) != 0 ? 1 : gatherAndScatterEveryRoot(ranks, n);
+                     },
+                     perHost));
+  }
 }
 
 // Whether every byte of a rank's receive buffer is still poison (nothing was written to it).

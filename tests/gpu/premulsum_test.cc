@@ -112,7 +112,7 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace, size_t 
   T* recv = nullptr;
   CHILD_CUDA(cudaMalloc(&send, total * sizeof(T)));
   CHILD_CUDA(cudaMalloc(&recv, total * sizeof(T)));
-  CHILD_CUDA(cudaMemcpy(send, input.data(), total * sizeof(T), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(send, input.data(), total * sizeof(T)));
   CHILD_CUDA(gputest::poisonSync(recv, 0x5a, total * sizeof(T)));
   T* out = inPlace ? send : recv;
   if (inPlace && scatter) out = send + static_cast<size_t>(c.rank) * count;
@@ -122,7 +122,7 @@ int runOne(const Comm& c, const char* coll, bool onDevice, bool inPlace, size_t 
   ncclRedOp_t op = ncclSum;
   if (onDevice) {
     CHILD_CUDA(cudaMalloc(&devScalar, sizeof(T)));
-    CHILD_CUDA(cudaMemcpy(devScalar, &mine, sizeof(T), cudaMemcpyHostToDevice));
+    CHILD_CUDA(gputest::uploadSync(devScalar, &mine, sizeof(T)));
     CHILD_NCCL(ncclRedOpCreatePreMulSum(&op, devScalar, Elem<T>::kType, ncclScalarDevice, c.comm));
   } else {
     CHILD_NCCL(ncclRedOpCreatePreMulSum(&op, &mine, Elem<T>::kType, ncclScalarHostImmediate, c.comm));
@@ -222,7 +222,7 @@ TEST_P(PreMulSum, GraphReplayReadsTheDeviceScalarAgain) {
               float* scalar = nullptr;
               CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(float)));
               CHILD_CUDA(cudaMalloc(&scalar, sizeof(float)));
-              CHILD_CUDA(cudaMemcpy(buf, input.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+              CHILD_CUDA(gputest::uploadSync(buf, input.data(), kCount * sizeof(float)));
               float* out = nullptr;
               CHILD_CUDA(cudaMalloc(&out, kCount * sizeof(float)));
               ncclRedOp_t op = ncclSum;
@@ -280,7 +280,7 @@ TEST(PreMulSumOneRank, MultipliesAndRefusesMisuse) {
               float* recv = nullptr;
               CHILD_CUDA(cudaMalloc(&send, kCount * sizeof(float)));
               CHILD_CUDA(cudaMalloc(&recv, kCount * sizeof(float)));
-              CHILD_CUDA(cudaMemcpy(send, input.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+              CHILD_CUDA(gputest::uploadSync(send, input.data(), kCount * sizeof(float)));
               float three = 3.0f;
               ncclRedOp_t op = ncclSum;
               CHILD_NCCL(ncclRedOpCreatePreMulSum(&op, &three, ncclFloat32, ncclScalarHostImmediate, a.comm));

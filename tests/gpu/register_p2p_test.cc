@@ -84,8 +84,7 @@ int prepare(P2pRank& r, const Exchange& x, int it) {
     if (!sendsTo(x.pattern, r.rank, to, r.nranks)) continue;
     const size_t count = pairCount(x.shape, r.rank, to);
     for (size_t i = 0; i < count; i++) host[i] = pairValue(it, r.rank, to, i);
-    CHILD_CUDA(cudaMemcpy(r.send + static_cast<size_t>(to) * kCount, host.data(), count * sizeof(int32_t),
-                          cudaMemcpyHostToDevice));
+    CHILD_CUDA(gputest::uploadSync(r.send + static_cast<size_t>(to) * kCount, host.data(), count * sizeof(int32_t)));
   }
   return 0;
 }

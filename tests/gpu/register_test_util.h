@@ -138,7 +138,7 @@ inline int prepare(Rank& r, Op op, bool inPlace, int it) {
   for (size_t i = 0; i < host.size(); i++) host[i] = element(average(op, it), value(it, r.rank, i));
   CHILD_CUDA(cudaSetDevice(r.rank));
   CHILD_CUDA(gputest::poisonSync(r.recv, kPoisonByte, bufBytes(r)));
-  CHILD_CUDA(cudaMemcpy(input(r, op, inPlace), host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(input(r, op, inPlace), host.data(), host.size() * sizeof(int32_t)));
   return 0;
 }
 

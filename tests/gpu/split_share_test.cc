@@ -61,8 +61,8 @@ int32_t input(int rank, size_t i) { return rank + 1 + static_cast<int32_t>(i % 7
 int fillInput(int rank, const Member& m) {
   std::vector<int32_t> host(kCount);
   for (size_t i = 0; i < kCount; i++) host[i] = input(rank, i);
-  CHILD_CUDA(cudaMemcpy(m.sum, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
-  CHILD_CUDA(cudaMemcpy(m.small, host.data(), kSmallCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+  CHILD_CUDA(gputest::uploadSync(m.sum, host.data(), kCount * sizeof(int32_t)));
+  CHILD_CUDA(gputest::uploadSync(m.small, host.data(), kSmallCount * sizeof(int32_t)));
   return 0;
 }
 

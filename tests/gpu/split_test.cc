@@ -121,7 +121,7 @@ TEST_F(Split, NonblockingGroupLaunchConnectsInTheBackground) {
         if (openParent(rank, 4, id, &p, &config) != 0) return 1;
         std::vector<int32_t> host(kCount);
         for (size_t i = 0; i < kCount; i++) host[i] = contribution(rank, i);
-        CHILD_CUDA(cudaMemcpy(p.buf, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CHILD_CUDA(gputest::uploadSync(p.buf, host.data(), kCount * sizeof(int32_t)));
         CHILD_NCCL(ncclGroupStart());
         CHILD_NCCL(ncclAllReduce(p.buf, p.buf, kCount, ncclInt32, ncclSum, p.comm, p.stream));
         CHILD_EXPECT(ncclGroupEnd() == ncclInProgress);
@@ -169,7 +169,7 @@ int allReduceAndCheck(const std::vector<ncclComm_t>& comms, const std::vector<st
     CHILD_CUDA(cudaStreamCreate(&streams[r]));
     CHILD_CUDA(cudaMalloc(&bufs[r], kCount * sizeof(int32_t)));
     for (size_t i = 0; i < kCount; i++) host[i] = contribution(r, i);
-    CHILD_CUDA(cudaMemcpy(bufs[r], host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CHILD_CUDA(gputest::uploadSync(bufs[r], host.data(), kCount * sizeof(int32_t)));
   }
   CHILD_NCCL(ncclGroupStart());
   for (int r = 0; r < n; r++) {
