@@ -1,5 +1,5 @@
 /*
- * Braid's network plugin interface: the ABI of NCCL 2.28's net plugins (versions 8 to 11), so that a
+ * Braid's network plugin interface: the ABI of NCCL 2.28's net plugins (versions 6 to 11), so that a
  * plugin built for NCCL loads into Braid unchanged, and a plugin built against this header loads
  * into NCCL. A plugin is a shared library that exports a const table named ncclNetPlugin_vN; the
  * loader takes the newest version the library has. Sizes and offsets are those of LP64 Linux and
@@ -95,6 +95,7 @@ typedef struct {
 typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_v10_t;
 typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_v9_t;
 typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_v8_t;
+typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_v7_t;
 
 /* The physical devices a (virtual) device stands for. */
 typedef struct {
@@ -180,6 +181,34 @@ typedef struct {
   ncclNetDeviceType netDeviceType;
   int netDeviceVersion;
 } ncclNetProperties_v8_t;
+
+/* Version 7: version 8's without regIsGlobal. */
+typedef struct {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  ncclNetDeviceType netDeviceType;
+  int netDeviceVersion;
+} ncclNetProperties_v7_t;
+
+/* Version 6: version 7's without the device offload fields. */
+typedef struct {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+} ncclNetProperties_v6_t;
 
 /* Version 11 (NCCL 2.28): init is per communicator and returns a context that listen, connect and
  * finalize take back. */
@@ -283,6 +312,50 @@ typedef struct {
   ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
 } ncclNet_v8_t;
 
+/* Version 7: version 8's, with an int size at regMr. */
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(ncclDebugLogger_t logFunction);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v7_t* props);
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v7_t** sendDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v7_t** recvDevComm);
+  ncclResult_t (*regMr)(void* comm, void* data, int size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request);
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+  ncclResult_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+  ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
+} ncclNet_v7_t;
+
+/* Version 6: version 7's without device offload (no device handles, getDeviceMr, irecvConsumed). */
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(ncclDebugLogger_t logFunction);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v6_t* props);
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(int dev, void* handle, void** sendComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm);
+  ncclResult_t (*regMr)(void* comm, void* data, int size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request);
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+} ncclNet_v6_t;
+
 /* The current version, as plugin authors name it. */
 typedef ncclNet_v11_t ncclNet_t;
 typedef ncclNetProperties_v11_t ncclNetProperties_t;
@@ -292,10 +365,14 @@ typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_t;
 #ifdef __cplusplus
 } /* extern "C" */
 
+static_assert(sizeof(ncclNetProperties_v6_t) == 48, "ncclNetProperties_v6_t layout");
+static_assert(sizeof(ncclNetProperties_v7_t) == 56, "ncclNetProperties_v7_t layout");
 static_assert(sizeof(ncclNetProperties_v8_t) == 64, "ncclNetProperties_v8_t layout");
 static_assert(sizeof(ncclNetProperties_v10_t) == 104, "ncclNetProperties_v9/v10_t layout");
 static_assert(sizeof(ncclNetProperties_v11_t) == 112, "ncclNetProperties_v11_t layout");
 static_assert(sizeof(ncclNetDeviceHandle_v11_t) == 32, "ncclNetDeviceHandle_t layout");
+static_assert(sizeof(ncclNet_v6_t) == 17 * sizeof(void*), "ncclNet_v6_t has 17 members");
+static_assert(sizeof(ncclNet_v7_t) == 19 * sizeof(void*), "ncclNet_v7_t has 19 members");
 static_assert(sizeof(ncclNet_v8_t) == 19 * sizeof(void*), "ncclNet_v8_t has 19 members");
 static_assert(sizeof(ncclNet_v9_t) == 20 * sizeof(void*), "ncclNet_v9_t has 20 members");
 static_assert(sizeof(ncclNet_v10_t) == 20 * sizeof(void*), "ncclNet_v10_t has 20 members");

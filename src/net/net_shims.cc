@@ -7,10 +7,10 @@
 namespace braid::net {
 namespace {
 
-constexpr size_t kV8MaxBytes = size_t{1} << 30;        // what an int size can carry, as NCCL caps it
-constexpr size_t kV8MaxCollBytes = size_t{512} << 20;  // NCCL's default for v8 plugins
+constexpr size_t kIntMaxBytes = size_t{1} << 30;       // what an int size can carry, as NCCL caps it
+constexpr size_t kV8MaxCollBytes = size_t{512} << 20;  // NCCL's default for v8 and older plugins
 
-// Properties every version shares, copied member by member (the layouts differ).
+// Properties every version has (version 6's), copied member by member: the layouts differ.
 template <typename P>
 void copyCommon(const P& from, ncclNetProperties_v11_t* to) {
   *to = ncclNetProperties_v11_t{};
@@ -18,15 +18,20 @@ void copyCommon(const P& from, ncclNetProperties_v11_t* to) {
   to->pciPath = from.pciPath;
   to->guid = from.guid;
   to->ptrSupport = from.ptrSupport;
-  to->regIsGlobal = from.regIsGlobal;
   to->speed = from.speed;
   to->port = from.port;
   to->latency = from.latency;
   to->maxComms = from.maxComms;
   to->maxRecvs = from.maxRecvs;
+  to->netDeviceType = NCCL_NET_DEVICE_HOST;  // version 6 knows no offload
+  to->maxMultiRequestSize = 1;
+}
+
+// Version 7 on: the offload type; version 8 on: regIsGlobal.
+template <typename P>
+void copyOffload(const P& from, ncclNetProperties_v11_t* to) {
   to->netDeviceType = from.netDeviceType;
   to->netDeviceVersion = from.netDeviceVersion;
-  to->maxMultiRequestSize = 1;
 }
 
 // v9 and v10 share one properties layout: all of v11's but maxMultiRequestSize.
@@ -35,6 +40,8 @@ ncclResult_t v9OrV10Props(ncclResult_t (*get)(int, ncclNetProperties_v10_t*), in
   const ncclResult_t res = get(dev, &p);
   if (res != ncclSuccess) return res;
   copyCommon(p, props);
+  copyOffload(p, props);
+  props->regIsGlobal = p.regIsGlobal;
   props->forceFlush = p.forceFlush;
   props->vProps = p.vProps;
   props->maxP2pBytes = p.maxP2pBytes;
@@ -104,55 +111,133 @@ ncclResult_t v9Irecv(void* comm, int n, void** data, size_t* sizes, int* tags, v
 }
 ncclResult_t v9Finalize(void* ctx) { return finalizeOnce(&g9Init, ctx); }
 
-// ---- v8 --------------------------------------------------------------------------------------
-const ncclNet_v8_t* g8 = nullptr;
-OnceInit g8Init;
+// ---- v8, v7, v6: int sizes ---------------------------------------------------------------------
+// One shim for the three, instantiated per table type; what a version lacks is told by kVersion.
+template <typename Net>
+struct IntSizeApi;
+template <>
+struct IntSizeApi<ncclNet_v8_t> {
+  static constexpr int kVersion = 8;
+  using Props = ncclNetProperties_v8_t;
+};
+template <>
+struct IntSizeApi<ncclNet_v7_t> {
+  static constexpr int kVersion = 7;
+  using Props = ncclNetProperties_v7_t;
+};
+template <>
+struct IntSizeApi<ncclNet_v6_t> {
+  static constexpr int kVersion = 6;
+  using Props = ncclNetProperties_v6_t;
+};
 
-ncclResult_t v8Init(void** ctx, uint64_t, ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
-                    ncclProfilerCallback_t) {
-  return initOnce(&g8Init, ctx, config, [&] { return g8->init(log); });
+template <typename Net>
+const Net* gIntPlugin = nullptr;
+template <typename Net>
+OnceInit gIntInit;
+
+// A size an int-size plugin can take; a WARN naming the call otherwise.
+template <typename Net>
+bool fitsInt(size_t bytes, const char* call) {
+  if (bytes <= kIntMaxBytes) return true;
+  WARN("net plugin %s (v%d): %s of %zu bytes is over the 1 GiB an int size can carry", gIntPlugin<Net>->name,
+       IntSizeApi<Net>::kVersion, call, bytes);
+  return false;
 }
-ncclResult_t v8Props(int dev, ncclNetProperties_v11_t* props) {
-  ncclNetProperties_v8_t p{};
-  const ncclResult_t res = g8->getProperties(dev, &p);
+
+template <typename Net>
+ncclResult_t intInit(void** ctx, uint64_t, ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
+                     ncclProfilerCallback_t) {
+  return initOnce(&gIntInit<Net>, ctx, config, [&] { return gIntPlugin<Net>->init(log); });
+}
+template <typename Net>
+ncclResult_t intProps(int dev, ncclNetProperties_v11_t* props) {
+  typename IntSizeApi<Net>::Props p{};
+  const ncclResult_t res = gIntPlugin<Net>->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
   copyCommon(p, props);
+  if constexpr (IntSizeApi<Net>::kVersion >= 7) copyOffload(p, props);
+  if constexpr (IntSizeApi<Net>::kVersion >= 8) props->regIsGlobal = p.regIsGlobal;
   props->vProps.ndevs = 1;
   props->vProps.devs[0] = dev;
-  props->maxP2pBytes = kV8MaxBytes;
+  props->maxP2pBytes = kIntMaxBytes;
   props->maxCollBytes = kV8MaxCollBytes;
   return ncclSuccess;
 }
-ncclResult_t v8Listen(void*, int dev, void* handle, void** listenComm) { return g8->listen(dev, handle, listenComm); }
-ncclResult_t v8Connect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t** devComm) {
-  return g8->connect(dev, handle, sendComm, devComm);
+template <typename Net>
+ncclResult_t intListen(void*, int dev, void* handle, void** listenComm) {
+  return gIntPlugin<Net>->listen(dev, handle, listenComm);
 }
-ncclResult_t v8Isend(void* comm, void* data, size_t size, int tag, void* mhandle, void*, void** request) {
-  if (size > kV8MaxBytes) {
-    WARN("net plugin %s (v8): a send of %zu bytes is over the 1 GiB a v8 plugin can take", g8->name, size);
-    return ncclInternalError;
+template <typename Net>
+ncclResult_t intConnect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t** devComm) {
+  if constexpr (IntSizeApi<Net>::kVersion >= 7) {
+    return gIntPlugin<Net>->connect(dev, handle, sendComm, devComm);
+  } else {
+    return gIntPlugin<Net>->connect(dev, handle, sendComm);  // no offload: *devComm stays as given
   }
-  return g8->isend(comm, data, static_cast<int>(size), tag, mhandle, request);
 }
-ncclResult_t v8Irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**,
-                     void** request) {
+template <typename Net>
+ncclResult_t intAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v11_t** devComm) {
+  if constexpr (IntSizeApi<Net>::kVersion >= 7) {
+    return gIntPlugin<Net>->accept(listenComm, recvComm, devComm);
+  } else {
+    return gIntPlugin<Net>->accept(listenComm, recvComm);
+  }
+}
+template <typename Net>
+ncclResult_t intRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if constexpr (IntSizeApi<Net>::kVersion >= 8) {
+    return gIntPlugin<Net>->regMr(comm, data, size, type, mhandle);
+  } else {
+    if (!fitsInt<Net>(size, "a registration")) return ncclInternalError;
+    return gIntPlugin<Net>->regMr(comm, data, static_cast<int>(size), type, mhandle);
+  }
+}
+template <typename Net>
+ncclResult_t intIsend(void* comm, void* data, size_t size, int tag, void* mhandle, void*, void** request) {
+  if (!fitsInt<Net>(size, "a send")) return ncclInternalError;
+  return gIntPlugin<Net>->isend(comm, data, static_cast<int>(size), tag, mhandle, request);
+}
+template <typename Net>
+ncclResult_t intIrecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**,
+                      void** request) {
   constexpr int kMaxRecvs = 8;
   if (n < 1 || n > kMaxRecvs) {
-    WARN("net plugin %s (v8): a grouped receive of %d buffers (at most %d)", g8->name, n, kMaxRecvs);
+    WARN("net plugin %s (v%d): a grouped receive of %d buffers (at most %d)", gIntPlugin<Net>->name,
+         IntSizeApi<Net>::kVersion, n, kMaxRecvs);
     return ncclInternalError;
   }
   int intSizes[kMaxRecvs];
   for (int i = 0; i < n; ++i) {
-    if (sizes[i] > kV8MaxBytes) {
-      WARN("net plugin %s (v8): a receive of %zu bytes is over the 1 GiB a v8 plugin can take", g8->name, sizes[i]);
-      return ncclInternalError;
-    }
+    if (!fitsInt<Net>(sizes[i], "a receive")) return ncclInternalError;
     intSizes[i] = static_cast<int>(sizes[i]);
   }
   if (*request == reinterpret_cast<void*>(NCCL_NET_OPTIONAL_RECV_COMPLETION)) *request = nullptr;
-  return g8->irecv(comm, n, data, intSizes, tags, mhandles, request);
+  return gIntPlugin<Net>->irecv(comm, n, data, intSizes, tags, mhandles, request);
 }
-ncclResult_t v8Finalize(void* ctx) { return finalizeOnce(&g8Init, ctx); }
+template <typename Net>
+ncclResult_t intFinalize(void* ctx) {
+  return finalizeOnce(&gIntInit<Net>, ctx);
+}
+
+template <typename Net>
+const ncclNet_v11_t* shimIntSize(const Net* plugin) {
+  gIntPlugin<Net> = plugin;
+  static ncclNet_v11_t table{};
+  decltype(table.getDeviceMr) getDeviceMr = nullptr;
+  decltype(table.irecvConsumed) irecvConsumed = nullptr;
+  if constexpr (IntSizeApi<Net>::kVersion >= 7) {
+    getDeviceMr = plugin->getDeviceMr;
+    irecvConsumed = plugin->irecvConsumed;
+  }
+  table = ncclNet_v11_t{plugin->name,        intInit<Net>,    plugin->devices,   intProps<Net>,
+                        intListen<Net>,      intConnect<Net>, intAccept<Net>,    intRegMr<Net>,
+                        plugin->regMrDmaBuf, plugin->deregMr, intIsend<Net>,     intIrecv<Net>,
+                        plugin->iflush,      plugin->test,    plugin->closeSend, plugin->closeRecv,
+                        plugin->closeListen, getDeviceMr,     irecvConsumed,     nullptr,
+                        intFinalize<Net>,    nullptr};
+  return &table;
+}
 
 }  // namespace
 
@@ -212,32 +297,8 @@ const ncclNet_v11_t* shimV9(const ncclNet_v9_t* plugin) {
   return &table;
 }
 
-const ncclNet_v11_t* shimV8(const ncclNet_v8_t* plugin) {
-  g8 = plugin;
-  static ncclNet_v11_t table{};
-  table = ncclNet_v11_t{plugin->name,
-                        v8Init,
-                        plugin->devices,
-                        v8Props,
-                        v8Listen,
-                        v8Connect,
-                        plugin->accept,
-                        plugin->regMr,
-                        plugin->regMrDmaBuf,
-                        plugin->deregMr,
-                        v8Isend,
-                        v8Irecv,
-                        plugin->iflush,
-                        plugin->test,
-                        plugin->closeSend,
-                        plugin->closeRecv,
-                        plugin->closeListen,
-                        plugin->getDeviceMr,
-                        plugin->irecvConsumed,
-                        nullptr,
-                        v8Finalize,
-                        nullptr};
-  return &table;
-}
+const ncclNet_v11_t* shimV8(const ncclNet_v8_t* plugin) { return shimIntSize(plugin); }
+const ncclNet_v11_t* shimV7(const ncclNet_v7_t* plugin) { return shimIntSize(plugin); }
+const ncclNet_v11_t* shimV6(const ncclNet_v6_t* plugin) { return shimIntSize(plugin); }
 
 }  // namespace braid::net

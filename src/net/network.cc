@@ -15,6 +15,7 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/text.h"
 
 namespace braid::net {
 namespace {
@@ -41,25 +42,38 @@ void* openPlugin(const std::string& name, std::string* why) {
   return handle;
 }
 
-// The newest net table the library exports, as v11 (older ones through net_shims.h); null if none.
-const ncclNet_v11_t* findTable(void* handle, int* version) {
-  if (void* t = dlsym(handle, "ncclNetPlugin_v11")) {
-    *version = 11;
-    return static_cast<const ncclNet_v11_t*>(t);
+// A net API version a plugin may export, newest first, with the shim that shows it as v11.
+struct ApiVersion {
+  int number;
+  const char* symbol;
+  const ncclNet_v11_t* (*asV11)(const void* table);
+};
+constexpr ApiVersion kApiVersions[] = {
+    {11, "ncclNetPlugin_v11", [](const void* t) { return static_cast<const ncclNet_v11_t*>(t); }},
+    {10, "ncclNetPlugin_v10", [](const void* t) { return shimV10(static_cast<const ncclNet_v10_t*>(t)); }},
+    {9, "ncclNetPlugin_v9", [](const void* t) { return shimV9(static_cast<const ncclNet_v9_t*>(t)); }},
+    {8, "ncclNetPlugin_v8", [](const void* t) { return shimV8(static_cast<const ncclNet_v8_t*>(t)); }},
+    {7, "ncclNetPlugin_v7", [](const void* t) { return shimV7(static_cast<const ncclNet_v7_t*>(t)); }},
+    {6, "ncclNetPlugin_v6", [](const void* t) { return shimV6(static_cast<const ncclNet_v6_t*>(t)); }},
+};
+
+// The newest net table the library exports, as v11; null with *why if it has none Braid can use.
+// `shimmed` holds the older versions earlier plugins already use: a shim wraps one table per
+// version, so a second plugin of such a version is refused rather than let replace the first.
+const ncclNet_v11_t* findTable(void* handle, std::vector<int>* shimmed, int* version, std::string* why) {
+  for (const ApiVersion& v : kApiVersions) {
+    const void* table = dlsym(handle, v.symbol);
+    if (table == nullptr) continue;
+    *version = v.number;
+    if (v.number < 11 && std::find(shimmed->begin(), shimmed->end(), v.number) != shimmed->end()) {
+      *why = "its newest table is v" + std::to_string(v.number) +
+             ", like a plugin loaded before it, and Braid adapts one plugin per older version";
+      return nullptr;
+    }
+    if (v.number < 11) shimmed->push_back(v.number);
+    return v.asV11(table);
   }
-  if (void* t = dlsym(handle, "ncclNetPlugin_v10")) {
-    *version = 10;
-    return shimV10(static_cast<const ncclNet_v10_t*>(t));
-  }
-  if (void* t = dlsym(handle, "ncclNetPlugin_v9")) {
-    *version = 9;
-    return shimV9(static_cast<const ncclNet_v9_t*>(t));
-  }
-  if (void* t = dlsym(handle, "ncclNetPlugin_v8")) {
-    *version = 8;
-    return shimV8(static_cast<const ncclNet_v8_t*>(t));
-  }
-  *version = dlsym(handle, "ncclNetPlugin_v7") != nullptr ? 7 : dlsym(handle, "ncclNetPlugin_v6") != nullptr ? 6 : 0;
+  *why = "it exports no ncclNetPlugin_v6 to _v11 table";
   return nullptr;
 }
 
@@ -84,6 +98,7 @@ const std::vector<Candidate>& externalPlugins() {
       start = comma + 1;
     }
   }
+  std::vector<int> shimmed;
   for (const std::string& name : names) {
     std::string why;
     void* handle = openPlugin(name, &why);
@@ -97,10 +112,9 @@ const std::vector<Candidate>& externalPlugins() {
       continue;
     }
     int version = 0;
-    const ncclNet_v11_t* table = findTable(handle, &version);
+    const ncclNet_v11_t* table = findTable(handle, &shimmed, &version, &why);
     if (table == nullptr) {
-      WARN("NCCL_NET_PLUGIN: %s exports no ncclNetPlugin_v8 to _v11 table%s; Braid falls back to its built-in network",
-           name.c_str(), version != 0 ? (" (only v" + std::to_string(version) + ", too old)").c_str() : "");
+      WARN("NCCL_NET_PLUGIN: %s is not used: %s", name.c_str(), why.c_str());
       dlclose(handle);
       continue;
     }
@@ -125,12 +139,44 @@ void netLog(ncclDebugLogLevel level, unsigned long flags, const char* file, int 
   logMessage(ours, flags, file, line, "%s", text);
 }
 
+// Why `net` cannot carry Braid's traffic ("" when it can), with every device's properties in
+// *props. Braid's proxies stage every byte in host memory, so a device must take host buffers
+// (NCCL_PTR_HOST) and be a host-side network: one that offloads to the GPU (device-side unpack,
+// GIN) would need device code Braid does not have.
+std::string unusable(const ncclNet_v11_t& net, int devices, std::vector<ncclNetProperties_v11_t>* props) {
+  props->assign(static_cast<size_t>(devices), ncclNetProperties_v11_t{});
+  for (int d = 0; d < devices; ++d) {
+    ncclNetProperties_v11_t& p = (*props)[d];
+    const std::string dev = "device " + std::to_string(d);
+    const ncclResult_t res = net.getProperties(d, &p);
+    if (res != ncclSuccess) return "getProperties of " + dev + " failed: " + resultText(res);
+    if ((p.ptrSupport & NCCL_PTR_HOST) == 0) {
+      return dev + " takes no host memory (ptrSupport " + std::to_string(p.ptrSupport) +
+             " lacks NCCL_PTR_HOST = 1), and Braid's proxies stage data in host memory";
+    }
+    if (p.netDeviceType != NCCL_NET_DEVICE_HOST) {
+      return dev + " offloads to the GPU (device type " + std::to_string(static_cast<int>(p.netDeviceType)) +
+             "); Braid drives host networks (NCCL_NET_DEVICE_HOST) only";
+    }
+  }
+  return "";
+}
+
+// A network's finalize, for a context its init gave (shimmed older versions count their users).
+void finalize(const ncclNet_v11_t& net, void* context) {
+  if (context == nullptr || net.finalize == nullptr) return;
+  if (net.finalize(context) != ncclSuccess) INFO(kLogNet, "network %s: finalize failed (ignored)", net.name);
+}
+
 }  // namespace
 
 ncclResult_t Network::open(uint64_t commHash, std::unique_ptr<Network>* out) {
   std::vector<Candidate> candidates = externalPlugins();
   candidates.push_back(Candidate{&socketNetPlugin(), "built in"});
   const std::string& wanted = paramString(ParamId::kNet);
+  // A network the user asked for by name or library that cannot be used is worth a WARN; the
+  // default libnccl-net.so or the built-in one falling through is not.
+  const bool asked = !wanted.empty() || !paramString(ParamId::kNetPlugin).empty();
   for (const Candidate& c : candidates) {
     const ncclNet_v11_t* table = c.table;
     if (!wanted.empty() && strcasecmp(wanted.c_str(), table->name) != 0) continue;
@@ -140,15 +186,28 @@ ncclResult_t Network::open(uint64_t commHash, std::unique_ptr<Network>* out) {
     ncclResult_t res = table->init(&context, commHash, &config, netLog, nullptr);
     int devices = 0;
     if (res == ncclSuccess) res = table->devices(&devices);
-    if (res == ncclSuccess && devices > 0) {
+    std::vector<ncclNetProperties_v11_t> props;
+    const std::string why = res != ncclSuccess ? std::string("init failed: ") + resultText(res)
+                            : devices <= 0     ? std::string("it has no device")
+                                               : unusable(*table, devices, &props);
+    if (why.empty()) {
       INFO(kLogInit | kLogNet, "comm 0x%llx: network %s (%s) with %d device%s",
            static_cast<unsigned long long>(commHash), table->name, c.origin.c_str(), devices, devices == 1 ? "" : "s");
-      out->reset(new Network(table, context, devices));
+      for (int d = 0; d < devices; ++d) {
+        INFO(kLogInit | kLogNet, "network %s device %d: %s%s%s, %d Mbit/s", table->name, d,
+             props[d].name != nullptr ? props[d].name : "(unnamed)", props[d].pciPath != nullptr ? " at " : "",
+             props[d].pciPath != nullptr ? props[d].pciPath : "", props[d].speed);
+      }
+      out->reset(new Network(table, context, std::move(props)));
       return ncclSuccess;
     }
-    if (context != nullptr) (void)table->finalize(context);
-    INFO(kLogInit | kLogNet, "network %s (%s): %s; trying the next one", table->name, c.origin.c_str(),
-         res != ncclSuccess ? "init failed" : "no device");
+    finalize(*table, context);
+    if (asked) {
+      WARN("network %s (%s) is not used: %s; trying the next one", table->name, c.origin.c_str(), why.c_str());
+    } else {
+      INFO(kLogInit | kLogNet, "network %s (%s) is not used: %s; trying the next one", table->name, c.origin.c_str(),
+           why.c_str());
+    }
   }
   if (!wanted.empty()) {
     WARN("NCCL_NET=%s: no usable network of that name (Braid has Socket built in; plugins come from NCCL_NET_PLUGIN)",
@@ -159,10 +218,6 @@ ncclResult_t Network::open(uint64_t commHash, std::unique_ptr<Network>* out) {
   return ncclSystemError;
 }
 
-Network::~Network() {
-  if (context_ != nullptr && table_->finalize(context_) != ncclSuccess) {
-    INFO(kLogNet, "network %s: finalize failed (ignored at teardown)", table_->name);
-  }
-}
+Network::~Network() { finalize(*table_, context_); }
 
 }  // namespace braid::net

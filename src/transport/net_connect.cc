@@ -244,6 +244,15 @@ ncclResult_t NetConnect::finish(std::vector<DevSendConn>* send, std::vector<DevR
       char* host = hosts_[gi] + static_cast<size_t>(c->index) * stride;
       char* dev = g->local->devPtr() + static_cast<size_t>(c->index) * stride;
       NetLinks::Conn& conn = links_->conns_[c->conn];
+      // A step travels as one message of up to a Simple slot (an LL step fits one, checked above).
+      const size_t maxMessage = ctx_.network->properties(ctx_.network->deviceFor(c->channel)).maxP2pBytes;
+      if (maxMessage != 0 && fifoBytes / kFifoSlotsSimple > maxMessage) {
+        WARN(
+            "%s: network %s takes messages of at most %zu bytes (maxP2pBytes), less than a %zu-byte FIFO slot; lower "
+            "NCCL_BUFFSIZE",
+            g->what.c_str(), links_->net_->name, maxMessage, fifoBytes / kFifoSlotsSimple);
+        return ncclInvalidUsage;
+      }
       // One registration for both FIFOs: LL slots are sent from the LL FIFO.
       NCCLCHECK(
           links_->net_->regMr(conn.comm, host + kCountersBytes, stride - kCountersBytes, NCCL_PTR_HOST, &conn.mhandle));

@@ -708,6 +708,15 @@ TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {
   sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, nranks() / 2);
 }
 
+// The same plugin behind the oldest table NCCL 2.28 loads (v6: int sizes, no device handles),
+// through Braid's v6 shim (against NVIDIA's library: its own v6 loader, which checks the test plugin).
+TEST_P(CollSweep, AllCollsOverAV6NetPlugin) {
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V6);
+  ScopedSetenv net("NCCL_NET", "ExampleTCPv6");
+  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
+  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, nranks() / 2);
+}
+
 // Random reals on float and double, every op: relative tolerance 1e-5 (float) / 1e-12 (double)
 // times nranks, Max/Min exact.
 TEST_P(CollSweep, RealValuedFloats) {

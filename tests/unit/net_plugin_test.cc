@@ -1,8 +1,9 @@
 // Choosing and loading networks (net/network.h): the example TCP plugin (examples/net_plugin_tcp,
 // a v8 table) loaded through NCCL_NET_PLUGIN and driven through the v11 shim, messages of several
-// sizes across it; a plugin that does not load falls back to the built-in socket network with a
-// WARN; NCCL_NET naming no network is refused; NCCL_NET_PLUGIN=none. Plugins are loaded once per
-// process, so each case runs in a child process of its own.
+// sizes across it; the same plugin behind v7 and v6 tables (old_api_net_plugin.cc) through theirs;
+// a plugin that does not load, or whose devices Braid cannot drive, falls back to the built-in
+// socket network with a WARN; NCCL_NET naming no network is refused; NCCL_NET_PLUGIN=none.
+// Plugins are loaded once per process, so each case runs in a child process of its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -101,6 +102,83 @@ TEST_F(NetPlugin, TheExampleV8PluginLoadsAndCarriesMessages) {
             ncclInternalError)
           std::exit(24);
         network.reset();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(NetPlugin, V7AndV6PluginsLoadTogetherAndCarryMessagesThroughTheirShims) {
+  EXPECT_EXIT(
+      {
+        setEnv("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V7 "," BRAID_OLD_API_NET_PLUGIN_V6);
+        for (const char* name : {"ExampleTCPv7", "ExampleTCPv6"}) {
+          setEnv("NCCL_NET", name);
+          std::unique_ptr<Network> network;
+          if (Network::open(0x77, &network) != ncclSuccess) std::exit(20);
+          if (std::strcmp(network->name(), name) != 0) std::exit(21);
+          // What the older tables lack, filled in: a host device of itself, 1 GiB messages.
+          const ncclNetProperties_v11_t& props = network->properties(0);
+          if (props.maxP2pBytes != (size_t{1} << 30) || props.vProps.ndevs != 1 || props.regIsGlobal != 0 ||
+              props.netDeviceType != NCCL_NET_DEVICE_HOST || (props.ptrSupport & NCCL_PTR_HOST) == 0)
+            std::exit(22);
+          for (size_t bytes : {size_t{0}, size_t{1}, size_t{4097}, size_t{3} << 20}) {
+            const int rc = roundTrip(*network, bytes);
+            if (rc != 0) std::exit(30 + rc);
+          }
+          // Registrations travel as int too: one over 1 GiB is refused, not truncated.
+          void* mhandle = nullptr;
+          char byte = 0;
+          if (network->table().regMr(nullptr, &byte, (size_t{1} << 30) + 1, NCCL_PTR_HOST, &mhandle) !=
+              ncclInternalError)
+            std::exit(23);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(NetPlugin, APluginWhoseDevicesTakeNoHostMemoryOrOffloadToTheGpuIsNotUsed) {
+  EXPECT_EXIT(
+      {
+        setEnv("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V7);
+        struct Case {
+          const char* variable;
+          const char* value;
+          const char* why;
+        };
+        for (const Case& c : {Case{"OLD_API_NET_PTR_SUPPORT", "2", "lacks NCCL_PTR_HOST"},
+                              Case{"OLD_API_NET_DEVICE_TYPE", "1", "offloads to the GPU (device type 1)"}}) {
+          setenv(c.variable, c.value, 1);
+          std::unique_ptr<Network> network;
+          if (Network::open(1, &network) != ncclSuccess) std::exit(20);
+          if (std::strcmp(network->name(), "Socket") != 0) std::exit(21);
+          if (std::string(logLastError()).find(c.why) == std::string::npos) std::exit(22);
+          setEnv("NCCL_NET", "ExampleTCPv7");  // asked for by name: nothing else will do
+          std::unique_ptr<Network> named;
+          if (Network::open(1, &named) != ncclInvalidUsage || named != nullptr) std::exit(23);
+          setEnv("NCCL_NET", "");
+          unsetenv(c.variable);
+        }
+        // Without the overrides the same plugin is chosen (it is the first candidate).
+        std::unique_ptr<Network> network;
+        if (Network::open(1, &network) != ncclSuccess || std::strcmp(network->name(), "ExampleTCPv7") != 0)
+          std::exit(24);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(NetPlugin, ASecondPluginOfAnOlderVersionAlreadyWrappedIsRefused) {
+  EXPECT_EXIT(
+      {
+        // The same v7 library twice: the shim wraps one v7 table, so the second entry is refused
+        // (rather than letting it replace the first one's table), and the first still works.
+        setEnv("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V7 "," BRAID_OLD_API_NET_PLUGIN_V7);
+        std::unique_ptr<Network> network;
+        if (Network::open(1, &network) != ncclSuccess || std::strcmp(network->name(), "ExampleTCPv7") != 0)
+          std::exit(20);
+        if (std::string(logLastError()).find("adapts one plugin per older version") == std::string::npos) std::exit(21);
+        if (roundTrip(*network, 5000) != 0) std::exit(22);
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");
