@@ -27,7 +27,7 @@ void copyCommon(const P& from, ncclNetProperties_v11_t* to) {
   to->maxMultiRequestSize = 1;
 }
 
-// Version 7 on: the offload type; version 8 on: regIsGlobal.
+// The offload type, which version 7 and later report.
 template <typename P>
 void copyOffload(const P& from, ncclNetProperties_v11_t* to) {
   to->netDeviceType = from.netDeviceType;
