@@ -5,7 +5,7 @@
 #
 #   OUT=$OUT bash scripts/x4-targets.sh p2p     # issue 4: sendrecv / alltoall, 8 B-64 KiB and 64 MiB-1 GiB
 #   OUT=$OUT bash scripts/x4-targets.sh reg     # issue 5: 8 B AllReduce in a graph; registered vs copy path
-#   OUT=$OUT bash scripts/x4-targets.sh hosts   # issue 9: 2x2 and 4x1 emulated hosts; idle CPU
+#   OUT=$OUT bash scripts/x4-targets.sh hosts   # issue 9: 2x2 and 4x1 emulated hosts (2 GPUs: 2x1); idle CPU
 #   OUT=$OUT bash scripts/x4-targets.sh tests   # issues 5, 6: the GPU tests that need 4 GPUs
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

@@ -306,30 +306,33 @@ TEST_P(P2p, UngroupedPairsInBothOrders) {
   }
 }
 
-// Ranks on emulated hosts (NCCL_HOSTID), so every pair of hosts talks over the socket network on
-// loopback: ring shifts of several sizes, then every pair with random sizes and self sends.
-TEST_P(P2p, AcrossEmulatedHosts) {
+// Runs body with the n ranks in processes on emulated hosts (NCCL_HOSTID) of n / 2, then fewer,
+// down to 1 GPU each, so that ranks on different hosts talk over the socket network on loopback.
+void acrossEmulatedHosts(int n, const Body& body) {
   colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  const int n = this->n();
   for (int perHost = n / 2; perHost >= 1; perHost /= 2) {
     SCOPED_TRACE(std::to_string(n / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    EXPECT_EQ(0, withRanks(
-                     n, Mode::kProcesses,
-                     [n](std::vector<Rank>& ranks) {
-                       uint64_t seed = 31;
-                       for (size_t bytes : {size_t{1}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{9 << 20}}) {
-                         if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
-                       }
-                       Pattern p{n, [](int, int) { return 2; },
-                                 [](int s, int d, int k) -> size_t {
-                                   uint8_t r = pattern(5, s, d, k, 7);
-                                   return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
-                                 },
-                                 3};
-                       return exchange(ranks, p, seed);
-                     },
-                     perHost));
+    EXPECT_EQ(0, withRanks(n, Mode::kProcesses, body, perHost));
   }
+}
+
+// Ring shifts of several sizes, then every pair with random sizes and self sends, across emulated
+// hosts.
+TEST_P(P2p, AcrossEmulatedHosts) {
+  const int n = this->n();
+  acrossEmulatedHosts(n, [n](std::vector<Rank>& ranks) {
+    uint64_t seed = 31;
+    for (size_t bytes : {size_t{1}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{9 << 20}}) {
+      if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
+    }
+    Pattern p{n, [](int, int) { return 2; },
+              [](int s, int d, int k) -> size_t {
+                uint8_t r = pattern(5, s, d, k, 7);
+                return r % 5 == 0 ? 0 : (static_cast<size_t>(r) * 7919u) % (3 << 20);
+              },
+              3};
+    return exchange(ranks, p, seed);
+  });
 }
 
 // Replays a captured exchange of the pattern three times, receive buffers poisoned before each.
@@ -516,20 +519,13 @@ TEST_P(P2p, GatherAndScatterEveryRoot) {
       0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) { return gatherAndScatterEveryRoot(ranks, n); }));
 }
 
-// AlltoAll, Gather and Scatter with ranks on emulated hosts (NCCL_HOSTID), so that their
-// blocks between hosts go over the socket network on loopback.
+// AlltoAll, Gather and Scatter across emulated hosts: their blocks between hosts go over the
+// network.
 TEST_P(P2p, AlltoAllGatherAndScatterAcrossEmulatedHosts) {
-  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   const int n = this->n();
-  for (int perHost = n / 2; perHost >= 1; perHost /= 2) {
-    SCOPED_TRACE(std::to_string(n / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    EXPECT_EQ(0, withRanks(
-                     n, Mode::kProcesses,
-                     [n](std::vector<Rank>& ranks) {
-                       return alltoAllEveryDatatype(ranks, n) != 0 ? 1 : gatherAndScatterEveryRoot(ranks, n);
-                     },
-                     perHost));
-  }
+  acrossEmulatedHosts(n, [n](std::vector<Rank>& ranks) {
+    return alltoAllEveryDatatype(ranks, n) != 0 ? 1 : gatherAndScatterEveryRoot(ranks, n);
+  });
 }
 
 // Whether every byte of a rank's receive buffer is still poison (nothing was written to it).
