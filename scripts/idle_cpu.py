@@ -14,7 +14,9 @@ import torch
 import torch.distributed as dist
 
 rank = int(os.environ["RANK"])
-local = int(os.environ["LOCAL_RANK"])
+# Ranks of different emulated hosts may share a GPU (NCCL refuses that only inside a host), so more
+# processes than GPUs run too (4 on one GPU: 4 hosts of one).
+local = int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count()
 idle_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
 os.environ["NCCL_HOSTID"] = f"idle-cpu-host-{rank}"  # before the library reads it
 torch.cuda.set_device(local)

@@ -160,6 +160,37 @@ TEST(PerfOptions, Layouts) {
   EXPECT_FALSE(resolveLayout(&threadHosts, 4, &why));
 }
 
+// With fewer GPUs than ranks, emulated hosts share them: rank r on GPU r % GPUs, each host's ranks
+// on distinct GPUs; without --hosts, or with hosts larger than the GPUs, it is refused.
+TEST(PerfOptions, EmulatedHostsShareGpus) {
+  std::string why;
+  Options fourOnOne;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "4", "--hosts", "4"}, &fourOnOne));
+  ASSERT_TRUE(resolveLayout(&fourOnOne, 1, &why)) << why;
+  EXPECT_EQ(fourOnOne.layout.sharedGpus, 1);
+  for (int r = 0; r < 4; r++) EXPECT_EQ(fourOnOne.layout.deviceOf(r), 0);
+  Options twoByTwo;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "4", "--hosts", "2"}, &twoByTwo));
+  ASSERT_TRUE(resolveLayout(&twoByTwo, 2, &why)) << why;
+  EXPECT_EQ(twoByTwo.layout.deviceOf(2), 0);
+  EXPECT_EQ(twoByTwo.layout.deviceOf(3), 1);
+  Options ownGpus;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "4", "--hosts", "2"}, &ownGpus));
+  ASSERT_TRUE(resolveLayout(&ownGpus, 4, &why)) << why;
+  EXPECT_EQ(ownGpus.layout.sharedGpus, 0);
+  EXPECT_EQ(ownGpus.layout.deviceOf(3), 3);
+  Options noHosts;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "2"}, &noHosts));
+  EXPECT_FALSE(resolveLayout(&noHosts, 1, &why));
+  EXPECT_NE(why.find("1 visible"), std::string::npos) << why;
+  Options bigHosts;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "4", "--hosts", "2"}, &bigHosts));
+  EXPECT_FALSE(resolveLayout(&bigHosts, 1, &why));
+  Options oddGpus;
+  ASSERT_TRUE(parse({"all_reduce", "-p", "-N", "4", "--hosts", "2"}, &oddGpus));
+  EXPECT_FALSE(resolveLayout(&oddGpus, 3, &why));
+}
+
 TEST(PerfOptions, SweepAndRows) {
   Options o;
   ASSERT_TRUE(parse({"all_reduce", "-b", "8", "-e", "1G", "-f", "4"}, &o));

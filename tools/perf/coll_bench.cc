@@ -56,6 +56,7 @@ void bufferBytes(const std::vector<RowSpec>& rows, int nranks, size_t* send, siz
 // One rank's device, stream, buffers and communicator; released in reverse order.
 struct Rank {
   int rank = 0;
+  int dev = 0;  // its CUDA device (Layout::deviceOf)
   cudaStream_t stream = nullptr;
   char* send = nullptr;
   char* recvAlloc = nullptr;  // kGuardBytes | region | kGuardBytes ...
@@ -70,7 +71,7 @@ struct Rank {
   Rank(const Rank&) = delete;
   Rank& operator=(const Rank&) = delete;
   ~Rank() {
-    cudaSetDevice(rank);
+    cudaSetDevice(dev);
     if (comm != nullptr) {
       if (sendHandle != nullptr) ncclCommDeregister(comm, sendHandle);
       if (recvHandle != nullptr) ncclCommDeregister(comm, recvHandle);
@@ -141,8 +142,9 @@ bool Worker::setup(const IdSource& ids) {
   for (int g = 0; g < info_.gpus; g++) {
     Rank& r = ranks_[g];
     r.rank = info_.firstRank + g;
+    r.dev = info_.firstDevice + g;
     r.recvAllocBytes = recvBytes + 2 * kGuardBytes;
-    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_CUDA(r.rank, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
     if (opt_.registerBuffers) {
       r.memAlloc = true;
@@ -166,13 +168,13 @@ bool Worker::setup(const IdSource& ids) {
   // waiting for the others.
   if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupStart());
   for (Rank& r : ranks_) {
-    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_NCCL(r.rank, ncclCommInitRank(&r.comm, info_.nranks, id, r.rank));
   }
   if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupEnd());
   if (!opt_.registerBuffers) return true;
   for (Rank& r : ranks_) {
-    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_NCCL(r.rank, ncclCommRegister(r.comm, r.send, sendBytes, &r.sendHandle));
     PERF_NCCL(r.rank, ncclCommRegister(r.comm, r.recvAlloc, r.recvAllocBytes, &r.recvHandle));
   }
@@ -277,7 +279,7 @@ bool Worker::time(const RowSpec& row, bool inPlace, double* us) {
 // graphLaunches times; the time per iteration of the replays.
 bool Worker::timeGraph(const RowSpec& row, bool inPlace, double* us) {
   for (const Rank& r : ranks_) {
-    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_CUDA(r.rank, cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
   }
   for (int i = 0; i < opt_.iters; i++) {
@@ -287,7 +289,7 @@ bool Worker::timeGraph(const RowSpec& row, bool inPlace, double* us) {
   for (const Rank& r : ranks_) {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+    PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_CUDA(r.rank, cudaStreamEndCapture(r.stream, &graph));
     PERF_CUDA(r.rank, cudaGraphInstantiate(&exec, graph, 0));
     PERF_CUDA(r.rank, cudaGraphDestroy(graph));
@@ -315,7 +317,7 @@ bool Worker::prepare(const RowSpec& row, const Checker& checker, Rank& r, bool i
     dst = r.region();
     if (row.coll == Coll::kAllGather) dst += static_cast<size_t>(r.rank) * row.count * es;
   }
-  PERF_CUDA(r.rank, cudaSetDevice(r.rank));
+  PERF_CUDA(r.rank, cudaSetDevice(r.dev));
   PERF_CUDA(r.rank, cudaMemsetAsync(r.recvAlloc, kPoison, r.recvAllocBytes, r.stream));
   PERF_CUDA(r.rank, cudaMemcpyAsync(dst, hostIn_.data(), n * es, cudaMemcpyHostToDevice, r.stream));
   // Pageable source: the copy may still read hostIn_ after returning; finish before reuse.

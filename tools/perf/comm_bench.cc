@@ -44,8 +44,8 @@ size_t freeDeviceBytes() {
 constexpr int kSamplesPerCycle = 3;  // init ms, destroy ms, device MiB taken by init
 
 // One rank per worker: per cycle, emits {init ms, destroy ms, device MiB taken by init}.
-bool rankBody(const Options& opt, int rank, int nranks, const IdSource& ids, const Emit& emit) {
-  PERF_CHECK_CUDA(cudaSetDevice(rank));
+bool rankBody(const Options& opt, int rank, int device, int nranks, const IdSource& ids, const Emit& emit) {
+  PERF_CHECK_CUDA(cudaSetDevice(device));
   PERF_CHECK_CUDA(cudaFree(nullptr));  // the CUDA context is not the communicator's cost
   for (int cycle = 0; cycle < opt.warmup + opt.iters; cycle++) {
     ncclUniqueId id;
@@ -120,7 +120,7 @@ bool runCommBench(const Options& opt, std::vector<Metric>* metrics) {
   };
   WorkerBody body = [&](const WorkerInfo& info, const IdSource& ids, const Emit& emit) {
     if (info.gpus > 1) return initAllBody(opt, info.gpus, emit);
-    return rankBody(opt, info.firstRank, info.nranks, ids, emit);
+    return rankBody(opt, info.firstRank, info.firstDevice, info.nranks, ids, emit);
   };
   LaunchConfig config;
   config.layout = l;

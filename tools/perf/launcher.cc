@@ -143,7 +143,8 @@ bool runThreadsHere(const LaunchConfig& cfg, int proc, const WorkerBody& body, I
   std::vector<std::thread> threads;
   for (int t = 0; t < l.threads; t++) {
     threads.emplace_back([&, t] {
-      WorkerInfo info{proc * l.threads + t, (proc * l.threads + t) * l.gpus, l.gpus, l.nranks()};
+      const int firstRank = (proc * l.threads + t) * l.gpus;
+      WorkerInfo info{proc * l.threads + t, firstRank, l.deviceOf(firstRank), l.gpus, l.nranks()};
       Emit emit = [out, t](const std::vector<double>& r) {
         out->post(t, r);
         return true;

@@ -26,8 +26,9 @@
 namespace braidperf {
 
 struct WorkerInfo {
-  int worker;     // 0 .. layout.workers()-1
-  int firstRank;  // ranks firstRank .. firstRank+gpus-1, on CUDA devices of the same numbers
+  int worker;       // 0 .. layout.workers()-1
+  int firstRank;    // ranks firstRank .. firstRank+gpus-1
+  int firstDevice;  // their CUDA devices: firstDevice .. firstDevice+gpus-1 (Layout::deviceOf)
   int gpus;
   int nranks;
 };

@@ -212,7 +212,8 @@ void printUsage(const char* argv0) {
       "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"
       "  --hosts H       emulate H hosts: the processes, in rank order, split into H equal groups, each\n"
       "                  with its own NCCL_HOSTID, so that traffic between groups takes the network\n"
-      "                  (set NCCL_SOCKET_IFNAME=lo to keep it on this machine)\n"
+      "                  (set NCCL_SOCKET_IFNAME=lo to keep it on this machine); hosts may share GPUs,\n"
+      "                  rank r on GPU r %% GPUs, so -N 4 --hosts 4 runs on one GPU (slowly: time slices)\n"
       "compare:\n"
       "  --compare LIB   run the same benchmark in child processes against this binary's library and\n"
       "                  against LIB (another libnccl.so.2), alternating, and print medians and ratios\n"
@@ -329,16 +330,24 @@ bool resolveLayout(Options* opt, int visibleGpus, std::string* why) {
            std::to_string(l.gpus) + " GPUs";
     return false;
   }
-  if (visibleGpus > 0 && n > visibleGpus) {
-    *why = std::to_string(n) + " ranks need as many GPUs; " + std::to_string(visibleGpus) + " visible";
-    return false;
-  }
   if (opt->hosts > 0 && (l.procs % opt->hosts != 0)) {
     *why = "--hosts " + std::to_string(opt->hosts) + " needs a multiple of that many processes (" +
            std::to_string(l.procs) + " here; NCCL_HOSTID is per process)";
     return false;
   }
   l.hosts = opt->hosts;
+  if (visibleGpus > 0 && n > visibleGpus) {
+    // Ranks of different emulated hosts may share a GPU (NCCL refuses two ranks on one GPU only
+    // inside a host): rank r on GPU r % visibleGpus, which keeps each host's ranks on distinct GPUs
+    // when its rank count divides the GPU count.
+    const int perHost = l.hosts > 0 ? n / l.hosts : n;
+    if (perHost > visibleGpus || visibleGpus % perHost != 0) {
+      *why = std::to_string(n) + " ranks need as many GPUs; " + std::to_string(visibleGpus) +
+             " visible (with --hosts, hosts whose rank count divides the GPU count share them)";
+      return false;
+    }
+    l.sharedGpus = visibleGpus;
+  }
   if (!opt->isComm && collTraits(opt->coll).hasRoot && opt->root >= n) {
     *why = "root " + std::to_string(opt->root) + " is not below the " + std::to_string(n) + " ranks";
     return false;

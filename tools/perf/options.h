@@ -19,7 +19,10 @@ struct Layout {
   int threads = 1;
   int gpus = 1;
   int hosts = 0;  // > 0: processes split into this many emulated hosts (--hosts)
+  // > 0: fewer GPUs than ranks, shared by the emulated hosts: rank r runs on GPU r % sharedGpus.
+  int sharedGpus = 0;
   int nranks() const { return procs * threads * gpus; }
+  int deviceOf(int rank) const { return sharedGpus > 0 ? rank % sharedGpus : rank; }
   int workers() const { return procs * threads; }
 };
 
