@@ -50,7 +50,7 @@ inline ncclResult_t waitReady(ncclComm_t comm) {
 // config may be null. A nonblocking one's init may return ncclInProgress (or ncclSuccess when it
 // was quick); the communicator is polled until it is ready.
 inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
-  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
   CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
   CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
   const ncclResult_t init = ncclCommInitRankConfig(&p->comm, nranks, id, rank, config);

@@ -317,11 +317,11 @@ int rankBody(int rank, int nranks, const ncclUniqueId& id, const Resources& s, c
   RankCtx ctx;
   ctx.rank = rank;
   ctx.nranks = nranks;
-  ctx.dev = rank;
+  ctx.dev = gputest::deviceOfRank(rank);
   if (s.ranksPerHost > 0) {
     setenv("NCCL_HOSTID", ("braid-sweep-host-" + std::to_string(rank / s.ranksPerHost)).c_str(), 1);
   }
-  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaSetDevice(ctx.dev));
   CHILD_NCCL(ncclCommInitRank(&ctx.comm, nranks, id, rank));
   if (allocRank(ctx, s) != 0) return 1;
   int rc = work({&ctx});
@@ -619,71 +619,6 @@ TEST_P(CollSweep, AllCollsDirect) {
   reducedWithEnv({{"NCCL_ALGO", "Direct"}});
 }
 
-// Ranks on emulated hosts (NCCL_HOSTID differs per host): every ring crosses between them over the
-// socket network on loopback, through the proxy. 4 GPUs: 2 hosts of 2 and 4 hosts of 1; 2 GPUs: 2 of 1.
-TEST_P(CollSweep, AllCollsAcrossEmulatedHosts) {
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
-    SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-  }
-}
-
-// LL over the network (BRAID_NET_LL=1), forced for every size: the proxies ship LL slots and copy
-// them into the receivers' LL FIFOs (device/dev_types.h). 2 hosts; with the default protocols too,
-// where small sizes take LL and large ones Simple on the same connections.
-TEST_P(CollSweep, AllCollsAcrossEmulatedHostsOverLl) {
-  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  ScopedSetenv netLl("BRAID_NET_LL", "1");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  for (bool forceLl : {true, false}) {
-    SCOPED_TRACE(forceLl ? "NCCL_PROTO=LL" : "default protocols");
-    std::optional<ScopedSetenv> forced;
-    if (forceLl) forced.emplace("NCCL_PROTO", "LL");
-    sweep(Mode::kProcesses, cases, cudaStreamDefault, nranks() / 2);
-  }
-}
-
-// Direct (NCCL_ALGO=Direct) across emulated hosts: every pair connected, NVLink P2P inside a host
-// and the network between hosts, where the senders publish each step to their proxy
-// (prims_direct_ll.h). 2 hosts of 2 (both kinds of peer in one CTA) and hosts of one GPU; 1 MiB + 3
-// takes many steps per connection, more than the FIFOs hold.
-TEST_P(CollSweep, AllCollsDirectAcrossEmulatedHosts) {
-  if (colltest::againstReference()) GTEST_SKIP() << "Direct is Braid's algorithm; NCCL does not know the name";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  ScopedSetenv netLl("BRAID_NET_LL", "1");
-  ScopedSetenv algo("NCCL_ALGO", "Direct");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
-    SCOPED_TRACE(std::to_string(nranks() / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-  }
-}
-
-// Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
-// each host under the hosts' tree) and hosts of one GPU (4: a binary tree of depth 2), with LL
-// (BRAID_NET_LL=1) and with Simple forced; counts up to 1 MiB + 3 take many steps per channel.
-TEST_P(CollSweep, AllReduceTreesAcrossEmulatedHosts) {
-  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  ScopedSetenv netLl("BRAID_NET_LL", "1");
-  ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
-  std::vector<Case> cases;
-  for (const Case& c : reducedSweepAllColls(nranks())) {
-    if (c.coll == Coll::kAllReduce) cases.push_back(c);
-  }
-  for (const char* proto : {"LL", "Simple"}) {
-    ScopedSetenv forced("NCCL_PROTO", proto);
-    for (int perHost = nranks() / 2; perHost >= 1; perHost /= 2) {
-      SCOPED_TRACE(std::string(proto) + ", " + std::to_string(nranks() / perHost) + " hosts of " +
-                   std::to_string(perHost) + " GPUs");
-      sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-    }
-  }
-}
-
 // Tree AllReduce forced on one host (NCCL_ALGO=allreduce:tree), as NCCL allows: the host's GPUs
 // form a chain (topo's singleHostTrees), over NVLink P2P, with LL and with Simple.
 TEST_P(CollSweep, AllReduceTreeOnOneHost) {
@@ -697,24 +632,6 @@ TEST_P(CollSweep, AllReduceTreeOnOneHost) {
     ScopedSetenv forced("NCCL_PROTO", proto);
     sweep(Mode::kProcesses, cases, cudaStreamDefault);
   }
-}
-
-// The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
-// NCCL_NET_PLUGIN: two emulated hosts.
-TEST_P(CollSweep, AllCollsOverTheExampleNetPlugin) {
-  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
-  ScopedSetenv net("NCCL_NET", "ExampleTCP");
-  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
-  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, nranks() / 2);
-}
-
-// The same plugin behind the oldest table NCCL 2.28 loads (v6: int sizes, no device handles),
-// through Braid's v6 shim (against NVIDIA's library: its own v6 loader, which checks the test plugin).
-TEST_P(CollSweep, AllCollsOverAV6NetPlugin) {
-  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V6);
-  ScopedSetenv net("NCCL_NET", "ExampleTCPv6");
-  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
-  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, nranks() / 2);
 }
 
 // Random reals on float and double, every op: relative tolerance 1e-5 (float) / 1e-12 (double)
@@ -773,7 +690,108 @@ TEST_P(CollSweep, NonBlockingStream) {
 TEST_P(CollSweep, ChainWithoutSyncProcesses) { chain(Mode::kProcesses); }
 TEST_P(CollSweep, ChainWithoutSyncOneThread) { chain(Mode::kOneThread); }
 
+// Ranks on emulated hosts (NCCL_HOSTID differs per host): every ring crosses between them over the
+// socket network on loopback, through the proxy. Hosts may share GPUs (gputest::emulatedHostsFit),
+// so these run with fewer GPUs than ranks too: 4 ranks on 1 GPU are 4 hosts of 1.
+class CollSweepAcrossHosts : public CollSweep {
+ protected:
+  void SetUp() override {
+    if (hostSizes().empty()) GTEST_SKIP() << nranks() << " ranks across hosts do not fit this machine";
+  }
+  // Ranks per host: n / 2, then fewer, down to 1, those that fit this machine.
+  std::vector<int> hostSizes() const { return gputest::emulatedHostSizes(nranks()); }
+  // Hosts as large as fit: for the tests that need only one layout.
+  int largestHost() const { return hostSizes().front(); }
+  static std::string layout(int nranks, int perHost) {
+    return std::to_string(nranks / perHost) + " hosts of " + std::to_string(perHost) + " ranks";
+  }
+};
+
+// Every collective; 4 ranks: 2 hosts of 2 and 4 hosts of 1; 2 ranks: 2 of 1.
+TEST_P(CollSweepAcrossHosts, AllColls) {
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (int perHost : hostSizes()) {
+    SCOPED_TRACE(layout(nranks(), perHost));
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
+  }
+}
+
+// LL over the network (BRAID_NET_LL=1), forced for every size: the proxies ship LL slots and copy
+// them into the receivers' LL FIFOs (device/dev_types.h). The largest hosts that fit (2 of 2 on 4
+// GPUs); with the default protocols too, where small sizes take LL and large ones Simple on the same
+// connections.
+TEST_P(CollSweepAcrossHosts, AllCollsOverLl) {
+  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (bool forceLl : {true, false}) {
+    SCOPED_TRACE(forceLl ? "NCCL_PROTO=LL" : "default protocols");
+    std::optional<ScopedSetenv> forced;
+    if (forceLl) forced.emplace("NCCL_PROTO", "LL");
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, largestHost());
+  }
+}
+
+// Direct (NCCL_ALGO=Direct) across emulated hosts: every pair connected, NVLink P2P inside a host
+// and the network between hosts, where the senders publish each step to their proxy
+// (prims_direct_ll.h). 2 hosts of 2 (both kinds of peer in one CTA) and hosts of one GPU; 1 MiB + 3
+// takes many steps per connection, more than the FIFOs hold.
+TEST_P(CollSweepAcrossHosts, AllCollsDirect) {
+  if (colltest::againstReference()) GTEST_SKIP() << "Direct is Braid's algorithm; NCCL does not know the name";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  ScopedSetenv algo("NCCL_ALGO", "Direct");
+  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  for (int perHost : hostSizes()) {
+    SCOPED_TRACE(layout(nranks(), perHost));
+    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
+  }
+}
+
+// Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
+// each host under the hosts' tree) and hosts of one GPU (4: a binary tree of depth 2), with LL
+// (BRAID_NET_LL=1) and with Simple forced; counts up to 1 MiB + 3 take many steps per channel.
+TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
+  if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
+  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  ScopedSetenv netLl("BRAID_NET_LL", "1");
+  ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
+  std::vector<Case> cases;
+  for (const Case& c : reducedSweepAllColls(nranks())) {
+    if (c.coll == Coll::kAllReduce) cases.push_back(c);
+  }
+  for (const char* proto : {"LL", "Simple"}) {
+    ScopedSetenv forced("NCCL_PROTO", proto);
+    for (int perHost : hostSizes()) {
+      SCOPED_TRACE(std::string(proto) + ", " + layout(nranks(), perHost));
+      sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
+    }
+  }
+}
+
+// The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
+// NCCL_NET_PLUGIN: the largest hosts that fit (2 of 2 on 4 GPUs).
+TEST_P(CollSweepAcrossHosts, AllCollsOverTheExampleNetPlugin) {
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
+  ScopedSetenv net("NCCL_NET", "ExampleTCP");
+  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
+  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, largestHost());
+}
+
+// The same plugin behind the oldest table NCCL 2.28 loads (v6: int sizes, no device handles),
+// through Braid's v6 shim (against NVIDIA's library: its own v6 loader, which checks the test plugin).
+TEST_P(CollSweepAcrossHosts, AllCollsOverAV6NetPlugin) {
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V6);
+  ScopedSetenv net("NCCL_NET", "ExampleTCPv6");
+  ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
+  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, largestHost());
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpus, CollSweep, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, CollSweepAcrossHosts, ::testing::Values(2, 4, 8),
+                         [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "ranks"; });
 
 }  // namespace

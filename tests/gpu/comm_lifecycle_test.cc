@@ -357,18 +357,19 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
             }));
 }
 
-// Two ranks on two emulated hosts (the data crosses the socket network). Rank 0 sends 64 MiB and
-// destroys its communicator at once: its kernel finishes when the last steps are in its host FIFO,
-// before the network has taken them, so destroy must send them (and its farewell) before it
-// closes. Rank 1 receives every byte, then finds no asynchronous error while rank 0 is gone (a
-// rank that destroys later must not take the first one's closed connections for a failed peer:
-// PyTorch's watchdog tears the process down on one), and destroys cleanly.
+// Two ranks on two emulated hosts (the data crosses the socket network; they may share a GPU).
+// Rank 0 sends 64 MiB and destroys its communicator at once: its kernel finishes when the last
+// steps are in its host FIFO, before the network has taken them, so destroy must send them (and
+// its farewell) before it closes. Rank 1 receives every byte, then finds no asynchronous error
+// while rank 0 is gone (a rank that destroys later must not take the first one's closed
+// connections for a failed peer: PyTorch's watchdog tears the process down on one), and destroys
+// cleanly.
 TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError) {
-  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  if (!gputest::emulatedHostsFit(2, 1)) GTEST_SKIP() << "2 ranks on hosts of 1 do not fit this machine";
   EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
               setenv("NCCL_SOCKET_IFNAME", "lo", 1);
               setenv("NCCL_HOSTID", ("braid-farewell-host-" + std::to_string(rank)).c_str(), 1);
-              CHILD_CUDA(cudaSetDevice(rank));
+              CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
               ncclComm_t comm = nullptr;
               CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
               constexpr size_t kCount = size_t{16} << 20;  // int32: 64 MiB

@@ -47,6 +47,19 @@ int gpuCount() {
   return count;
 }
 
+int deviceOfRank(int rank) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? rank % n : rank;
+}
+
+std::vector<int> emulatedHostSizes(int nranks) {
+  std::vector<int> sizes;
+  for (int perHost = nranks / 2; perHost >= 1; perHost /= 2) {
+    if (emulatedHostsFit(nranks, perHost)) sizes.push_back(perHost);
+  }
+  return sizes;
+}
+
 int runRanksInThreads(int nranks, const std::function<int(int, const ncclUniqueId&)>& body) {
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 1;

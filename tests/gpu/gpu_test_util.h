@@ -20,6 +20,28 @@ int gpuCount();
 // The ranks of tests that use every GPU: all of them, up to 8 (the largest machine they run on).
 inline int allGpuRanks() { return gpuCount() < 8 ? gpuCount() : 8; }
 
+// The GPU of `rank`: the rank modulo the GPUs this process sees, which is the rank itself wherever
+// a test has a GPU per rank. Ranks on different emulated hosts (NCCL_HOSTID) may share a GPU, as
+// NCCL allows (its duplicate-GPU rule is per host), so that tests across emulated hosts also run on
+// machines with fewer GPUs than ranks. Call it in a rank's process (it asks CUDA).
+int deviceOfRank(int rank);
+
+// The most ranks of different emulated hosts that share one GPU: their kernels take turns on it
+// (time slices), which is slow but correct.
+constexpr int kMaxRanksPerGpu = 4;
+
+// Whether nranks on emulated hosts of perHost ranks each run here with deviceOfRank: a host's
+// ranks on distinct GPUs, at most kMaxRanksPerGpu ranks per GPU.
+inline bool emulatedHostsFit(int nranks, int perHost) {
+  const int gpus = gpuCount();
+  return perHost >= 1 && nranks % perHost == 0 && perHost <= gpus && gpus % perHost == 0 &&
+         nranks <= kMaxRanksPerGpu * gpus;
+}
+
+// The host sizes to test nranks across emulated hosts with: n / 2, n / 4, ..., 1 ranks per host,
+// those that fit this machine (emulatedHostsFit). Empty: the test cannot run here.
+std::vector<int> emulatedHostSizes(int nranks);
+
 // Runs body(rank) in `nranks` child processes; rank 0's unique id (made in the child of rank 0
 // when makeId is true) is passed to all of them. Returns the number of ranks that failed (exit
 // code != 0 or killed).

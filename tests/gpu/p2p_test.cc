@@ -80,7 +80,7 @@ struct Rank {
 };
 
 int prepare(Rank& r, const Pattern& p, uint64_t seed) {
-  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
   r.sendLayout = layout(p, r.rank, true);
   r.recvLayout = layout(p, r.rank, false);
   CHILD_CUDA(cudaMalloc(&r.send, r.sendLayout.total));
@@ -98,7 +98,7 @@ int prepare(Rank& r, const Pattern& p, uint64_t seed) {
 }
 
 int enqueue(Rank& r, const Pattern& p) {
-  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
   for (int peer = 0; peer < p.nranks; peer++) {
     for (int k = 0; k < p.count(r.rank, peer); k++) {
       CHILD_NCCL(
@@ -113,7 +113,7 @@ int enqueue(Rank& r, const Pattern& p) {
 }
 
 int verify(Rank& r, const Pattern& p, uint64_t seed) {
-  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
   std::vector<uint8_t> host(r.recvLayout.total);
   CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
@@ -141,7 +141,7 @@ int verify(Rank& r, const Pattern& p, uint64_t seed) {
 }
 
 int release(Rank& r) {
-  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
   CHILD_CUDA(cudaFree(r.send));
   CHILD_CUDA(cudaFree(r.recv));
   return 0;
@@ -306,21 +306,31 @@ TEST_P(P2p, UngroupedPairsInBothOrders) {
   }
 }
 
-// Runs body with the n ranks in processes on emulated hosts (NCCL_HOSTID) of n / 2, then fewer,
-// down to 1 GPU each, so that ranks on different hosts talk over the socket network on loopback.
-void acrossEmulatedHosts(int n, const Body& body) {
-  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  for (int perHost = n / 2; perHost >= 1; perHost /= 2) {
-    SCOPED_TRACE(std::to_string(n / perHost) + " hosts of " + std::to_string(perHost) + " GPUs");
-    EXPECT_EQ(0, withRanks(n, Mode::kProcesses, body, perHost));
+// Ranks in processes on emulated hosts (NCCL_HOSTID), so that ranks on different hosts talk over
+// the socket network on loopback. Hosts may share GPUs (gputest::emulatedHostsFit): with fewer GPUs
+// than ranks, each rank is its own host.
+class P2pAcrossHosts : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (gputest::emulatedHostSizes(n()).empty()) GTEST_SKIP() << n() << " ranks across hosts do not fit this machine";
   }
-}
+  int n() const { return GetParam(); }
+
+  // Runs body on hosts of n / 2 ranks, then fewer, down to 1 each: those that fit this machine.
+  void acrossEmulatedHosts(const Body& body) {
+    colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+    for (int perHost : gputest::emulatedHostSizes(n())) {
+      SCOPED_TRACE(std::to_string(n() / perHost) + " hosts of " + std::to_string(perHost) + " ranks");
+      EXPECT_EQ(0, withRanks(n(), Mode::kProcesses, body, perHost));
+    }
+  }
+};
 
 // Ring shifts of several sizes, then every pair with random sizes and self sends, across emulated
 // hosts.
-TEST_P(P2p, AcrossEmulatedHosts) {
+TEST_P(P2pAcrossHosts, RingShiftsAndRandomSizes) {
   const int n = this->n();
-  acrossEmulatedHosts(n, [n](std::vector<Rank>& ranks) {
+  acrossEmulatedHosts([n](std::vector<Rank>& ranks) {
     uint64_t seed = 31;
     for (size_t bytes : {size_t{1}, size_t{4099}, size_t{(1 << 20) + 5}, size_t{9 << 20}}) {
       if (exchange(ranks, ringShift(n, bytes), seed++) != 0) return 1;
@@ -357,7 +367,7 @@ int replayedExchange(std::vector<Rank>& ranks, const Pattern& p, uint64_t seed) 
   int rc = 0;
   for (int replay = 0; replay < 3 && rc == 0; replay++) {
     for (size_t i = 0; i < ranks.size(); i++) {
-      CHILD_CUDA(cudaSetDevice(ranks[i].rank));
+      CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
       CHILD_CUDA(gputest::poisonSync(ranks[i].recv, kPoison, ranks[i].recvLayout.total));
       CHILD_CUDA(cudaGraphLaunch(execs[i], ranks[i].stream));
     }
@@ -421,17 +431,17 @@ int alltoAllEveryDatatype(std::vector<Rank>& ranks, int n) {
         for (int d = 0; d < n; d++) {
           for (size_t i = 0; i < block; i++) host[d * block + i] = pattern(30 + t, r.rank, d, 0, i);
         }
-        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
         CHILD_CUDA(gputest::uploadSync(r.send, host.data(), host.size()));
       }
       CHILD_NCCL(ncclGroupStart());
       for (Rank& r : ranks) {
-        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
         CHILD_NCCL(ncclAlltoAll(r.send, r.recv, count, types[t], r.comm, r.stream));
       }
       CHILD_NCCL(ncclGroupEnd());
       for (Rank& r : ranks) {
-        CHILD_CUDA(cudaSetDevice(r.rank));
+        CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
         CHILD_CUDA(cudaStreamSynchronize(r.stream));
         std::vector<uint8_t> host(block * n + kGuard);
         CHILD_CUDA(cudaMemcpy(host.data(), r.recv, host.size(), cudaMemcpyDeviceToHost));
@@ -462,17 +472,19 @@ int alltoAllEveryDatatype(std::vector<Rank>& ranks, int n) {
 
 TEST_P(P2p, AlltoAllEveryDatatype) {
   const int n = this->n();
-  EXPECT_EQ(0,
-            withRanks(n, Mode::kOneThread, [n](std::vector<Rank>& ranks) { return alltoAllEveryDatatype(ranks, n); }));
+  for (Mode mode : {Mode::kOneThread, Mode::kThreads}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [n](std::vector<Rank>& ranks) { return alltoAllEveryDatatype(ranks, n); }));
+  }
 }
 
 // ncclGather and ncclScatter from every root, out of place and in place, 5000 floats per rank
-// (one rank per process).
+// (one rank per process or thread).
 int gatherAndScatterEveryRoot(std::vector<Rank>& ranks, int n) {
   Rank& r = ranks[0];
   const size_t count = 5000;
   const size_t block = count * 4;
-  CHILD_CUDA(cudaSetDevice(r.rank));
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
   char* big = nullptr;
   char* small = nullptr;
   CHILD_CUDA(cudaMalloc(&big, block * n));
@@ -515,15 +527,17 @@ int gatherAndScatterEveryRoot(std::vector<Rank>& ranks, int n) {
 
 TEST_P(P2p, GatherAndScatterEveryRoot) {
   const int n = this->n();
-  EXPECT_EQ(
-      0, withRanks(n, Mode::kProcesses, [n](std::vector<Rank>& ranks) { return gatherAndScatterEveryRoot(ranks, n); }));
+  for (Mode mode : {Mode::kProcesses, Mode::kThreads}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [n](std::vector<Rank>& ranks) { return gatherAndScatterEveryRoot(ranks, n); }));
+  }
 }
 
 // AlltoAll, Gather and Scatter across emulated hosts: their blocks between hosts go over the
 // network.
-TEST_P(P2p, AlltoAllGatherAndScatterAcrossEmulatedHosts) {
+TEST_P(P2pAcrossHosts, AlltoAllGatherAndScatter) {
   const int n = this->n();
-  acrossEmulatedHosts(n, [n](std::vector<Rank>& ranks) {
+  acrossEmulatedHosts([n](std::vector<Rank>& ranks) {
     return alltoAllEveryDatatype(ranks, n) != 0 ? 1 : gatherAndScatterEveryRoot(ranks, n);
   });
 }
@@ -653,5 +667,7 @@ TEST_P(P2p, BadArgumentsAreRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Gpus, P2p, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "gpus"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, P2pAcrossHosts, ::testing::Values(2, 4, 8),
+                         [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "ranks"; });
 
 }  // namespace

@@ -33,7 +33,7 @@ int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>&
   if (ranksPerHost > 0) setenv("NCCL_HOSTID", ("braid-test-host-" + std::to_string(rank / ranksPerHost)).c_str(), 1);
   std::vector<R> ranks(1);
   ranks[0].rank = rank;
-  CHILD_CUDA(cudaSetDevice(rank));
+  CHILD_CUDA(cudaSetDevice(deviceOfRank(rank)));
   CHILD_NCCL(ncclCommInitRank(&ranks[0].comm, nranks, id, rank));
   CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[0].stream, cudaStreamNonBlocking));
   int rc = body(ranks);
@@ -42,7 +42,8 @@ int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>&
 }
 
 // Runs body in `mode` on ranks 0..nranks-1 (GPU r for rank r); a watchdog alarm kills a hung run.
-// ranksPerHost > 0 emulates hosts of that many ranks (kProcesses only, see runOneRank).
+// ranksPerHost > 0 emulates hosts of that many ranks (kProcesses only, see runOneRank), whose ranks
+// may share GPUs (deviceOfRank; check emulatedHostsFit first).
 template <typename R>
 int withRanks(int nranks, Mode mode, unsigned watchdogSeconds, const RanksBody<R>& body, int ranksPerHost = 0) {
   if (mode == Mode::kOneThread) {

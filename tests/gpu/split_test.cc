@@ -1,15 +1,16 @@
 // ncclCommSplit on real GPUs: 4 ranks into 2x2 (keys reversing the order) and 4x1, a rank that
 // takes NCCL_SPLIT_NOCOLOR, splits of ncclCommInitAll's communicators from one thread inside a
 // group, nonblocking init and split (from one thread without a group too, on 2 GPUs or more), bad
-// arguments (a bad config among them) refused with the
-// parent still working, and 50 split/destroy cycles without device memory growing. Every child is checked by an
-// AllReduce whose exact integer sum names its members.
+// arguments (a bad config among them) refused with the parent still working, and 100
+// split/destroy cycles without device memory growing (on fewer GPUs too, as emulated hosts that
+// share them). Every child is checked by an AllReduce whose exact integer sum names its members.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -295,30 +296,47 @@ TEST(SplitFromOneThread, NonblockingSplitsWithoutAGroup) {
             }));
 }
 
-// Split, use and destroy 50 times: device memory after the cycles is what it was after the first
-// ones (a child that kept its connections or buffers would grow it every cycle).
-TEST_F(Split, SplitDestroyCyclesLeaveNoMemoryBehind) {
-  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [](int rank, const ncclUniqueId& id) {
+// Split, use and destroy 100 times, halves (even cycles) and one child of every rank (odd
+// cycles): device memory after the cycles is what it was after the first ones (a child that kept
+// its connections or buffers would grow it every cycle). 4 ranks: on 4 GPUs one host; with fewer,
+// emulated hosts that share the GPUs (their children connect over the network). Memory is read
+// after an AllReduce of the parent, when every rank has destroyed its child.
+TEST(SplitCycles, HundredSplitDestroyCyclesLeaveNoMemoryBehind) {
+  const std::vector<int> hostSizes = gputest::emulatedHostSizes(4);
+  if (gputest::gpuCount() < 4 && hostSizes.empty()) GTEST_SKIP() << "4 ranks do not fit this machine";
+  const int perHost = gputest::gpuCount() >= 4 ? 0 : hostSizes.front();
+  colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
+  EXPECT_EQ(0, gputest::runRanksInProcesses(4, [perHost](int rank, const ncclUniqueId& id) {
+              if (perHost > 0)
+                setenv("NCCL_HOSTID", ("braid-cycles-host-" + std::to_string(rank / perHost)).c_str(), 1);
               Parent p;
               if (openConfiguredParent(rank, 4, id, &p) != 0) return 1;
+              constexpr int kCycles = 100, kWarmup = 10;
               size_t freeAfterWarmup = 0;
               size_t total = 0;
-              constexpr int kCycles = 50;
               for (int cycle = 0; cycle < kCycles; cycle++) {
+                const bool halves = cycle % 2 == 0;
                 ncclComm_t child = nullptr;
-                CHILD_NCCL(ncclCommSplit(p.comm, rank % 2, 0, &child, nullptr));
-                const std::vector<int> members = rank % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
+                CHILD_NCCL(ncclCommSplit(p.comm, halves ? rank % 2 : 7, 0, &child, nullptr));
+                std::vector<int> members = {0, 1, 2, 3};
+                if (halves) members = rank % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
                 if (checkMembers(child, members, rank, p) != 0) return 1;
                 CHILD_NCCL(ncclCommDestroy(child));
-                if (cycle == 4) CHILD_CUDA(cudaMemGetInfo(&freeAfterWarmup, &total));
+                if (cycle == kWarmup - 1) {
+                  if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
+                  CHILD_CUDA(cudaMemGetInfo(&freeAfterWarmup, &total));
+                }
               }
+              if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;
               size_t freeAtEnd = 0;
               CHILD_CUDA(cudaMemGetInfo(&freeAtEnd, &total));
               if (freeAtEnd + (8u << 20) < freeAfterWarmup) {
                 std::fprintf(stderr, "rank %d: %zu bytes of device memory lost over %d cycles\n", rank,
-                             freeAfterWarmup - freeAtEnd, kCycles - 5);
+                             freeAfterWarmup - freeAtEnd, kCycles - kWarmup);
                 return 1;
               }
+              std::fprintf(stderr, "rank %d: device memory after %d cycles: %+lld bytes\n", rank, kCycles - kWarmup,
+                           static_cast<long long>(freeAfterWarmup) - static_cast<long long>(freeAtEnd));
               CHILD_NCCL(ncclCommDestroy(p.comm));
               return 0;
             }));
