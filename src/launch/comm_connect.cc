@@ -3,6 +3,7 @@
 // channel's ring neighbours, then (where topo allows direct algorithms) every pair of ranks once
 // per direct channel, then (across hosts) every channel's tree edges. Collective: all ranks run it
 // for the same (first) operation.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -70,11 +71,22 @@ ncclResult_t CommDataPath::buildRings() {
   std::vector<topo::RankDesc> ranks = rankDescs(*comm_);
   std::vector<topo::Link> row;
   NCCLCHECK(topo::detectLinks(ranks, rank, &row));
+  topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
+  params.singleHostTrees = plan::onlyTreeForAllReduce(filter_);
+  // Across hosts the network is opened first: its devices' speeds are the NET hops' bandwidth in the
+  // cost model, and exchanged with the links so that every rank models the same (slower) end.
+  const bool acrossHosts =
+      std::any_of(row.begin(), row.end(), [](const topo::Link& l) { return l.path == topo::PathType::kNet; });
+  if (acrossHosts) {
+    NCCLCHECK(ensureNetwork());
+    const float netGBps = static_cast<float>(network_->bandwidthGBps(topo::netChannelCount(params)));
+    for (topo::Link& l : row) {
+      if (l.path == topo::PathType::kNet) l.netGBps = netGBps;
+    }
+  }
   std::vector<topo::Link> links(static_cast<size_t>(nranks) * nranks);
   std::memcpy(&links[static_cast<size_t>(rank) * nranks], row.data(), sizeof(topo::Link) * nranks);
   NCCLCHECK(comm_->bootstrap_->allGather(links.data(), sizeof(topo::Link) * nranks));
-  topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
-  params.singleHostTrees = plan::onlyTreeForAllReduce(filter_);
   NCCLCHECK(topo::buildTopology(nranks, links, params, &topo_));
   topo::logConnections(rank, ranks, topo_);
   const std::string& dumpFile = paramString(ParamId::kTopoDumpFile);
@@ -199,8 +211,7 @@ ncclResult_t CommDataPath::connectAll() {
 
 ncclResult_t CommDataPath::connectRingsAndDirect() {
   auto start = std::chrono::steady_clock::now();
-  NCCLCHECK(buildRings());
-  if (topo_.nNodes > 1) NCCLCHECK(ensureNetwork());
+  NCCLCHECK(buildRings());  // opens the network too when the rings cross hosts
   NCCLCHECK(connectAll());
   connected_ = true;
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

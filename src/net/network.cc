@@ -220,4 +220,11 @@ ncclResult_t Network::open(uint64_t commHash, std::unique_ptr<Network>* out) {
 
 Network::~Network() { finalize(*table_, context_); }
 
+double Network::bandwidthGBps(int channels) const {
+  const int used = std::min(channels, static_cast<int>(props_.size()));  // channels 0..used-1 cover them
+  double mbps = 0;
+  for (int dev = 0; dev < used; ++dev) mbps += std::max(props_[static_cast<size_t>(dev)].speed, 0);
+  return mbps / 8000.0;  // Mbit/s to GB/s
+}
+
 }  // namespace braid::net

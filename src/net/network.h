@@ -39,6 +39,9 @@ class Network {
   int deviceFor(int channel) const { return channel % static_cast<int>(props_.size()); }
   // What getProperties said of device `dev` when the network was opened.
   const ncclNetProperties_v11_t& properties(int dev) const { return props_[static_cast<size_t>(dev)]; }
+  // The bandwidth `channels` channels get together, GB/s: the speeds of the devices they use
+  // (deviceFor), each counted once. 0 when no device reports a speed.
+  double bandwidthGBps(int channels) const;
 
  private:
   Network(const ncclNet_v11_t* table, void* context, std::vector<ncclNetProperties_v11_t> props)

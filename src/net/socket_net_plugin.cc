@@ -93,7 +93,7 @@ ncclResult_t getProperties(int dev, ncclNetProperties_v11_t* props) {
   props->ptrSupport = NCCL_PTR_HOST;
   props->regIsGlobal = 0;
   props->forceFlush = 0;
-  props->speed = 10000;  // Mbit/s; an estimate for the cost model, as NCCL's socket network reports
+  props->speed = netIfSpeedMbps(devices().ifs[dev]);
   props->port = 0;
   props->latency = 0;
   props->maxComms = 65536;

@@ -33,8 +33,6 @@ constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
 // LL), with the NVLink values for the hops inside hosts. LL saves the GPU's wait for the tail and
 // the Simple kernel's step handshake; LL128 never crosses the network.
 constexpr std::array<double, kNumProtos> kNetHopLatency = {15.0, 0, 21.0};
-// The socket network's bandwidth per connection, GB/s (not a fit either; only Simple competes).
-constexpr double kNetBw = 1.5;
 
 // Expansions the ring search may make over all levels but the last; the last (every pair allowed)
 // never backtracks, so the search costs at most this plus nranks steps whatever the input.
@@ -42,7 +40,8 @@ constexpr int kSearchBudget = 1 << 16;
 
 // The link as both ends will see it: the worse direction, so both ranks pick the same transport.
 Link worseLink(const Link& a, const Link& b) {
-  return Link{std::max(a.path, b.path), std::min(a.nvlinks, b.nvlinks), a.p2pOk && b.p2pOk, a.switched || b.switched};
+  return Link{std::max(a.path, b.path), std::min(a.nvlinks, b.nvlinks), a.p2pOk && b.p2pOk, a.switched || b.switched,
+              std::min(a.netGBps, b.netGBps)};
 }
 
 Link pairLink(const std::vector<Link>& links, int n, int i, int j) {
@@ -71,8 +70,15 @@ int hopScore(const Link& link, TransportKind kind) {
   return 0;
 }
 
+// `channels` within NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or the config's CTA bounds).
+int channelsWithin(int channels, const TopoParams& params) {
+  const int maxChannels = std::clamp(params.maxChannels, 1, kMaxChannels);
+  const int minChannels = std::clamp(params.minChannels, 1, maxChannels);
+  return std::clamp(channels, minChannels, maxChannels);
+}
+
 double hopBandwidth(const Link& link, TransportKind kind) {
-  if (kind == TransportKind::kNet) return kNetBw;
+  if (kind == TransportKind::kNet) return link.netGBps > 0 ? link.netGBps : kDefaultNetGBps;
   if (isNvlinkP2p(link, kind)) return kNvlinkLaneBw * link.nvlinks;
   return link.path == PathType::kSys ? kInterSocketBw : kPciBw;
 }
@@ -217,15 +223,13 @@ void chooseChannels(const std::vector<int>& ring, const TopoParams& params, Topo
   }
   // NVLink: two channels per lane of the narrowest hop (NCCL duplicates its rings the same way),
   // capped by default; PCIe and SHM gain nothing from more than two.
-  int channels = allNvlink ? std::min(2 * minLanes, kDefaultMaxNvlChannels) : kDefaultPcieChannels;
-  if (anyNet) channels = kDefaultNetChannels;
-  int maxChannels = std::clamp(params.maxChannels, 1, kMaxChannels);
-  int minChannels = std::clamp(params.minChannels, 1, maxChannels);
-  topo->nChannels = std::clamp(channels, minChannels, maxChannels);
+  const int channels = allNvlink ? std::min(2 * minLanes, kDefaultMaxNvlChannels) : kDefaultPcieChannels;
+  topo->nChannels = anyNet ? netChannelCount(params) : channelsWithin(channels, params);
   topo->ll128Ok = allNvlink;
   topo->llOk = !anyNet || params.netLl;
-  // A NET hop's bandwidth is per connection, and every channel has its own connections.
-  topo->bwPerChannelGBps = anyNet ? minBw : minBw / topo->nChannels;
+  // Every hop's bandwidth is its link's (NVLink lanes, a PCIe path, the network's devices), shared
+  // by the channels.
+  topo->bwPerChannelGBps = minBw / topo->nChannels;
   topo->hopLatencyUs = anyNet ? kNetHopLatency : allNvlink ? kNvlinkHopLatency : kPciHopLatency;
   topo->localHopLatencyUs = localNvlink ? kNvlinkHopLatency : kPciHopLatency;
 }
@@ -264,6 +268,8 @@ int directChannels(const Topology& topo, const TopoParams& params) {
 }
 
 }  // namespace
+
+int netChannelCount(const TopoParams& params) { return channelsWithin(kDefaultNetChannels, params); }
 
 TransportKind pairTransport(const Link& there, const Link& back, const TopoParams& params) {
   return chooseTransport(worseLink(there, back), params);

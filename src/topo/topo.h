@@ -39,6 +39,9 @@ struct Link {
   int nvlinks;            // NVLink lanes usable between the pair (direct or through NVSwitch); 0 without NVLink
   bool p2pOk;             // NVML reports P2P read and write OK for the pair
   bool switched = false;  // some of the lanes go through an NVSwitch (shared by all of the GPU's peers)
+  // kNet: the network's bandwidth for all of the rank's network channels together, GB/s, from the
+  // speed its devices report (getProperties); 0 when not known (then kDefaultNetGBps).
+  float netGBps = 0;
 };
 
 enum class TransportKind : int { kNone = 0, kP2p = 1, kShm = 2, kNet = 3 };
@@ -83,6 +86,12 @@ constexpr int kDefaultPcieChannels = 2;  // P2P over PCIe and SHM rings
 // its proxy traffic; the built-in socket network moves ~1-3 GB/s per connection over loopback, so
 // a few channels fill what one proxy thread per rank can copy.
 constexpr int kDefaultNetChannels = 4;
+// The network's bandwidth for a rank's channels together when its links do not say (Link::netGBps).
+constexpr double kDefaultNetGBps = 6.0;
+
+// The ring channels of a communicator whose rings cross hosts: kDefaultNetChannels within
+// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (or the config's CTA bounds).
+int netChannelCount(const TopoParams& params);
 
 // Channels of the direct algorithms (every rank connected to every other, see dev_types.h): where
 // nranks <= kMaxDirectPeers + 1 and every pair of ranks is P2P over NVLink or (LL allowed on the

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <limits>
 
 #include "util/check.h"
 #include "util/log.h"
@@ -152,6 +154,15 @@ ncclResult_t netIfList(std::vector<NetIf>* out) {
   }
   freeifaddrs(list);
   return ncclSuccess;
+}
+
+int netIfSpeedMbps(const NetIf& netIf, const std::string& sysClassNet) {
+  std::ifstream file(sysClassNet + "/" + netIf.name + "/speed");
+  long long mbps = 0;
+  // The file exists for most interfaces; reading it fails (EINVAL) for loopback and for links that
+  // are down, and a few drivers write -1 or 0 for "unknown".
+  if (file >> mbps && mbps > 0 && mbps <= std::numeric_limits<int>::max()) return static_cast<int>(mbps);
+  return isLoopback(netIf) ? kLoopbackSocketMbps : kUnknownSocketMbps;
 }
 
 std::string netIfToString(const NetIf& netIf) {

@@ -50,6 +50,16 @@ std::vector<NetIf> netIfSelect(const std::vector<NetIf>& all, const NetIfPolicy&
 // "eth0 192.0.2.2/AF_INET", for messages.
 std::string netIfToString(const NetIf& netIf);
 
+// What the socket network reports as an interface's speed (ncclNetProperties.speed, Mbit/s), which
+// Braid's cost model reads as the network's bandwidth: the link speed from sysClassNet/NAME/speed
+// when it gives one; for loopback, which has none, kLoopbackSocketMbps; otherwise
+// kUnknownSocketMbps, NCCL's default for the socket network. Loopback: 6 GB/s for a rank's 4
+// network channels together, the figure the ring and tree costs across emulated hosts were fitted
+// with (they measured 11-12.5 GB/s of bus bandwidth at 256 MiB, so it is not optimistic).
+constexpr int kLoopbackSocketMbps = 48000;
+constexpr int kUnknownSocketMbps = 10000;
+int netIfSpeedMbps(const NetIf& netIf, const std::string& sysClassNet = "/sys/class/net");
+
 // Every usable interface under NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY (read now) and `commId`
 // (may be null), best first; when none fits: one WARN that lists what the host has, and
 // ncclSystemError.

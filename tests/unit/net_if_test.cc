@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <net/if.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -136,6 +138,29 @@ TEST(NetIfTest, HostListIncludesLoopback) {
   std::vector<NetIf> all;
   ASSERT_EQ(netIfList(&all), ncclSuccess);
   EXPECT_EQ(pick(all, ifname("=lo")).empty(), false);
+}
+
+// The socket network's speed: the link's from sysfs; loopback (whose file cannot be read) the
+// model's loopback figure; an unreadable, zero or negative speed NCCL's 10 Gbit/s default.
+TEST(NetIfTest, SpeedFromSysfsElseLoopbackOrTheDefault) {
+  char dir[] = "/tmp/braid_sysnet_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  auto writeSpeed = [&](const std::string& name, const char* text) {
+    std::filesystem::create_directories(root + "/" + name);
+    std::ofstream(root + "/" + name + "/speed") << text;
+  };
+  writeSpeed("eth0", "100000\n");
+  writeSpeed("eth1", "-1\n");
+  writeSpeed("ib0", "0\n");
+  EXPECT_EQ(netIfSpeedMbps(eth0(), root), 100000);
+  EXPECT_EQ(netIfSpeedMbps(eth1(), root), kUnknownSocketMbps);
+  EXPECT_EQ(netIfSpeedMbps(ib0(), root), kUnknownSocketMbps);
+  EXPECT_EQ(netIfSpeedMbps(docker0(), root), kUnknownSocketMbps);  // no file
+  EXPECT_EQ(netIfSpeedMbps(lo4(), root), kLoopbackSocketMbps);
+  writeSpeed("lo", "oops");
+  EXPECT_EQ(netIfSpeedMbps(lo4(), root), kLoopbackSocketMbps);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

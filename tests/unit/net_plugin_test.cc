@@ -16,6 +16,7 @@
 
 #include "net/network.h"
 #include "util/log.h"
+#include "util/net_if.h"
 #include "util/params.h"
 
 namespace braid::net {
@@ -132,6 +133,25 @@ TEST_F(NetPlugin, V7AndV6PluginsLoadTogetherAndCarryMessagesThroughTheirShims) {
               ncclInternalError)
             std::exit(23);
         }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// The cost model's network bandwidth: the devices' speeds. The built-in network on loopback (one
+// device) reports the loopback figure, and the example plugin NCCL's socket default.
+TEST_F(NetPlugin, TheBandwidthIsTheSpeedOfTheDevicesTheChannelsUse) {
+  EXPECT_EXIT(
+      {
+        setEnv("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);  // read once per process: first
+        std::unique_ptr<Network> plugin;
+        if (Network::open(1, &plugin) != ncclSuccess || std::strcmp(plugin->name(), "ExampleTCP") != 0) std::exit(20);
+        setEnv("NCCL_NET", "Socket");
+        std::unique_ptr<Network> network;
+        if (Network::open(1, &network) != ncclSuccess || std::strcmp(network->name(), "Socket") != 0) std::exit(21);
+        if (network->bandwidthGBps(4) != kLoopbackSocketMbps / 8000.0) std::exit(22);
+        if (network->bandwidthGBps(1) != kLoopbackSocketMbps / 8000.0) std::exit(23);
+        if (plugin->bandwidthGBps(4) != 10000 / 8000.0) std::exit(24);
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");

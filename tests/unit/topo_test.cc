@@ -307,6 +307,38 @@ int netHops(const Topology& topo, const std::vector<int>& ring) {
   return hops;
 }
 
+// The NET hops' bandwidth is the network's (Link::netGBps, from its devices' speeds), shared by
+// the channels; the slower end of each pair counts, so every rank models the same; unknown (0):
+// kDefaultNetGBps.
+TEST_F(TopoTest, TheNetworkSpeedSetsTheBandwidthOfRingsAcrossHosts) {
+  const TopoParams params = defaultParams();
+  auto withNetSpeed = [](std::vector<Link> links, int n, float gbps, int slowRank, float slowGbps) {
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (links[i * n + j].path == PathType::kNet) links[i * n + j].netGBps = i == slowRank ? slowGbps : gbps;
+      }
+    }
+    return links;
+  };
+  Topology topo;
+  ASSERT_EQ(buildTopology(4, nodesOfNvlink(2, 2), params, &topo), ncclSuccess);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, kDefaultNetGBps / kDefaultNetChannels);
+  ASSERT_EQ(buildTopology(4, withNetSpeed(nodesOfNvlink(2, 2), 4, 50, -1, 0), params, &topo), ncclSuccess);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 50.0 / kDefaultNetChannels);
+  ASSERT_EQ(buildTopology(4, withNetSpeed(nodesOfNvlink(4, 1), 4, 50, 2, 12.5), params, &topo), ncclSuccess);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 12.5 / kDefaultNetChannels);
+  // Fewer channels share the same network: each gets more.
+  TopoParams two = params;
+  two.maxChannels = 2;
+  ASSERT_EQ(buildTopology(4, withNetSpeed(nodesOfNvlink(2, 2), 4, 50, -1, 0), two, &topo), ncclSuccess);
+  EXPECT_EQ(topo.nChannels, 2);
+  EXPECT_EQ(netChannelCount(two), 2);
+  EXPECT_DOUBLE_EQ(topo.bwPerChannelGBps, 25.0);
+  // A network faster than NVLink leaves the NVLink hops the limit.
+  ASSERT_EQ(buildTopology(4, withNetSpeed(nodesOfNvlink(2, 2), 4, 1000, -1, 0), params, &topo), ncclSuccess);
+  EXPECT_LT(topo.bwPerChannelGBps, 1000.0 / kDefaultNetChannels);
+}
+
 TEST_F(TopoTest, HostsAreJoinedByTheNetworkAndRingsCrossThemOnce) {
   const TopoParams params = defaultParams();
   for (int nodes : {2, 4}) {
