@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,7 +18,28 @@
 
 namespace childtest {
 
-// The split and shrink tests run on 4 GPUs.
+// Whether openParent puts each rank on an emulated host of its own (see FourRanks). Set before the
+// ranks' processes are forked, which inherit it.
+inline bool& hostPerRank() {
+  static bool on = false;
+  return on;
+}
+
+// The split and shrink tests run 4 ranks: on 4 GPUs, one host; with fewer GPUs (where they fit),
+// 4 emulated hosts of one rank that share the GPUs (hostPerRank), so that the parents and their
+// children connect over the socket network on loopback.
+class FourRanks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    hostPerRank() = false;
+    if (gputest::gpuCount() >= 4) return;
+    if (!gputest::emulatedHostsFit(4, 1)) GTEST_SKIP() << "4 ranks do not fit this machine";
+    hostPerRank() = true;
+  }
+  void TearDown() override { hostPerRank() = false; }
+};
+
+// Tests that need the 4 ranks on one host: 4 GPUs.
 class FourGpus : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,6 +72,10 @@ inline ncclResult_t waitReady(ncclComm_t comm) {
 // config may be null. A nonblocking one's init may return ncclInProgress (or ncclSuccess when it
 // was quick); the communicator is polled until it is ready.
 inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
+  if (hostPerRank()) {
+    setenv("NCCL_HOSTID", ("braid-child-test-host-" + std::to_string(rank)).c_str(), 1);
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  }
   CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
   CHILD_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
   CHILD_CUDA(cudaMalloc(&p->buf, kCount * sizeof(int32_t)));
