@@ -73,7 +73,7 @@ inline ncclResult_t waitReady(ncclComm_t comm) {
 // was quick); the communicator is polled until it is ready.
 inline int openParent(int rank, int nranks, const ncclUniqueId& id, Parent* p, ncclConfig_t* config = nullptr) {
   if (hostPerRank()) {
-    setenv("NCCL_HOSTID", ("braid-child-test-host-" + std::to_string(rank)).c_str(), 1);
+    gputest::enterEmulatedHost(rank);
     setenv("NCCL_SOCKET_IFNAME", "lo", 1);
   }
   CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));

@@ -319,7 +319,7 @@ int rankBody(int rank, int nranks, const ncclUniqueId& id, const Resources& s, c
   ctx.nranks = nranks;
   ctx.dev = gputest::deviceOfRank(rank);
   if (s.ranksPerHost > 0) {
-    setenv("NCCL_HOSTID", ("braid-sweep-host-" + std::to_string(rank / s.ranksPerHost)).c_str(), 1);
+    gputest::enterEmulatedHost(rank / s.ranksPerHost);
   }
   CHILD_CUDA(cudaSetDevice(ctx.dev));
   CHILD_NCCL(ncclCommInitRank(&ctx.comm, nranks, id, rank));
@@ -702,20 +702,19 @@ class CollSweepAcrossHosts : public CollSweep {
   std::vector<int> hostSizes() const { return gputest::emulatedHostSizes(nranks()); }
   // Hosts as large as fit: for the tests that need only one layout.
   int largestHost() const { return hostSizes().front(); }
-  static std::string layout(int nranks, int perHost) {
-    return std::to_string(nranks / perHost) + " hosts of " + std::to_string(perHost) + " ranks";
+  // The cases on every layout of hostSizes().
+  void sweepEveryLayout(const std::vector<Case>& cases) {
+    for (int perHost : hostSizes()) {
+      SCOPED_TRACE(gputest::emulatedHostsName(nranks(), perHost));
+      sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
+    }
   }
+
+  ScopedSetenv ifname_{"NCCL_SOCKET_IFNAME", "lo"};
 };
 
 // Every collective; 4 ranks: 2 hosts of 2 and 4 hosts of 1; 2 ranks: 2 of 1.
-TEST_P(CollSweepAcrossHosts, AllColls) {
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  for (int perHost : hostSizes()) {
-    SCOPED_TRACE(layout(nranks(), perHost));
-    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-  }
-}
+TEST_P(CollSweepAcrossHosts, AllColls) { sweepEveryLayout(reducedSweepAllColls(nranks())); }
 
 // LL over the network (BRAID_NET_LL=1), forced for every size: the proxies ship LL slots and copy
 // them into the receivers' LL FIFOs (device/dev_types.h). The largest hosts that fit (2 of 2 on 4
@@ -723,7 +722,6 @@ TEST_P(CollSweepAcrossHosts, AllColls) {
 // connections.
 TEST_P(CollSweepAcrossHosts, AllCollsOverLl) {
   if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   const std::vector<Case> cases = reducedSweepAllColls(nranks());
   for (bool forceLl : {true, false}) {
@@ -740,14 +738,9 @@ TEST_P(CollSweepAcrossHosts, AllCollsOverLl) {
 // takes many steps per connection, more than the FIFOs hold.
 TEST_P(CollSweepAcrossHosts, AllCollsDirect) {
   if (colltest::againstReference()) GTEST_SKIP() << "Direct is Braid's algorithm; NCCL does not know the name";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   ScopedSetenv algo("NCCL_ALGO", "Direct");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
-  for (int perHost : hostSizes()) {
-    SCOPED_TRACE(layout(nranks(), perHost));
-    sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-  }
+  sweepEveryLayout(reducedSweepAllColls(nranks()));
 }
 
 // Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
@@ -755,7 +748,6 @@ TEST_P(CollSweepAcrossHosts, AllCollsDirect) {
 // (BRAID_NET_LL=1) and with Simple forced; counts up to 1 MiB + 3 take many steps per channel.
 TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
   if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
-  ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
   std::vector<Case> cases;
@@ -763,11 +755,9 @@ TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
     if (c.coll == Coll::kAllReduce) cases.push_back(c);
   }
   for (const char* proto : {"LL", "Simple"}) {
+    SCOPED_TRACE(proto);
     ScopedSetenv forced("NCCL_PROTO", proto);
-    for (int perHost : hostSizes()) {
-      SCOPED_TRACE(std::string(proto) + ", " + layout(nranks(), perHost));
-      sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
-    }
+    sweepEveryLayout(cases);
   }
 }
 

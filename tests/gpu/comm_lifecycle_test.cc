@@ -368,7 +368,7 @@ TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError
   if (!gputest::emulatedHostsFit(2, 1)) GTEST_SKIP() << "2 ranks on hosts of 1 do not fit this machine";
   EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
               setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-              setenv("NCCL_HOSTID", ("braid-farewell-host-" + std::to_string(rank)).c_str(), 1);
+              gputest::enterEmulatedHost(rank);
               CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
               ncclComm_t comm = nullptr;
               CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));

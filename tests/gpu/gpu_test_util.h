@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace gputest {
@@ -41,6 +43,17 @@ inline bool emulatedHostsFit(int nranks, int perHost) {
 // The host sizes to test nranks across emulated hosts with: n / 2, n / 4, ..., 1 ranks per host,
 // those that fit this machine (emulatedHostsFit). Empty: the test cannot run here.
 std::vector<int> emulatedHostSizes(int nranks);
+
+// "2 hosts of 2 ranks", for traces.
+inline std::string emulatedHostsName(int nranks, int perHost) {
+  return std::to_string(nranks / perHost) + " hosts of " + std::to_string(perHost) + " ranks";
+}
+
+// Puts this process on emulated host `host` (NCCL_HOSTID), whose traffic with the others goes over
+// the network: call it in a rank's process before its first communicator.
+inline void enterEmulatedHost(int host) {
+  setenv("NCCL_HOSTID", ("braid-test-host-" + std::to_string(host)).c_str(), 1);
+}
 
 // Runs body(rank) in `nranks` child processes; rank 0's unique id (made in the child of rank 0
 // when makeId is true) is passed to all of them. Returns the number of ranks that failed (exit

@@ -159,7 +159,7 @@ void expectTheRankThatHasNotLaunchedNamed(int n, const std::string& logDir, bool
   std::unique_ptr<colltest::ScopedSetenv> ifname;
   if (hostPerRank) ifname = std::make_unique<colltest::ScopedSetenv>("NCCL_SOCKET_IFNAME", "lo");
   EXPECT_EQ(0, gputest::runRanksInProcesses(n, [n, &logDir, hostPerRank](int rank, const ncclUniqueId& id) {
-              if (hostPerRank) setenv("NCCL_HOSTID", ("braid-hang-host-" + std::to_string(rank)).c_str(), 1);
+              if (hostPerRank) gputest::enterEmulatedHost(rank);
               ncclComm_t comm = nullptr;
               cudaStream_t stream = nullptr;
               if (openRank(n, rank, id, &comm, &stream) != 0) return 1;

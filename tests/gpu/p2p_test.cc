@@ -320,7 +320,7 @@ class P2pAcrossHosts : public ::testing::TestWithParam<int> {
   void acrossEmulatedHosts(const Body& body) {
     colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
     for (int perHost : gputest::emulatedHostSizes(n())) {
-      SCOPED_TRACE(std::to_string(n() / perHost) + " hosts of " + std::to_string(perHost) + " ranks");
+      SCOPED_TRACE(gputest::emulatedHostsName(n(), perHost));
       EXPECT_EQ(0, withRanks(n(), Mode::kProcesses, body, perHost));
     }
   }

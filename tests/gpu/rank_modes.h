@@ -30,7 +30,7 @@ using RanksBody = std::function<int(std::vector<R>&)>;
 // process per rank only): the rank sets NCCL_HOSTID to emulated host rank / ranksPerHost first.
 template <typename R>
 int runOneRank(int nranks, int rank, const ncclUniqueId& id, const RanksBody<R>& body, int ranksPerHost = 0) {
-  if (ranksPerHost > 0) setenv("NCCL_HOSTID", ("braid-test-host-" + std::to_string(rank / ranksPerHost)).c_str(), 1);
+  if (ranksPerHost > 0) enterEmulatedHost(rank / ranksPerHost);
   std::vector<R> ranks(1);
   ranks[0].rank = rank;
   CHILD_CUDA(cudaSetDevice(deviceOfRank(rank)));

@@ -149,7 +149,7 @@ TEST(DeadPeerAcrossHosts, IsReportedByTheNetwork) {
   close(fd);
   const std::string report = path;
   EXPECT_EQ(1, gputest::runRanksInProcesses(4, [&report](int rank, const ncclUniqueId& id) {
-              setenv("NCCL_HOSTID", ("braid-dead-net-host-" + std::to_string(rank)).c_str(), 1);
+              gputest::enterEmulatedHost(rank);
               Parent p;
               if (openParent(rank, 4, id, &p) != 0) return 1;
               if (checkMembers(p.comm, {0, 1, 2, 3}, rank, p) != 0) return 1;

@@ -308,8 +308,7 @@ TEST(SplitCycles, HundredSplitDestroyCyclesLeaveNoMemoryBehind) {
   const int perHost = gputest::gpuCount() >= 4 ? 0 : hostSizes.front();
   colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   EXPECT_EQ(0, gputest::runRanksInProcesses(4, [perHost](int rank, const ncclUniqueId& id) {
-              if (perHost > 0)
-                setenv("NCCL_HOSTID", ("braid-cycles-host-" + std::to_string(rank / perHost)).c_str(), 1);
+              if (perHost > 0) gputest::enterEmulatedHost(rank / perHost);
               Parent p;
               if (openConfiguredParent(rank, 4, id, &p) != 0) return 1;
               constexpr int kCycles = 100, kWarmup = 10;
