@@ -22,6 +22,7 @@
 #include "core/graph_progress.h"
 #include "core/peer_info.h"
 #include "core/share_group.h"
+#include "util/launch_counts.h"
 
 namespace braid {
 class AsyncGroupJob;
@@ -59,6 +60,9 @@ struct ncclComm {
   // visits the communicator in the registry, which release() waits out before tearing the data
   // path down) whether work is in flight.
   std::atomic<cudaEvent_t> lastLaunch_{nullptr};
+  // The data path's count of launches that may use the network, once it has a proxy and a peer
+  // watch runs (null otherwise): the watch notes there which have ended, for the proxy's sleeps.
+  std::atomic<braid::LaunchCounts*> netLaunches_{nullptr};
   // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
   // during the registry visit like lastLaunch_. Then the watch thread's own memory of the waits it
   // has seen and reported (core/wait_notes.h): in collectives, graph ops (core/graph_progress.h)

@@ -57,6 +57,17 @@ void noteCompletedCollectives(ncclComm* comm) {
   if (latestLaunchStatus(comm) == cudaSuccess) noteCompleted(board, recorded);
 }
 
+// Tells comm's proxy when every launch it was told of has ended, so that it may sleep long
+// (proxy/proxy.h, "Idle"). `issued` is read before the query: a launch counted there has recorded
+// the latest event already (util/launch_counts.h).
+void noteNetLaunchesEnded(const ncclComm* comm) {
+  LaunchCounts* launches = comm->netLaunches_.load();
+  if (launches == nullptr) return;
+  const uint64_t issued = launches->issued.load(std::memory_order_acquire);
+  if (issued == launches->completed.load(std::memory_order_relaxed)) return;  // no CUDA call
+  if (latestLaunchStatus(comm) == cudaSuccess) launches->completed.store(issued, std::memory_order_release);
+}
+
 // Marks `comm` if one of its peers died; the caller visits it in the comm registry.
 void checkComm(ncclComm* comm) {
   if (comm->state_.load() != CommState::kReady) return;  // a revoked one has nothing in flight
@@ -71,6 +82,7 @@ void watchLoop(int64_t intervalMs) {
     commRegistryForEach([](ncclComm* comm) {
       checkHang(comm);  // first: it makes no CUDA call, and the others may block in one
       noteCompletedCollectives(comm);
+      noteNetLaunchesEnded(comm);
       checkComm(comm);
     });
   }

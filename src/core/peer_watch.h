@@ -5,7 +5,8 @@
 // refused with that error (they would wait for it forever). ncclCommAbort, ncclCommDestroy and
 // ncclCommShrink with NCCL_SHRINK_ABORT still work: none of them waits for a dead peer. Peers on
 // other hosts or in other pid namespaces are not watched. The same thread makes the hang reports
-// (core/hang_watch.h), first, since they need no CUDA call and the dead-peer check may make one.
+// (core/hang_watch.h), first, since they need no CUDA call and the dead-peer check may make one,
+// and it tells each proxy when the launches it serves have ended (util/launch_counts.h).
 #pragma once
 
 #include <vector>

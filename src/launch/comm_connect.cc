@@ -100,10 +100,17 @@ ncclResult_t CommDataPath::ensureNetwork() {
   ncclComm* comm = comm_;
   char name[64];
   std::snprintf(name, sizeof(name), "rank %d proxy", comm_->rank_);
-  proxy_ = std::make_unique<proxy::Proxy>(name, [comm](ncclResult_t error) {
-    ncclResult_t expected = ncclSuccess;
-    comm->asyncError_.compare_exchange_strong(expected, error);
-  });
+  // The peer watch says when our launches have ended, which lets an idle proxy sleep long
+  // (proxy/proxy.h, "Idle").
+  if (paramInt(ParamId::kPeerWatchMs) > 0) netLaunches_ = std::make_unique<LaunchCounts>();
+  proxy_ = std::make_unique<proxy::Proxy>(
+      name,
+      [comm](ncclResult_t error) {
+        ncclResult_t expected = ncclSuccess;
+        comm->asyncError_.compare_exchange_strong(expected, error);
+      },
+      netLaunches_.get());
+  comm_->netLaunches_.store(netLaunches_.get());
   return ncclSuccess;
 }
 

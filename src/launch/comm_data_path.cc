@@ -154,9 +154,13 @@ ncclResult_t CommDataPath::launchPending() {
     proxy_->kick();  // wake it before the kernels need it
     NCCLCHECK(wakeProxyOnReplays(tasks, p2p));
   }
-  for (size_t i = 0; i < tasks.size(); i++) NCCLCHECK(launchOne(tasks[i], registered[i]));
-  if (!p2p.empty()) NCCLCHECK(launchP2p(p2p));
-  return ncclSuccess;
+  ncclResult_t result = ncclSuccess;
+  for (size_t i = 0; i < tasks.size() && result == ncclSuccess; i++) result = launchOne(tasks[i], registered[i]);
+  if (result == ncclSuccess && !p2p.empty()) result = launchP2p(p2p);
+  // After the launches recorded the latest event (util/launch_counts.h); a failed one counts too:
+  // what it launched before failing is covered by that event as well.
+  if (netLaunches_ != nullptr && (!tasks.empty() || !p2p.empty())) netLaunches_->issued.fetch_add(1);
+  return result;
 }
 
 // Captured launches get a host node that kicks the proxy at each replay (launch/replay_wake.h), one

@@ -32,6 +32,7 @@
 #include "register/registry.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
+#include "util/launch_counts.h"
 
 namespace braid {
 
@@ -185,8 +186,10 @@ class CommDataPath final : public DataPathBase {
   plan::Filter filter_{};
   bool connected_ = false;
   topo::Topology topo_{};
-  // Declared before connections_, which use them: destroyed after them (proxy before network).
+  // Declared before connections_, which use them: destroyed after them (proxy before network, and
+  // the launch counts, which the proxy reads, after it).
   std::unique_ptr<net::Network> network_;
+  std::unique_ptr<LaunchCounts> netLaunches_;  // null without a peer watch to say when they end
   std::unique_ptr<proxy::Proxy> proxy_;
   bool aborted_ = false;  // signalAbort() came: no farewell to the peers (proxy/proxy.h)
   // Rings, then direct channels, then trees and point-to-point peers, own or reused from the group.

@@ -23,6 +23,10 @@ constexpr int kMaxSlots = 16;
 constexpr int kFirstSleepUs = 20;
 constexpr int kLaunchWindowSleepUs = 50;       // the longest sleep within BRAID_PROXY_LAUNCH_WINDOW_MS of a kick
 constexpr int64_t kMaxSleepUsBound = 1000000;  // BRAID_PROXY_MAX_SLEEP_US below it: a timespec of < 1 s
+// Once every launch has ended (the header comment, "Idle"): a sleep lasts at most 1/64 of the time
+// nothing happened, and at most kIdleSleepUs.
+constexpr int64_t kQuietPerSleep = 64;
+constexpr int64_t kIdleSleepUs = 100000;
 
 const char* resultName(ncclResult_t res) {
   switch (res) {
@@ -58,9 +62,10 @@ struct Proxy::Batch {
   std::vector<Fifo> fifos;
 };
 
-Proxy::Proxy(std::string name, ErrorSink onError)
+Proxy::Proxy(std::string name, ErrorSink onError, const LaunchCounts* launches)
     : name_(std::move(name)),
       onError_(std::move(onError)),
+      launches_(launches),
       spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)),
       maxSleepUs_(static_cast<int>(
           std::clamp<int64_t>(paramInt(ParamId::kProxyMaxSleepUs), kFirstSleepUs, kMaxSleepUsBound - 1))),
@@ -383,8 +388,7 @@ void Proxy::run() {
       cpuRelax();
       continue;
     }
-    // Within the launch window a kernel may start any moment (see the header comment).
-    const int longest = now - lastKick < launchWindow_ ? std::min(maxSleepUs_, kLaunchWindowSleepUs) : maxSleepUs_;
+    const int longest = longestSleepUs(now, lastKick, lastProgress);
     sleepUs = std::min(sleepUs, longest);
     if (sleepUntilWoken(sleepUs, seenKicks, watchSockets)) {
       // A peer's data: poll for a spin window, and watch the sockets again only once a step moves.
@@ -395,6 +399,18 @@ void Proxy::run() {
       sleepUs = std::min(sleepUs * 2, longest);
     }
   }
+}
+
+// The longest sleep now (see the header comment, "Idle"). Within the launch window, or while a
+// launch has not ended, a kernel may start any moment.
+int Proxy::longestSleepUs(Clock::time_point now, Clock::time_point lastKick, Clock::time_point lastProgress) const {
+  if (now - lastKick < launchWindow_ || (launches_ != nullptr && launches_->pending())) {
+    return std::min(maxSleepUs_, kLaunchWindowSleepUs);
+  }
+  if (launches_ == nullptr) return maxSleepUs_;  // nobody says when the launches end
+  const int64_t quietUs =
+      std::chrono::duration_cast<std::chrono::microseconds>(now - std::max(lastKick, lastProgress)).count();
+  return static_cast<int>(std::max<int64_t>(maxSleepUs_, std::min(quietUs / kQuietPerSleep, kIdleSleepUs)));
 }
 
 // One sleep of at most sleepUs, ended early by the eventfd (a kick or a change) or, with

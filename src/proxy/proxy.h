@@ -20,22 +20,29 @@
 // operations: it follows the counters.
 //
 // Idle: while data moves the thread polls; BRAID_PROXY_SPIN_US after its last progress it sleeps
-// between polls, 20 us at first and up to BRAID_PROXY_MAX_SLEEP_US (1 ms), so an idle
-// communicator costs no core. kick() (called at every launch that uses the network) ends a sleep
-// at once; a captured launch adds a host node to its graph that kicks through a ProxyKicker, so a
-// replay wakes the proxy as well (launch/replay_wake.h). Data from a peer ends a sleep at once too:
-// the thread sleeps in ppoll() on an eventfd (kicks, changes) and on the epoll set of the built-in
-// socket network's receiving sockets that it progresses (net/ready_scan.h), and after such a wake
-// it polls for another spin window. Where that window moves no step (data the GPU has no slot for
-// yet stays unread, and the epoll set stays readable), the sleeps stop watching the sockets until
-// a step moves or a kick comes, so that unread data cannot keep the thread spinning. External
-// network plugins give no sockets to watch: their data is seen at the next timed poll. What the
-// sleeps still bound is how late the proxy sees the first steps of a kernel that starts long
-// after its launch's kick (the host running ahead of the GPU, as training loops do): for
-// BRAID_PROXY_LAUNCH_WINDOW_MS after a kick the sleeps last at most 50 us, so such a kernel's
-// steps wait that long instead of up to BRAID_PROXY_MAX_SLEEP_US. In the window a proxy costs a
-// fraction of a core (19% on a 2-vCPU VM, ProxyTest.AKernelThatStartsLongAfterItsLaunchIsSentAtOnce);
-// NCCL's proxy polls without sleeping while it has work.
+// between polls, 20 us at first and doubling up to a bound, so an idle communicator costs no core.
+// kick() (called at every launch that uses the network) ends a sleep at once; a captured launch
+// adds a host node to its graph that kicks through a ProxyKicker, so a replay wakes the proxy as
+// well (launch/replay_wake.h). Data from a peer ends a sleep at once too: the thread sleeps in
+// ppoll() on an eventfd (kicks, changes) and on the epoll set of the built-in socket network's
+// receiving sockets that it progresses (net/ready_scan.h), and after such a wake it polls for
+// another spin window. Where that window moves no step (data the GPU has no slot for yet stays
+// unread, and the epoll set stays readable), the sleeps stop watching the sockets until a step
+// moves or a kick comes, so that unread data cannot keep the thread spinning. External network
+// plugins give no sockets to watch: their data is seen at the next timed poll.
+// The bound says how late the proxy may see the first steps of a kernel that starts long after
+// its launch's kick (the host ahead of the GPU, as training loops are; a replay's kick comes just
+// before its kernels), or a plugin's data:
+// - 50 us within BRAID_PROXY_LAUNCH_WINDOW_MS of a kick, and while an eager launch has not ended
+//   (LaunchCounts, given by the data path and kept by the peer watch, which asks CUDA about the
+//   latest launch every BRAID_PEER_WATCH_MS). A proxy costs a fraction of a core then (19% on a
+//   2-vCPU VM, ProxyTest.AKernelThatStartsLongAfterItsLaunchIsSentAtOnce); NCCL's proxy polls
+//   without sleeping while it has work.
+// - Once every launch has ended: 1/64 of the time since the last kick or step, between
+//   BRAID_PROXY_MAX_SLEEP_US (1 ms) and 100 ms. Nothing of ours needs the thread before the next
+//   kick then, and what a missed wake could cost stays under 2% of the quiet time before it; an idle
+//   communicator wakes ~10 times a second instead of 1,000.
+// - BRAID_PROXY_MAX_SLEEP_US without LaunchCounts (no peer watch).
 //
 // Errors: a network call that fails (a peer that closed or reset its connection) stops that FIFO,
 // logs one WARN naming the connection (rank, peer, host, channel) and reports the error through
@@ -68,6 +75,7 @@
 #include <vector>
 
 #include "device/dev_types.h"
+#include "util/launch_counts.h"
 
 namespace braid::proxy {
 
@@ -113,8 +121,10 @@ class ProxyKicker {
 class Proxy {
  public:
   using ErrorSink = std::function<void(ncclResult_t)>;
-  // Starts the thread. `name` prefixes its log lines; onError is called from the thread.
-  Proxy(std::string name, ErrorSink onError);
+  // Starts the thread. `name` prefixes its log lines; onError is called from the thread. launches
+  // (optional, must outlive the proxy): the communicator's launches and which of them have ended;
+  // without it the proxy never sleeps longer than BRAID_PROXY_MAX_SLEEP_US (see "Idle" above).
+  Proxy(std::string name, ErrorSink onError, const LaunchCounts* launches = nullptr);
   ~Proxy();  // stops the thread; FIFOs still attached are dropped without further network calls
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
@@ -145,10 +155,14 @@ class Proxy {
   void applyChanges();
   void sendFarewells();
   void signalWake();
+  [[nodiscard]] int longestSleepUs(std::chrono::steady_clock::time_point now,
+                                   std::chrono::steady_clock::time_point lastKick,
+                                   std::chrono::steady_clock::time_point lastProgress) const;
   [[nodiscard]] bool sleepUntilWoken(int sleepUs, uint64_t seenKicks, bool watchSockets);
 
   std::string name_;
   ErrorSink onError_;
+  const LaunchCounts* launches_;
   int64_t spinUs_;
   int maxSleepUs_;
   std::chrono::microseconds launchWindow_;

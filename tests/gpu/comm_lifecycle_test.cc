@@ -2,8 +2,9 @@
 // scalable (several roots) init, two ranks on one GPU rejected, handle checks, memory that stays
 // flat over many init/destroy cycles, an abort from another thread while a kernel spins, a
 // nonblocking communicator refusing calls while in progress, and ranks on two emulated hosts
-// destroying at different times.
+// destroying at different times or idling.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -410,6 +411,60 @@ TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError
                 }
                 CHILD_NCCL(ncclCommDestroy(comm));
               }
+              CHILD_CUDA(cudaStreamDestroy(stream));
+              CHILD_CUDA(cudaFree(buf));
+              return 0;
+            }));
+}
+
+// AllReduce of `count` int32 over `comm`: each rank's values differ, the sum is checked exactly.
+int allReduceChecked(ncclComm_t comm, int nranks, int rank, int32_t* buf, size_t count, cudaStream_t stream) {
+  std::vector<int32_t> host(count);
+  for (size_t i = 0; i < count; i++) host[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(rank) * 13) % 1000);
+  CHILD_CUDA(gputest::uploadSync(buf, host.data(), count * sizeof(int32_t)));
+  CHILD_NCCL(ncclAllReduce(buf, buf, count, ncclInt32, ncclSum, comm, stream));
+  CHILD_CUDA(cudaStreamSynchronize(stream));
+  CHILD_CUDA(cudaMemcpy(host.data(), buf, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; i++) {
+    int64_t expected = 0;
+    for (int r = 0; r < nranks; r++) expected += static_cast<int64_t>((i * 7 + static_cast<size_t>(r) * 13) % 1000);
+    wrong += host[i] != expected ? 1 : 0;
+  }
+  CHILD_EXPECT(wrong == 0);
+  return 0;
+}
+
+// Two ranks on two emulated hosts, idle after an AllReduce: once the peer watch (every second) has
+// seen their launches end, each process's proxy sleeps up to 100 ms at a time instead of 1 ms
+// (proxy/proxy.h, "Idle"). Counted as the voluntary context switches of the whole process in 2 s,
+// 3 s after the AllReduce: a proxy that stopped at 1 ms would make about 2,000 alone. Another
+// AllReduce afterwards is still correct (its launch wakes the proxy).
+TEST(CommLifecycle, AcrossHostsAnIdleCommunicatorWakesRarely) {
+  if (!gputest::emulatedHostsFit(2, 1)) GTEST_SKIP() << "2 ranks on hosts of 1 do not fit this machine";
+  EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
+              setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+              gputest::enterEmulatedHost(rank);
+              CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+              constexpr size_t kCount = size_t{16} << 20;
+              int32_t* buf = nullptr;
+              cudaStream_t stream = nullptr;
+              CHILD_CUDA(cudaMalloc(&buf, kCount * sizeof(int32_t)));
+              CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+              if (allReduceChecked(comm, 2, rank, buf, kCount, stream) != 0) return 1;
+              std::this_thread::sleep_for(std::chrono::seconds(3));
+              rusage before{};
+              getrusage(RUSAGE_SELF, &before);
+              std::this_thread::sleep_for(std::chrono::seconds(2));
+              rusage after{};
+              getrusage(RUSAGE_SELF, &after);
+              const long wakes = after.ru_nvcsw - before.ru_nvcsw;
+              std::printf("rank %d: %ld voluntary context switches in 2 s of idle time\n", rank, wakes);
+              CHILD_EXPECT(wakes < 500);
+              if (allReduceChecked(comm, 2, rank, buf, kCount, stream) != 0) return 1;
+              CHILD_NCCL(ncclCommDestroy(comm));
               CHILD_CUDA(cudaStreamDestroy(stream));
               CHILD_CUDA(cudaFree(buf));
               return 0;

@@ -3,8 +3,9 @@
 // sender fills a slot, stores its size, publishes tail; the receiver waits for tail, reads the slot,
 // publishes head. Random step sizes, per-step different contents, every byte checked; a peer that
 // closes its end is reported through the error callback, one that says farewell first is not; an
-// idle proxy sleeps, wakes at once for a kick or a peer's data, and does not spin beside data it has
-// no slot for; a ping-pong times a NET hop beside idle FIFOs.
+// idle proxy sleeps, longer once its launches have ended, wakes at once for a kick or a peer's
+// data, and does not spin beside data it has no slot for; a ping-pong times a NET hop beside idle
+// FIFOs.
 #include "proxy/proxy.h"
 
 #include <gtest/gtest.h>
@@ -545,6 +546,81 @@ TEST_F(ProxyTest, AKernelThatStartsLongAfterItsLaunchIsSentAtOnce) {
               ms[ms.size() / 2], 100 * cpu / idle);
   EXPECT_LT(ms[ms.size() / 2], 20.0) << "the sender saw the step only at the end of a long sleep (worst " << ms.back()
                                      << " ms)";
+}
+
+// The same, past any launch window: while the peer watch has not seen the launch end (LaunchCounts
+// differ), the sender still sleeps at most 50 us, so a kernel that starts 400 ms after its kick is
+// sent at once (without the counts it would wait for the end of a 200 ms sleep).
+TEST_F(ProxyTest, AKernelThatStartsAfterTheWindowIsSentAtOnceWhileItsLaunchHasNotEnded) {
+  testing::ScopedEnv env;
+  useLongSleepsWithoutSpin(&env, "0");
+  HostFifo sendSide, recvSide;
+  LaunchCounts launches;
+  std::vector<double> ms;
+  {
+    Proxy sender("sender proxy", nullptr, &launches);
+    Proxy receiver("receiver proxy", nullptr);
+    sender.add({fifoOf(&sendSide, true)});
+    receiver.add({fifoOf(&recvSide, false)});
+    for (uint64_t step = 0; step < 3; ++step) {
+      sender.kick();  // the launch
+      launches.issued.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));         // the GPU is busy with earlier work
+      ms.push_back(msToMoveOneStep(&sendSide, &recvSide, step, nullptr));  // the kernel starts
+      ASSERT_GE(ms.back(), 0) << "step " << step;
+      launches.completed.store(launches.issued.load());  // the watch sees it end
+    }
+  }
+  env.restore();
+  paramsReset();
+  std::sort(ms.begin(), ms.end());
+  EXPECT_LT(ms[ms.size() / 2], 20.0) << "the sender slept through a pending launch (worst " << ms.back() << " ms)";
+}
+
+// Sleeps (voluntary context switches: each ppoll that times out is one) of the whole process in
+// 1.5 s, after 0.5 s in which its proxies fell asleep.
+long sleepsInAnIdleSecondAndAHalf() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  return after.ru_nvcsw - before.ru_nvcsw;
+}
+
+// Once every launch has ended (LaunchCounts agree), nothing of ours needs an idle proxy before the
+// next kick: its sleeps grow with the quiet time (1/64 of it, up to 100 ms) instead of stopping at
+// BRAID_PROXY_MAX_SLEEP_US (1 ms). Two proxies wake ~200 times in 1.5 s instead of ~3,000, and a
+// kick still wakes them at once.
+TEST_F(ProxyTest, AnIdleProxyWhoseLaunchesHaveEndedWakesRarely) {
+  HostFifo sendSide, recvSide;
+  long withoutCounts = 0;
+  {
+    Proxy sender("sender proxy", nullptr);
+    Proxy receiver("receiver proxy", nullptr);
+    withoutCounts = sleepsInAnIdleSecondAndAHalf();
+  }
+  LaunchCounts launches;
+  launches.issued.store(3);
+  launches.completed.store(3);
+  Proxy sender("sender proxy", nullptr, &launches);
+  Proxy receiver("receiver proxy", nullptr, &launches);
+  sender.add({fifoOf(&sendSide, true)});
+  receiver.add({fifoOf(&recvSide, false)});
+  const long withCounts = sleepsInAnIdleSecondAndAHalf();
+  std::printf("sleeps of two idle proxies in 1.5 s: %ld without launch counts, %ld once their launches ended\n",
+              withoutCounts, withCounts);
+  EXPECT_LT(withCounts * 5, withoutCounts);
+  sendSide.buff[0] = 42;
+  sendSide.sizes[0] = 1;
+  const auto t0 = Clock::now();
+  sender.kick();
+  store(&sendSide.tail, 1);
+  ASSERT_TRUE(waitFor(&recvSide.tail, 1, std::chrono::seconds(5)));
+  EXPECT_EQ(recvSide.buff[0], 42);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_LT(ms, 50.0) << "a kick did not end a long sleep at once";
 }
 
 // Data the GPU has no slot for stays unread in the receiver's socket, which stays readable: the
