@@ -358,6 +358,16 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
             }));
 }
 
+// Rank `rank` of `nranks`, each on its own emulated host (the data crosses the socket network over
+// loopback; ranks may share a GPU): its communicator in *comm.
+int initOnItsOwnHost(int nranks, int rank, const ncclUniqueId& id, ncclComm_t* comm) {
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  gputest::enterEmulatedHost(rank);
+  CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
+  CHILD_NCCL(ncclCommInitRank(comm, nranks, id, rank));
+  return 0;
+}
+
 // Two ranks on two emulated hosts (the data crosses the socket network; they may share a GPU).
 // Rank 0 sends 64 MiB and destroys its communicator at once: its kernel finishes when the last
 // steps are in its host FIFO, before the network has taken them, so destroy must send them (and
@@ -368,11 +378,8 @@ TEST(CommLifecycle, NonblockingCommunicatorInProgressRefusesCalls) {
 TEST(CommLifecycle, AcrossHostsARankThatDestroysFirstLosesNoDataAndLeavesNoError) {
   if (!gputest::emulatedHostsFit(2, 1)) GTEST_SKIP() << "2 ranks on hosts of 1 do not fit this machine";
   EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
-              setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-              gputest::enterEmulatedHost(rank);
-              CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
               ncclComm_t comm = nullptr;
-              CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+              if (initOnItsOwnHost(2, rank, id, &comm) != 0) return 1;
               constexpr size_t kCount = size_t{16} << 20;  // int32: 64 MiB
               std::vector<uint32_t> host(kCount);
               for (size_t i = 0; i < kCount; i++) host[i] = static_cast<uint32_t>(i * 2654435761u) ^ 0x5eed;
@@ -443,11 +450,8 @@ int allReduceChecked(ncclComm_t comm, int nranks, int rank, int32_t* buf, size_t
 TEST(CommLifecycle, AcrossHostsAnIdleCommunicatorWakesRarely) {
   if (!gputest::emulatedHostsFit(2, 1)) GTEST_SKIP() << "2 ranks on hosts of 1 do not fit this machine";
   EXPECT_EQ(0, runRanksInProcesses(2, [](int rank, const ncclUniqueId& id) {
-              setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-              gputest::enterEmulatedHost(rank);
-              CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
               ncclComm_t comm = nullptr;
-              CHILD_NCCL(ncclCommInitRank(&comm, 2, id, rank));
+              if (initOnItsOwnHost(2, rank, id, &comm) != 0) return 1;
               constexpr size_t kCount = size_t{16} << 20;
               int32_t* buf = nullptr;
               cudaStream_t stream = nullptr;
