@@ -543,9 +543,10 @@ std::vector<Case> fullSweep(Coll coll, int nranks) {
   return cases;
 }
 
-std::vector<Case> reducedSweepAllColls(int nranks) {
+// The reduced sweep of `colls`: their reduced types and ops, counts 1, 1023 and 1 MiB + 3.
+std::vector<Case> reducedSweepOf(const std::vector<Coll>& colls, int nranks) {
   std::vector<Case> cases;
-  for (Coll coll : allColls()) {
+  for (Coll coll : colls) {
     Shape shape;
     shape.typeOps = reducedTypeOps(coll);
     shape.counts = {1, 1023, kMiB + 3};
@@ -553,6 +554,8 @@ std::vector<Case> reducedSweepAllColls(int nranks) {
   }
   return cases;
 }
+
+std::vector<Case> reducedSweepAllColls(int nranks) { return reducedSweepOf(allColls(), nranks); }
 
 // ---- Tests ---------------------------------------------------------------------------------------
 
@@ -623,10 +626,7 @@ TEST_P(CollSweep, AllCollsDirect) {
 // form a chain (topo's singleHostTrees), over NVLink P2P, with LL and with Simple.
 TEST_P(CollSweep, AllReduceTreeOnOneHost) {
   ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
-  std::vector<Case> cases;
-  for (const Case& c : reducedSweepAllColls(nranks())) {
-    if (c.coll == Coll::kAllReduce) cases.push_back(c);
-  }
+  const std::vector<Case> cases = reducedSweepOf({Coll::kAllReduce}, nranks());
   for (const char* proto : {"LL", "Simple"}) {
     SCOPED_TRACE(proto);
     ScopedSetenv forced("NCCL_PROTO", proto);
@@ -750,10 +750,7 @@ TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
   if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
-  std::vector<Case> cases;
-  for (const Case& c : reducedSweepAllColls(nranks())) {
-    if (c.coll == Coll::kAllReduce) cases.push_back(c);
-  }
+  const std::vector<Case> cases = reducedSweepOf({Coll::kAllReduce}, nranks());
   for (const char* proto : {"LL", "Simple"}) {
     SCOPED_TRACE(proto);
     ScopedSetenv forced("NCCL_PROTO", proto);
