@@ -7,9 +7,8 @@
 // The shared buffer is the receive buffer for AllReduce, AllGather and Broadcast (peers write into
 // it) and the send buffer for ReduceScatter and Reduce (peers read from it; see DevRegPeers).
 // Write-direct runs on half the CTAs of the copy path (a CTA moves each byte with fewer memory
-// operations), read-direct on all of them.
-#include <algorithm>
-
+// operations), and so does a two-rank ReduceScatter; other read-direct operations on all of them
+// (plan::zeroCopyModel).
 #include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
 #include "launch/comm_data_path.h"
@@ -99,13 +98,6 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
   if (!topo_.allNvlinkP2p) return ncclSuccess;
   collectReleasedRegistrations();
-  // Write-direct on half the channels: the next rank's buffer as the destination saves a CTA enough
-  // memory operations to keep (AllGather) or nearly keep (AllReduce, Broadcast) the bandwidth; see
-  // docs/performance.md (4 H200, 256 MiB). Broadcast on all channels was slower still. Read-direct
-  // keeps them all: its loads cross NVLink, and on half the channels ReduceScatter and Reduce lost
-  // 3-9% against the copy path where on all of them they gain up to 14% (2 H200, 64 MiB-1 GiB).
-  plan::CommModel halved = model_;
-  halved.maxChannels = std::max(1, model_.maxChannels / 2);
   transport::Context ctx = transportContext();
   const int nranks = comm_->nranks_;
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
@@ -123,7 +115,8 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
       r.recv = r.send = nullptr;
       continue;
     }
-    NCCLCHECK(plan::decide(peersRead ? model_ : halved, filter_, task.coll, collBytes(task, nranks), &r.decision));
+    NCCLCHECK(
+        plan::decide(plan::zeroCopyModel(model_, task.coll), filter_, task.coll, collBytes(task, nranks), &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
     reg::Registration*& shared = peersRead ? r.send : r.recv;
     if (graph && shared == nullptr) {

@@ -207,6 +207,21 @@ Decision oneRankDecision(const CommModel& model, size_t bytes) {
 
 }  // namespace
 
+// Write-direct (peers write into receive buffers) takes half the channels: the next rank's buffer
+// as the destination saves a CTA enough memory operations to keep (AllGather) or nearly keep
+// (AllReduce, Broadcast) the bandwidth (4 H200, 256 MiB; Broadcast on all channels was slower
+// still). Read-direct loads cross NVLink and need more CTAs in flight: where only the first hop
+// reads (more than two ranks), and for Reduce, whose root alone reads, it keeps them all. A two-rank
+// ReduceScatter is one read per channel on each GPU (device/coll/ring_colls.h, readDirectChunk) and
+// on half the channels beats the copy path on all: 312 against 287 GB/s at 256 MiB, where a
+// two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance.md).
+CommModel zeroCopyModel(const CommModel& model, CollId coll) {
+  const bool half = !readsPeerSendBuffers(coll) || (coll == CollId::kReduceScatter && model.nranks == 2);
+  CommModel out = model;
+  if (half) out.maxChannels = std::max(1, model.maxChannels / 2);
+  return out;
+}
+
 double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes) {
   if (model.nranks < 1 || proto < 0 || proto >= kNumProtos) return -1.0;
   if (model.nranks == 1) return 0.0;

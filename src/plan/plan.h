@@ -104,6 +104,11 @@ struct Decision {
 [[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes,
                                   Decision* out);
 
+// The model a zero-copy (registered) ring of `coll` is planned on: half the channels where the
+// zero-copy path keeps the copy path's bandwidth on them (write-direct; read-direct ReduceScatter on
+// two ranks), else all of them (see plan.cc).
+CommModel zeroCopyModel(const CommModel& model, CollId coll);
+
 // Estimated time in microseconds of Ring with `proto` on `nChannels` channels (values below 1 count
 // as 1), for ncclGroupSimulateEnd. 0 when nranks == 1; -1 when the model cannot estimate (nranks < 1
 // or bandwidth <= 0). Nondecreasing in bytes.

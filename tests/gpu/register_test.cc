@@ -51,33 +51,55 @@ int tearDown(Rank& r) {
 
 class Register : public regtest::GpusAndMode {};
 
+// Registers every rank's chunk, runs each of `ops` twice out of place and twice in place (exact
+// checks, iterations alternating the reduction), and checks the REG line of each direction used.
+template <size_t kOps>
+int zeroCopyRounds(std::vector<Rank>& ranks, int n, Alloc alloc, const Op (&ops)[kOps]) {
+  for (Rank& r : ranks) {
+    if (setUp(r, n, alloc) != 0) return 1;
+  }
+  int it = 0;
+  bool writes = false;
+  for (Op op : ops) {
+    writes = writes || op == Op::kAllReduce || op == Op::kAllGather || op == Op::kBroadcast;
+    for (bool inPlace : {false, true}) {
+      for (int rep = 0; rep < 2; rep++) {
+        if (runAndCheck(ranks, op, inPlace, it++) != 0) return 1;
+      }
+    }
+  }
+  if (!colltest::againstReference()) {
+    if (writes) CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
+    CHILD_EXPECT(logHas("zero-copy (peers read from them)"));
+  }
+  for (Rank& r : ranks) {
+    if (tearDown(r) != 0) return 1;
+  }
+  return 0;
+}
+
 TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
   regtest::ScopedRegLog log;
   const int n = this->n();
   for (Alloc alloc : {Alloc::kMemAlloc, Alloc::kCudaMalloc}) {
     SCOPED_TRACE(regtest::allocName(alloc));
     EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n, alloc](std::vector<Rank>& ranks) {
-                for (Rank& r : ranks) {
-                  if (setUp(r, n, alloc) != 0) return 1;
-                }
-                int it = 0;
-                for (Op op : regtest::kAllOps) {
-                  for (bool inPlace : {false, true}) {
-                    for (int rep = 0; rep < 2; rep++) {
-                      if (runAndCheck(ranks, op, inPlace, it++) != 0) return 1;
-                    }
-                  }
-                }
-                if (!colltest::againstReference()) {
-                  CHILD_EXPECT(logHas("zero-copy (peers write into them)"));
-                  CHILD_EXPECT(logHas("zero-copy (peers read from them)"));
-                }
-                for (Rank& r : ranks) {
-                  if (tearDown(r) != 0) return 1;
-                }
-                return 0;
+                return zeroCopyRounds(ranks, n, alloc, regtest::kAllOps);
               }));
   }
+}
+
+// On two ranks a read-direct channel reads its whole part of the peer's send buffer in one step
+// (device/coll/ring_colls.h, readDirectChunk). On at most two channels a part is 6-12 MiB, many
+// FIFO slots' worth, and the last one ends ragged; ReduceScatter and Reduce stay exact, the
+// average's preOp included. On more ranks the same operations check the first hop's reads.
+TEST_P(Register, ReadDirectOnFewChannelsIsExact) {
+  colltest::ScopedSetenv channels("NCCL_MAX_NCHANNELS", "2");
+  regtest::ScopedRegLog log;
+  const int n = this->n();
+  EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
+              return zeroCopyRounds(ranks, n, Alloc::kMemAlloc, {Op::kReduceScatter, Op::kReduce});
+            }));
 }
 
 // Rank 0 registers only its send buffer: every rank takes the copy path, rank 0's log says why,

@@ -701,5 +701,26 @@ TEST(PlanDecide, ClustersAreThePlannersPickUnlessConfigured) {
   }
 }
 
+// Registered rings: half the channels for the write-direct collectives and for a two-rank
+// ReduceScatter (one read step per channel), all of them for the other read-direct ones.
+TEST(PlanDecide, ZeroCopyTakesHalfTheChannelsWhereItKeepsTheBandwidth) {
+  for (int nranks : {2, 4, 8}) {
+    const CommModel m = hopperModel(nranks);
+    for (CollId coll : {CollId::kAllReduce, CollId::kAllGather, CollId::kBroadcast}) {
+      EXPECT_EQ(zeroCopyModel(m, coll).maxChannels, m.maxChannels / 2) << collName(coll) << " " << nranks;
+    }
+    EXPECT_EQ(zeroCopyModel(m, CollId::kReduce).maxChannels, m.maxChannels) << nranks;
+    EXPECT_EQ(zeroCopyModel(m, CollId::kReduceScatter).maxChannels, nranks == 2 ? m.maxChannels / 2 : m.maxChannels)
+        << nranks;
+  }
+  CommModel one = hopperModel(2);
+  one.maxChannels = 1;
+  EXPECT_EQ(zeroCopyModel(one, CollId::kReduceScatter).maxChannels, 1);
+  EXPECT_EQ(
+      decideOk(zeroCopyModel(hopperModel(2), CollId::kReduceScatter), allowAll(), CollId::kReduceScatter, 256u << 20)
+          .nChannels,
+      8);
+}
+
 }  // namespace
 }  // namespace braid::plan

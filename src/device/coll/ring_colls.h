@@ -82,6 +82,19 @@ __device__ __forceinline__ DirectFlags directFlags(bool direct, bool read) {
   return read ? DirectFlags{kStepReadSend, kStepReadRecv} : DirectFlags{kStepDirectSend, kStepDirectRecv};
 }
 
+// The step size of a read-direct ring of two ranks: the whole part, in one step. Its only receive
+// reads the peer's send buffer, which holds all of its data from the start, so no FIFO slot bounds
+// the step. Each slot-sized step cost a wait for the peer's tail and a barrier that drains the
+// CTA's loads over NVLink, and in a ReduceScatter, where both GPUs read, a GPU publishes step k only
+// after its own receive of step k-1, so the two moved in lockstep. Larger steps took ReduceScatter
+// on 16 channels from 280 to 312 GB/s at 256 MiB and Reduce from 335 to 355 (2 H200,
+// docs/performance.md). Both ranks compute it alike, so their step counts stay equal.
+__device__ __forceinline__ int64_t readDirectChunk(const RingInfo& ring, DirectFlags d, ChannelPart part,
+                                                   int64_t chunkElems) {
+  const bool wholePart = ring.n == 2 && d.recv == kStepReadRecv && part.end > part.begin;
+  return wholePart ? part.end - part.begin : chunkElems;
+}
+
 // AllReduce: per loop of n chunks, n-1 reduce-scatter steps then n-1 all-gather steps (§3.10).
 // Direct: the all-gather half writes into the next rank's receive buffer (the reduce-scatter half
 // keeps the FIFO: its partial sums have no place in a user buffer when the operation is in place).
@@ -117,11 +130,12 @@ __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, c
 
 // ReduceScatter: block r of every rank's input reduces onto rank r; count is the per-rank count.
 // Read-direct: the first hop (a rank's input block, not yet reduced) is read by the next rank from
-// the sender's send buffer.
+// the sender's send buffer; on two ranks that is the whole operation, in one step (readDirectChunk).
 __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
                                          int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
+  chunkElems = readDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     int r = ring.rankAt(i - 1);
@@ -174,12 +188,13 @@ __device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, c
 }
 
 // Reduce: pipelined along the ring, starting after the root and ending at it. Read-direct: the
-// first rank's input is read by the second from its send buffer.
+// first rank's input is read by the second from its send buffer (on two ranks in one step).
 __device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
                                   ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int q = ((ring.index - ring.positionOf(root) - 1) % n + n) % n;  // n-1 at the root
   const int firstRecv = q == 1 ? d.recv : 0;
+  chunkElems = readDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     if (q == 0) {
