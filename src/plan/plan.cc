@@ -212,7 +212,7 @@ Decision oneRankDecision(const CommModel& model, size_t bytes) {
 // (AllReduce, Broadcast) the bandwidth (4 H200, 256 MiB; Broadcast on all channels was slower
 // still). Read-direct loads cross NVLink and need more CTAs in flight: where only the first hop
 // reads (more than two ranks), and for Reduce, whose root alone reads, it keeps them all. A two-rank
-// ReduceScatter is one read per channel on each GPU (device/coll/ring_colls.h, readDirectChunk) and
+// ReduceScatter is one read per channel on each GPU (device/coll/ring_colls.h, twoRankDirectChunk) and
 // on half the channels beats the copy path on all: 312 against 287 GB/s at 256 MiB, where a
 // two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance.md).
 CommModel zeroCopyModel(const CommModel& model, CollId coll) {

@@ -89,16 +89,17 @@ TEST_P(Register, ZeroCopyCollectivesAreExactInAndOutOfPlace) {
   }
 }
 
-// On two ranks a read-direct channel reads its whole part of the peer's send buffer in one step
-// (device/coll/ring_colls.h, readDirectChunk). On at most two channels a part is 6-12 MiB, many
-// FIFO slots' worth, and the last one ends ragged; ReduceScatter and Reduce stay exact, the
-// average's preOp included. On more ranks the same operations check the first hop's reads.
-TEST_P(Register, ReadDirectOnFewChannelsIsExact) {
+// On two ranks a direct channel moves its whole part in one step (device/coll/ring_colls.h,
+// twoRankDirectChunk): ReduceScatter and Reduce read it from the peer's send buffer, AllGather and
+// Broadcast write it into the peer's receive buffer. On at most two channels a part is 6-12 MiB,
+// many FIFO slots' worth, and the last one ends ragged; every collective stays exact, in place too,
+// the average's preOp included. On more ranks the same operations check the pipelined direct rings.
+TEST_P(Register, DirectOnFewChannelsIsExact) {
   colltest::ScopedSetenv channels("NCCL_MAX_NCHANNELS", "2");
   regtest::ScopedRegLog log;
   const int n = this->n();
   EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
-              return zeroCopyRounds(ranks, n, Alloc::kMemAlloc, {Op::kReduceScatter, Op::kReduce});
+              return zeroCopyRounds(ranks, n, Alloc::kMemAlloc, regtest::kAllOps);
             }));
 }
 

@@ -82,16 +82,19 @@ __device__ __forceinline__ DirectFlags directFlags(bool direct, bool read) {
   return read ? DirectFlags{kStepReadSend, kStepReadRecv} : DirectFlags{kStepDirectSend, kStepDirectRecv};
 }
 
-// The step size of a read-direct ring of two ranks: the whole part, in one step. Its only receive
-// reads the peer's send buffer, which holds all of its data from the start, so no FIFO slot bounds
-// the step. Each slot-sized step cost a wait for the peer's tail and a barrier that drains the
-// CTA's loads over NVLink, and in a ReduceScatter, where both GPUs read, a GPU publishes step k only
-// after its own receive of step k-1, so the two moved in lockstep. Larger steps took ReduceScatter
-// on 16 channels from 280 to 312 GB/s at 256 MiB and Reduce from 335 to 355 (2 H200,
-// docs/performance.md). Both ranks compute it alike, so their step counts stay equal.
-__device__ __forceinline__ int64_t readDirectChunk(const RingInfo& ring, DirectFlags d, ChannelPart part,
-                                                   int64_t chunkElems) {
-  const bool wholePart = ring.n == 2 && d.recv == kStepReadRecv && part.end > part.begin;
+// The step size of a direct ring of two ranks, whose steps use no FIFO slot: read-direct
+// (ReduceScatter, Reduce: the receive reads the peer's send buffer, which holds all of its data from
+// the start) or write-direct (AllGather, Broadcast: the send writes into the peer's receive buffer
+// and the receive only waits for it). Nothing bounds such a step but the channel's part, so it takes
+// the part in one. Each slot-sized step cost a wait for the peer's tail and a barrier that drains
+// the CTA's loads, and where both GPUs send (ReduceScatter, AllGather) a GPU published step k only
+// after its own receive of step k-1, so the two moved in lockstep. One step per channel took
+// registered ReduceScatter on 16 channels from 280 to 312 GB/s at 256 MiB and Reduce from 335 to
+// 355 (2 H200, docs/performance.md). AllReduce's reduce-scatter half goes through the FIFO and
+// keeps slot-sized steps. Both ranks compute it alike, so their step counts stay equal.
+__device__ __forceinline__ int64_t twoRankDirectChunk(const RingInfo& ring, DirectFlags d, ChannelPart part,
+                                                      int64_t chunkElems) {
+  const bool wholePart = ring.n == 2 && d.recv != 0 && part.end > part.begin;
   return wholePart ? part.end - part.begin : chunkElems;
 }
 
@@ -130,12 +133,12 @@ __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, c
 
 // ReduceScatter: block r of every rank's input reduces onto rank r; count is the per-rank count.
 // Read-direct: the first hop (a rank's input block, not yet reduced) is read by the next rank from
-// the sender's send buffer; on two ranks that is the whole operation, in one step (readDirectChunk).
+// the sender's send buffer; on two ranks that is the whole operation, in one step (twoRankDirectChunk).
 __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
                                          int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
-  chunkElems = readDirectChunk(ring, d, part, chunkElems);
+  chunkElems = twoRankDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     int r = ring.rankAt(i - 1);
@@ -151,13 +154,15 @@ __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& rin
 }
 
 // AllGather (bytes): count is the per-rank byte count. Direct: the first step needs the own
-// block's place in dst even in place (the next rank's copy goes to the same offset there).
+// block's place in dst even in place (the next rank's copy goes to the same offset there); on two
+// ranks each channel sends and receives its part in one step (twoRankDirectChunk).
 __device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
                                      int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   char* own = prims.at(dst, ring.rank * count);
   const bool skipOwn = src == own && d.send == 0;
+  chunkElems = twoRankDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     prims.step(prims.at(src, o), skipOwn ? nullptr : prims.at(own, o), len, kStepSend | d.send);
@@ -169,12 +174,13 @@ __device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, c
   }
 }
 
-// Broadcast (bytes): pipelined from the root along the ring.
+// Broadcast (bytes): pipelined from the root along the ring (direct on two ranks: in one step).
 __device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
                                      ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int p = ((ring.index - ring.positionOf(root)) % n + n) % n;  // 0 at the root
   const bool skipOwn = src == dst && d.send == 0;
+  chunkElems = twoRankDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     if (p == 0) {
@@ -194,7 +200,7 @@ __device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, cons
   const int n = ring.n;
   const int q = ((ring.index - ring.positionOf(root) - 1) % n + n) % n;  // n-1 at the root
   const int firstRecv = q == 1 ? d.recv : 0;
-  chunkElems = readDirectChunk(ring, d, part, chunkElems);
+  chunkElems = twoRankDirectChunk(ring, d, part, chunkElems);
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     const int64_t len = minI64(chunkElems, part.end - o);
     if (q == 0) {
