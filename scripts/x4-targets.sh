@@ -43,7 +43,7 @@ case $phase in
       cmp "$op-copy" "the registered row's baseline" $op -p -N "$n" -b 256M -e 256M -w 3 -n 10 -c 1 -R 0
       cmp "$op-reg" ">= the copy path with half its CTAs" $op -p -N "$n" -b 256M -e 256M -w 3 -n 10 -c 1 -R 1
     done
-    # Read-direct ReduceScatter keeps every CTA by default (reg_launch.cc); its half-CTA figure:
+    # Read-direct ReduceScatter on more than two ranks keeps every CTA (plan::zeroCopyModel); its half-CTA figure:
     NCCL_MAX_NCHANNELS=16 cmp reduce_scatter-reg-16ch ">= the copy path" \
       reduce_scatter -p -N "$n" -b 256M -e 256M -w 3 -n 10 -c 1 -R 1
     ;;
