@@ -278,7 +278,7 @@ static void dumpStructs(void) {
   PRINT_FIELD(ncclConfig_t, nChannelsPerNetPeer);
   PRINT_FIELD(ncclConfig_t, nvlinkCentricSched);
   /* The struct tag is part of the ABI: NCCL names it after the version that introduced the layout. */
-  PRINT_SIZE(struct ncclConfig_v22800);
+  PRINT_SIZE(struct ncclConfig_v23100);
 
   PRINT_SIZE(ncclSimInfo_t);
   PRINT_FIELD(ncclSimInfo_t, size);
