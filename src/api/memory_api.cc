@@ -58,21 +58,3 @@ BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return braid::apiGuard("ncclRedOpDestroy", [&] { return braid::redOpDestroy(comm, op); });
 }
-
-// The device API of nccl_device.h (2.28, experimental). PyTorch 2.11 references these for its
-// symmetric-memory mode; Braid does not provide that API, and says so.
-struct ncclDevCommRequirements;
-struct ncclDevComm;
-
-BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements* reqs,
-          ncclDevComm* outDevComm);
-ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) {
-  WARN("ncclDevCommCreate: the NCCL device API (nccl_device.h) is not supported by Braid");
-  return ncclInvalidUsage;
-}
-
-BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm* devComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t, const ncclDevComm*) {
-  WARN("ncclDevCommDestroy: the NCCL device API (nccl_device.h) is not supported by Braid");
-  return ncclInvalidUsage;
-}

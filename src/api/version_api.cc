@@ -27,3 +27,8 @@ const char* ncclGetLastError(ncclComm_t) {
 BRAID_API(void, ncclResetDebugInit);
 void ncclResetDebugInit() { braid::logReset(); }
 #pragma GCC diagnostic pop
+
+// NCCL's library exports this one global symbol without a pncclX twin or a declaration in nccl.h;
+// programs built against it find it here too.
+extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal();
+void ncclResetDebugInitInternal() { braid::logReset(); }

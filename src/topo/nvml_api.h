@@ -53,6 +53,7 @@ struct NvmlApi {
   NvmlReturn (*p2pStatus)(NvmlDevice a, NvmlDevice b, int capsIndex, int* status);
   NvmlReturn (*commonAncestor)(NvmlDevice a, NvmlDevice b, int* level);
   NvmlReturn (*cpuAffinity)(NvmlDevice device, unsigned setSize, unsigned long* cpuSet);  // optional
+  NvmlReturn (*deviceIndex)(NvmlDevice device, unsigned* index);                          // optional
 };
 
 // Loads `soname` with dlopen, resolves the table and calls nvmlInit_v2. Returns false (with an INFO
@@ -66,6 +67,10 @@ const NvmlApi* nvmlApi();
 // detectLinks on an explicit table; api == nullptr takes the no-NVML fallback. For tests.
 [[nodiscard]] ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ranks, int self,
                                            std::vector<Link>* row);
+
+// NVML's index of the GPU at a packed bus id (what nvidia-smi numbers it), or -1 where NVML or the
+// GPU is not there.
+int nvmlIndexOfBusId(int64_t busId);
 
 // "dddd:bb:dd.f" for a packed bus id, and the packed id for any "d+:bb:dd.f" string (-1 if bad).
 std::string busIdText(int64_t busId);

@@ -187,7 +187,8 @@ bool nvmlLoad(const char* soname, NvmlApi* api) {
             resolve(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", &api->nvlinkRemoteType, false, soname) &&
             resolve(lib, "nvmlDeviceGetP2PStatus", &api->p2pStatus, true, soname) &&
             resolve(lib, "nvmlDeviceGetTopologyCommonAncestor", &api->commonAncestor, true, soname) &&
-            resolve(lib, "nvmlDeviceGetCpuAffinity", &api->cpuAffinity, false, soname);
+            resolve(lib, "nvmlDeviceGetCpuAffinity", &api->cpuAffinity, false, soname) &&
+            resolve(lib, "nvmlDeviceGetIndex", &api->deviceIndex, false, soname);
   if (!ok) return false;
   NvmlReturn res = api->init();
   if (res != kNvmlSuccess) {
@@ -204,6 +205,16 @@ const NvmlApi* nvmlApi() {
   static bool loaded = false;
   std::call_once(once, [] { loaded = nvmlLoad("libnvidia-ml.so.1", &api); });
   return loaded ? &api : nullptr;
+}
+
+int nvmlIndexOfBusId(int64_t busId) {
+  const NvmlApi* api = nvmlApi();
+  if (api == nullptr || api->deviceIndex == nullptr || busId < 0) return -1;
+  NvmlDevice device = nullptr;
+  unsigned index = 0;
+  if (api->deviceByBusId(busIdText(busId).c_str(), &device) != kNvmlSuccess) return -1;
+  if (api->deviceIndex(device, &index) != kNvmlSuccess) return -1;
+  return static_cast<int>(index);
 }
 
 ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row) {

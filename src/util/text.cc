@@ -93,6 +93,8 @@ const char* resultText(ncclResult_t result) {
       return "remote process exited or there was a network error";
     case ncclInProgress:
       return "NCCL operation in progress";
+    case ncclTimeout:
+      return "timeout";
     default:
       return "unknown result code";
   }

@@ -1,0 +1,211 @@
+// The host side of NCCL's device API (nccl_device/host.h): teams, which Braid computes, and the
+// device communicator, window pointer lookups and resource requirements, which wait for Braid's
+// symmetric windows and device API. Those fail with a WARN naming what is missing; the multicast
+// lookups answer NULL, as NCCL does where there is no multicast (Braid never uses NVLink SHARP).
+#include <nccl_device/host.h>
+
+#include "api/api_guard.h"
+#include "api/export.h"
+#include "core/comm.h"
+#include "core/teams.h"
+#include "util/check.h"
+
+namespace {
+
+constexpr const char* kDeviceApi = "the NCCL device API (ncclDevComm, nccl_device.h)";
+constexpr const char* kWindows = "symmetric memory windows (ncclCommWindowRegister)";
+constexpr const char* kCft = "CFT (Compute Fabric Transport, which needs Blackwell GPUs and CUDA 13.3)";
+constexpr const char* kGin = "GIN (GPU-initiated networking needs an InfiniBand/RoCE or EFA NIC driven from the GPU)";
+
+ncclResult_t checkOut(const void* out, const char* caller, const char* name) {
+  if (out == nullptr) {
+    WARN("%s: %s is NULL", caller, name);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+// A NULL answer with success: no multicast object exists for any window.
+ncclResult_t noMulticast(void** outPtr, const char* caller) {
+  NCCLCHECK(checkOut(outPtr, caller, "outPtr"));
+  *outPtr = nullptr;
+  INFO(braid::kLogColl, "%s: no multicast (NVLink SHARP is not used by Braid): NULL", caller);
+  return ncclSuccess;
+}
+
+// Teams answer an empty team for a bad handle (they have no error code to return).
+bool teamHandleOk(const ncclComm* comm, const char* caller) { return braid::commCheckHandle(comm, caller) == ncclSuccess; }
+
+braid::LsaLayout lsaOf(const ncclComm* comm) { return braid::lsaLayoutOf(comm->peers_, comm->rank_); }
+
+}  // namespace
+
+BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
+          ncclDevComm_t* outDevComm);
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm) {
+  return braid::apiGuard("ncclDevCommCreate", [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, "ncclDevCommCreate"));
+    NCCLCHECK(checkOut(reqs, "ncclDevCommCreate", "reqs"));
+    NCCLCHECK(checkOut(outDevComm, "ncclDevCommCreate", "outDevComm"));
+    return braid::notImplemented("ncclDevCommCreate", kDeviceApi);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
+  return braid::apiGuard("ncclDevCommDestroy", [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, "ncclDevCommDestroy"));
+    NCCLCHECK(checkOut(devComm, "ncclDevCommDestroy", "devComm"));
+    return braid::notImplemented("ncclDevCommDestroy", kDeviceApi);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGetLsaMultimemDevicePointer, ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t, size_t, void** outPtr) {
+  return braid::apiGuard("ncclGetLsaMultimemDevicePointer",
+                         [&] { return noMulticast(outPtr, "ncclGetLsaMultimemDevicePointer"); });
+}
+
+BRAID_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset,
+          ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t, size_t, ncclMultimemHandle_t, void** outPtr) {
+  return braid::apiGuard("ncclGetMultimemDevicePointer",
+                         [&] { return noMulticast(outPtr, "ncclGetMultimemDevicePointer"); });
+}
+
+BRAID_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset, int lsaRank, void** outPtr);
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t, int, void** outPtr) {
+  return braid::apiGuard("ncclGetLsaDevicePointer", [&] {
+    NCCLCHECK(checkOut(window, "ncclGetLsaDevicePointer", "window"));
+    NCCLCHECK(checkOut(outPtr, "ncclGetLsaDevicePointer", "outPtr"));
+    *outPtr = nullptr;
+    return braid::notImplemented("ncclGetLsaDevicePointer", kWindows);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer, void** outPtr);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t, int, void** outPtr) {
+  return braid::apiGuard("ncclGetPeerDevicePointer", [&] {
+    NCCLCHECK(checkOut(window, "ncclGetPeerDevicePointer", "window"));
+    NCCLCHECK(checkOut(outPtr, "ncclGetPeerDevicePointer", "outPtr"));
+    *outPtr = nullptr;
+    return braid::notImplemented("ncclGetPeerDevicePointer", kWindows);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGetMultimemDeviceLeInfo, ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+          size_t* leOffset);
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t, size_t, ncclCftLeId*, size_t*) {
+  return braid::notImplemented("ncclGetMultimemDeviceLeInfo", kCft);
+}
+
+BRAID_API(ncclResult_t, ncclGetCftDeviceLeInfo, ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam,
+          ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t, size_t, int, ncclTeam_t, ncclCftLeId*, size_t*) {
+  return braid::notImplemented("ncclGetCftDeviceLeInfo", kCft);
+}
+
+BRAID_API(ncclResult_t, ncclGetPeerDeviceLeInfo, ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId* leId,
+          size_t* leOffset);
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t, size_t, int, ncclCftLeId*, size_t*) {
+  return braid::notImplemented("ncclGetPeerDeviceLeInfo", kCft);
+}
+
+BRAID_API(ncclTeam_t, ncclTeamWorld, ncclComm_t comm);
+ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
+  if (!teamHandleOk(comm, "ncclTeamWorld")) return ncclTeam_t{0, 0, 0};
+  return ncclTeam_t{comm->nranks_, comm->rank_, 1};
+}
+
+BRAID_API(ncclTeam_t, ncclTeamLsa, ncclComm_t comm);
+ncclTeam_t ncclTeamLsa(ncclComm_t comm) {
+  if (!teamHandleOk(comm, "ncclTeamLsa")) return ncclTeam_t{0, 0, 0};
+  const braid::LsaLayout lsa = lsaOf(comm);
+  return ncclTeam_t{lsa.size, lsa.rank, 1};
+}
+
+BRAID_API(ncclTeam_t, ncclTeamRail, ncclComm_t comm);
+ncclTeam_t ncclTeamRail(ncclComm_t comm) {
+  if (!teamHandleOk(comm, "ncclTeamRail")) return ncclTeam_t{0, 0, 0};
+  const braid::LsaLayout lsa = lsaOf(comm);
+  return ncclTeam_t{comm->nranks_ / lsa.size, comm->rank_ / lsa.size, lsa.size};
+}
+
+BRAID_API(ncclTeam_t, ncclTeamCft, ncclComm_t comm, ncclCftTeamMode_t mode);
+ncclTeam_t ncclTeamCft(ncclComm_t, ncclCftTeamMode_t) {
+  (void)braid::notImplemented("ncclTeamCft", kCft);
+  return ncclTeam_t{0, 0, 0};
+}
+
+BRAID_API(ncclTeam_t, ncclTeamCftMultimem, ncclComm_t comm);
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t) {
+  (void)braid::notImplemented("ncclTeamCftMultimem", kCft);
+  return ncclTeam_t{0, 0, 0};
+}
+
+// The world rank of `team` member `rank`: members are `stride` apart around the caller.
+BRAID_API(int, ncclTeamRankToWorld, ncclComm_t comm, ncclTeam_t team, int rank);
+int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
+  if (!teamHandleOk(comm, "ncclTeamRankToWorld")) return -1;
+  return comm->rank_ + (rank - team.rank) * team.stride;
+}
+
+// The LSA rank of `team` member `rank`, or -1 when it is not in the caller's LSA team.
+BRAID_API(int, ncclTeamRankToLsa, ncclComm_t comm, ncclTeam_t team, int rank);
+int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
+  if (!teamHandleOk(comm, "ncclTeamRankToLsa")) return -1;
+  const braid::LsaLayout lsa = lsaOf(comm);
+  const int world = comm->rank_ + (rank - team.rank) * team.stride;
+  const int lsaBase = comm->rank_ - lsa.rank;
+  if (world < lsaBase || world >= lsaBase + lsa.size) return -1;
+  return world - lsaBase;
+}
+
+BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
+          ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHandle_t*,
+                                             ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclLsaBarrierCreateRequirement", kDeviceApi);
+}
+
+BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team, int nBarriers,
+          ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*,
+                                             ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclGinBarrierCreateRequirement", kGin);
+}
+
+BRAID_API(ncclResult_t, ncclCftBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
+          ncclCftBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t, int, ncclCftBarrierHandle_t*,
+                                             ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclCftBarrierCreateRequirement", kCft);
+}
+
+// Slots of the LL all-to-all for messages of maxElts elements of maxEltSize bytes: one 8-byte
+// payload word per slot.
+BRAID_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize);
+int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) { return maxElts * ((maxEltSize + 7) / 8); }
+
+BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
+          ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclLLA2ACreateRequirement", kDeviceApi);
+}
+
+// NCCL's library exports these two although its Linux header does not declare them.
+struct ncclGinOutboxHandle;
+struct ncclGinInboxA2AHandle;
+
+BRAID_API(ncclResult_t, ncclGinOutboxCreateRequirement, int nBlocks, int sizeLog2, ncclGinOutboxHandle* outHandle,
+          ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinOutboxCreateRequirement(int, int, ncclGinOutboxHandle*, ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclGinOutboxCreateRequirement", kGin);
+}
+
+BRAID_API(ncclResult_t, ncclGinInboxA2ACreateRequirement, ncclTeam_t peers, int nBlocks, int sizeLog2,
+          ncclGinInboxA2AHandle* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t, int, int, ncclGinInboxA2AHandle*,
+                                              ncclDevResourceRequirements_t*) {
+  return braid::notImplemented("ncclGinInboxA2ACreateRequirement", kGin);
+}

@@ -1,0 +1,73 @@
+// ncclCommQueryProperties: what the communicator is and which optional features it supports.
+#include <nccl_device/host.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "api/api_guard.h"
+#include "api/export.h"
+#include "core/comm.h"
+#include "core/teams.h"
+#include "topo/nvml_api.h"
+#include "util/check.h"
+
+namespace {
+
+// The caller's struct may be any released layout: fields were only ever appended, so the library
+// fills the prefix that fits in props->size. (Layouts before 2.29.7 had a one-byte ginType at the
+// offset where later ones have padding; Braid's ginType is always NONE, i.e. zero bytes, so the same
+// prefix copy gives them the right value too.)
+constexpr size_t kFirstField = offsetof(ncclCommProperties_t, rank);
+
+ncclCommProperties_t propertiesOf(const ncclComm* comm) {
+  ncclCommProperties_t p;
+  std::memset(&p, 0, sizeof(p));  // also the padding: see above
+  p.rank = comm->rank_;
+  p.nRanks = comm->nranks_;
+  p.cudaDev = comm->cudaDev_;
+  p.nvmlDev = braid::topo::nvmlIndexOfBusId(comm->busId_);
+  // Not yet in Braid: the device API (nccl_device.h), one-sided put/signal from the host. Never in
+  // Braid on these machines: multicast (NVLink SHARP stays off), GIN and CFT.
+  p.deviceApiSupport = false;
+  p.multimemSupport = false;
+  p.ginType = NCCL_GIN_TYPE_NONE;
+  p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;
+  p.hostRmaSupport = false;
+  p.railedGinType = NCCL_GIN_TYPE_NONE;
+  p.commHash = comm->commHash_;
+  p.ginMinStride = 0;
+  p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;
+  p.devCommRuntimeVersionSize = 0;
+  p.cftSupport = false;
+  p.cftMulticastSupport = false;
+  p.cftCountedSupport = false;
+  return p;
+}
+
+}  // namespace
+
+BRAID_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props);
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props) {
+  const char* caller = "ncclCommQueryProperties";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, caller));
+    if (props == nullptr) {
+      WARN("%s: props is NULL", caller);
+      return ncclInvalidArgument;
+    }
+    if (props->magic != NCCL_API_MAGIC || props->size < kFirstField) {
+      WARN("%s: props->magic is 0x%x and props->size %zu; initialize it with NCCL_COMM_PROPERTIES_INITIALIZER",
+           caller, props->magic, props->size);
+      return ncclInvalidArgument;
+    }
+    if (comm->state_.load() == braid::CommState::kInitializing || comm->peers_.empty()) {
+      WARN("%s: the communicator (rank %d) has not finished its initialization", caller, comm->rank_);
+      return ncclInvalidUsage;
+    }
+    const ncclCommProperties_t full = propertiesOf(comm);
+    const size_t end = props->size < sizeof(full) ? props->size : sizeof(full);
+    std::memcpy(reinterpret_cast<char*>(props) + kFirstField, reinterpret_cast<const char*>(&full) + kFirstField,
+                end - kFirstField);
+    return ncclSuccess;
+  });
+}
