@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <climits>
 #include <cstddef>
 #include <cstring>
 
@@ -13,6 +14,10 @@ namespace {
 // The smallest layout we accept ends with `version`: without it we cannot know which fields the
 // caller's header had.
 constexpr size_t kMinConfigSize = offsetof(ncclConfig_t, version) + sizeof(unsigned);
+// The size of NCCL 2.30's layout (maxP2pPeers, then graphStreamOrdering or padding).
+constexpr size_t kSize2_30 = offsetof(ncclConfig_t, launchOrderImplicit);
+static_assert(kSize2_30 == 96, "NCCL 2.30's ncclConfig_t is 96 bytes");
+static_assert(sizeof(ncclConfig_t) == 120, "NCCL 2.31's ncclConfig_t is 120 bytes");
 
 // Copies the caller's struct over an initializer-filled one, so that fields beyond the caller's
 // size stay UNDEF, then forgets fields the caller's header version did not have (their bytes may
@@ -60,6 +65,14 @@ ncclResult_t readUserConfig(const ncclConfig_t* user, const char* caller, ncclCo
     raw->nChannelsPerNetPeer = undef.nChannelsPerNetPeer;
     raw->nvlinkCentricSched = undef.nvlinkCentricSched;
   }
+  // Later fields are read when the caller's size covers them: each of the 88 (2.29), 96 (2.30) and
+  // 120-byte (2.31+) layouts first appeared with its fields, so the size says which it has. (Braid's
+  // own header keeps the 2.28.9 version code with the 120-byte layout, so gating these by version,
+  // as NCCL does, would drop them for Braid's programs.) One exception: graphStreamOrdering sits in
+  // the padding of 2.30's first 96-byte layouts, before 2.30.5.
+  if (user->size < kSize2_30 || (user->size == kSize2_30 && v < NCCL_VERSION(2, 30, 5))) {
+    raw->graphStreamOrdering = undef.graphStreamOrdering;
+  }
   return ncclSuccess;
 }
 
@@ -73,6 +86,42 @@ void applyOverride(ParamId id, int* field) {
 ncclResult_t checkRange(const char* caller, const char* field, int value, int lo, int hi) {
   if (value < lo || value > hi) {
     WARN("%s: config->%s is %d, must be in [%d, %d]", caller, field, value, lo, hi);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+// The fields of NCCL 2.29-2.32.
+ncclResult_t validateLaterFields(const CommConfig& c, const char* caller) {
+  NCCLCHECK(checkRange(caller, "graphUsageMode", c.graphUsageMode, 0, 2));
+  NCCLCHECK(checkRange(caller, "numRmaCtx", c.numRmaCtx, 0, INT_MAX));
+  if (!isUndef(c.numRmaSig)) NCCLCHECK(checkRange(caller, "numRmaSig", c.numRmaSig, 1, INT_MAX));
+  NCCLCHECK(checkRange(caller, "rmaEagerInit", c.rmaEagerInit, 0, 1));
+  if (!isUndef(c.maxP2pPeers)) NCCLCHECK(checkRange(caller, "maxP2pPeers", c.maxP2pPeers, 1, INT_MAX));
+  NCCLCHECK(checkRange(caller, "graphStreamOrdering", c.graphStreamOrdering, 0, 1));
+  NCCLCHECK(checkRange(caller, "launchOrderImplicit", c.launchOrderImplicit, 0, 1));
+  if (c.launchOrderImplicit == 1) {
+    WARN("%s: config->launchOrderImplicit = 1 (kernels of different communicators in host launch order) is not "
+         "implemented in this version of Braid, which orders each communicator's launches only",
+         caller);
+    return ncclInvalidUsage;
+  }
+  if (!isUndef(c.hostCftMode) && c.hostCftMode != ncclHostCftEnable && c.hostCftMode != ncclHostCftDisable &&
+      c.hostCftMode != ncclHostCftFallback) {
+    WARN("%s: config->hostCftMode is %d, not an ncclHostCftMode_t", caller, c.hostCftMode);
+    return ncclInvalidArgument;
+  }
+  if (c.hostCftMode == ncclHostCftEnable) {
+    WARN("%s: config->hostCftMode = ncclHostCftEnable asks for CFT (Compute Fabric Transport), which needs Blackwell "
+         "GPUs and CUDA 13.3 and is not implemented in this version of Braid; use ncclHostCftFallback or leave it "
+         "undefined",
+         caller);
+    return ncclInvalidUsage;
+  }
+  // Any ncclNvlsHostMode_t is met: Braid never uses NVLink SHARP. Negative values other than
+  // UNDEF name no mode.
+  if (!isUndef(c.nvlsHostMode) && c.nvlsHostMode < 0) {
+    WARN("%s: config->nvlsHostMode is %d, not an ncclNvlsHostMode_t", caller, c.nvlsHostMode);
     return ncclInvalidArgument;
   }
   return ncclSuccess;
@@ -97,7 +146,8 @@ ncclResult_t validate(const CommConfig& c, const char* caller) {
   if (!isUndef(c.nChannelsPerNetPeer)) {
     NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxConfigCtas));
   }
-  return checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1);
+  NCCLCHECK(checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1));
+  return validateLaterFields(c, caller);
 }
 
 // Field by field: the caller's value if defined, else the base (defaults or the parent's).
@@ -119,6 +169,15 @@ void mergeDefined(const ncclConfig_t& raw, CommConfig* c) {
   take(raw.nvlsCTAs, &c->nvlsCTAs);
   take(raw.nChannelsPerNetPeer, &c->nChannelsPerNetPeer);
   take(raw.nvlinkCentricSched, &c->nvlinkCentricSched);
+  take(raw.graphUsageMode, &c->graphUsageMode);
+  take(raw.numRmaCtx, &c->numRmaCtx);
+  take(raw.maxP2pPeers, &c->maxP2pPeers);
+  take(raw.graphStreamOrdering, &c->graphStreamOrdering);
+  take(raw.launchOrderImplicit, &c->launchOrderImplicit);
+  take(raw.numRmaSig, &c->numRmaSig);
+  take(raw.rmaEagerInit, &c->rmaEagerInit);
+  take(raw.hostCftMode, &c->hostCftMode);
+  take(raw.nvlsHostMode, &c->nvlsHostMode);
 }
 
 ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig* c) {
@@ -132,6 +191,8 @@ ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig*
   applyOverride(ParamId::kMinCtas, &c->minCTAs);
   applyOverride(ParamId::kMaxCtas, &c->maxCTAs);
   applyOverride(ParamId::kCommSplitShareResources, &c->splitShare);
+  // NCCL_GRAPH_MIXING_SUPPORT, when set, decides graphUsageMode as in NCCL: 1 is mode 2 (mixing).
+  if (paramIsSet(ParamId::kGraphMixingSupport)) c->graphUsageMode = paramInt(ParamId::kGraphMixingSupport) == 1 ? 2 : 0;
   if (validate(*c, "NCCL_* environment overrides") != ncclSuccess) return ncclInvalidArgument;
   return ncclSuccess;
 }

@@ -94,7 +94,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
   NCCLCHECK(loadKernelsOnce(comm->cudaDev_));
-  const bool mixing = paramInt(ParamId::kGraphMixingSupport) != 0;
+  const bool mixing = comm->config_.graphUsageMode == 2;  // NCCL_GRAPH_MIXING_SUPPORT is folded in (core/config.cc)
   if (comm->shareGroup_ != nullptr && comm->nranks_ > 1) {
     path->group_ = comm->shareGroup_;
     std::lock_guard<std::mutex> lock(path->group_->mutex);

@@ -18,7 +18,7 @@ class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     env_.clear({"NCCL_COMM_BLOCKING", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CGA_CLUSTER_SIZE",
-                "NCCL_COMM_SPLIT_SHARE_RESOURCES"});
+                "NCCL_COMM_SPLIT_SHARE_RESOURCES", "NCCL_GRAPH_MIXING_SUPPORT"});
     paramsReset();
   }
   void TearDown() override {
@@ -100,6 +100,119 @@ TEST_F(ConfigTest, NewerLargerLayoutIsAccepted) {
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(reinterpret_cast<ncclConfig_t*>(buffer), "test", &c));
   EXPECT_EQ(12, c.maxCTAs);
+}
+
+// A caller's struct of `size` bytes with header version `version`, the rest of the buffer garbage.
+struct CallerConfig {
+  alignas(8) unsigned char bytes[sizeof(ncclConfig_t)];
+  CallerConfig(const ncclConfig_t& full, size_t size, unsigned version) {
+    std::memset(bytes, 0xab, sizeof(bytes));
+    ncclConfig_t copy = full;
+    copy.size = size;
+    copy.version = version;
+    std::memcpy(bytes, &copy, size);
+  }
+  ncclConfig_t* get() { return reinterpret_cast<ncclConfig_t*>(bytes); }
+};
+
+ncclConfig_t everyLaterField() {
+  ncclConfig_t full = NCCL_CONFIG_INITIALIZER;
+  full.graphUsageMode = 1;
+  full.numRmaCtx = 3;
+  full.maxP2pPeers = 5;
+  full.graphStreamOrdering = 0;
+  full.numRmaSig = 7;
+  full.rmaEagerInit = 1;
+  full.hostCftMode = ncclHostCftFallback;
+  full.nvlsHostMode = ncclNvlsHostModeDisable;
+  return full;
+}
+
+// 2.29's 88 bytes: graphUsageMode and numRmaCtx, nothing after them.
+TEST_F(ConfigTest, Layout229ReadsItsTwoNewFieldsOnly) {
+  CallerConfig user(everyLaterField(), 88, NCCL_VERSION(2, 29, 7));
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(user.get(), "test", &c));
+  EXPECT_EQ(1, c.graphUsageMode);
+  EXPECT_EQ(3, c.numRmaCtx);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.maxP2pPeers);
+  EXPECT_EQ(1, c.graphStreamOrdering);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.numRmaSig);
+}
+
+// 2.30's 96 bytes: graphStreamOrdering is a field from 2.30.5 (PyTorch 2.15 passes 2.30.7's), and
+// padding before.
+TEST_F(ConfigTest, Layout230ReadsGraphStreamOrderingFrom2305) {
+  CallerConfig v2307(everyLaterField(), 96, NCCL_VERSION(2, 30, 7));
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(v2307.get(), "test", &c));
+  EXPECT_EQ(5, c.maxP2pPeers);
+  EXPECT_EQ(0, c.graphStreamOrdering);
+  EXPECT_EQ(0, c.rmaEagerInit);  // beyond 96 bytes
+
+  ncclConfig_t padded = everyLaterField();
+  padded.graphStreamOrdering = 0x5555;  // padding in 2.30.3
+  CallerConfig v2303(padded, 96, NCCL_VERSION(2, 30, 3));
+  ASSERT_EQ(ncclSuccess, parseConfig(v2303.get(), "test", &c));
+  EXPECT_EQ(5, c.maxP2pPeers);
+  EXPECT_EQ(1, c.graphStreamOrdering);
+}
+
+// 2.31/2.32's 120 bytes, also as Braid's own header fills it (with its 2.28.9 version code).
+TEST_F(ConfigTest, Layout231ReadsEveryField) {
+  for (unsigned version : {static_cast<unsigned>(NCCL_VERSION(2, 32, 3)), static_cast<unsigned>(NCCL_VERSION_CODE)}) {
+    CallerConfig user(everyLaterField(), sizeof(ncclConfig_t), version);
+    CommConfig c;
+    ASSERT_EQ(ncclSuccess, parseConfig(user.get(), "test", &c)) << version;
+    EXPECT_EQ(1, c.graphUsageMode);
+    EXPECT_EQ(3, c.numRmaCtx);
+    EXPECT_EQ(5, c.maxP2pPeers);
+    EXPECT_EQ(0, c.graphStreamOrdering);
+    EXPECT_EQ(7, c.numRmaSig);
+    EXPECT_EQ(1, c.rmaEagerInit);
+    EXPECT_EQ(ncclHostCftFallback, c.hostCftMode);
+    EXPECT_EQ(ncclNvlsHostModeDisable, c.nvlsHostMode);
+  }
+}
+
+TEST_F(ConfigTest, GraphMixingSupportDecidesGraphUsageMode) {
+  ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+  user.graphUsageMode = 2;
+  setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 1);
+  paramsReset();
+  CommConfig c;
+  ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
+  EXPECT_EQ(0, c.graphUsageMode);
+  unsetenv("NCCL_GRAPH_MIXING_SUPPORT");
+  paramsReset();
+  ASSERT_EQ(ncclSuccess, parseConfig(nullptr, "test", &c));
+  EXPECT_EQ(2, c.graphUsageMode);  // NCCL's default: graphs and eager work may mix
+}
+
+// What Braid cannot do is refused, naming the field: CFT hardware, cross-communicator launch order.
+TEST_F(ConfigTest, UnsupportedLaterFieldsAreRefusedNamingTheField) {
+  struct Case {
+    void (*mutate)(ncclConfig_t*);
+    const char* field;
+    ncclResult_t expected;
+  } cases[] = {
+      {[](ncclConfig_t* u) { u->graphUsageMode = 3; }, "graphUsageMode", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->numRmaCtx = -2; }, "numRmaCtx", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->maxP2pPeers = 0; }, "maxP2pPeers", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->graphStreamOrdering = 2; }, "graphStreamOrdering", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->rmaEagerInit = 5; }, "rmaEagerInit", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->hostCftMode = 9; }, "hostCftMode", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->nvlsHostMode = -3; }, "nvlsHostMode", ncclInvalidArgument},
+      {[](ncclConfig_t* u) { u->hostCftMode = ncclHostCftEnable; }, "hostCftMode", ncclInvalidUsage},
+      {[](ncclConfig_t* u) { u->launchOrderImplicit = 1; }, "launchOrderImplicit", ncclInvalidUsage},
+  };
+  for (const Case& k : cases) {
+    ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
+    k.mutate(&user);
+    CommConfig c;
+    EXPECT_EQ(k.expected, parseConfig(&user, "ncclCommInitRankConfig", &c)) << k.field;
+    EXPECT_NE(nullptr, std::strstr(logLastError(), k.field)) << logLastError();
+  }
 }
 
 TEST_F(ConfigTest, BadMagicSizeAndRangesAreRejectedNamingTheField) {
