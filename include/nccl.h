@@ -141,34 +141,34 @@ typedef struct ncclConfig_v23100 {
   int nvlsHostMode;        /* ncclNvlsHostMode_t (2.31) */
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                     \
-  {                                                                                 \
-    sizeof(ncclConfig_t),                                 /* size */                \
-        NCCL_API_MAGIC,                                   /* magic */               \
-        NCCL_VERSION_CODE,                                /* version */             \
-        NCCL_CONFIG_UNDEF_INT,                            /* blocking */            \
-        NCCL_CONFIG_UNDEF_INT,                            /* cgaClusterSize */      \
-        NCCL_CONFIG_UNDEF_INT,                            /* minCTAs */             \
-        NCCL_CONFIG_UNDEF_INT,                            /* maxCTAs */             \
-        NCCL_CONFIG_UNDEF_PTR,                            /* netName */             \
-        NCCL_CONFIG_UNDEF_INT,                            /* splitShare */          \
-        NCCL_CONFIG_UNDEF_INT,                            /* trafficClass */        \
-        NCCL_CONFIG_UNDEF_PTR,                            /* commName */            \
-        NCCL_CONFIG_UNDEF_INT,                            /* collnetEnable */       \
-        NCCL_CONFIG_UNDEF_INT,                            /* CTAPolicy */           \
-        NCCL_CONFIG_UNDEF_INT,                            /* shrinkShare */         \
-        NCCL_CONFIG_UNDEF_INT,                            /* nvlsCTAs */            \
-        NCCL_CONFIG_UNDEF_INT,                            /* nChannelsPerNetPeer */ \
-        NCCL_CONFIG_UNDEF_INT,                            /* nvlinkCentricSched */  \
-        NCCL_CONFIG_UNDEF_INT,                            /* graphUsageMode */      \
-        NCCL_CONFIG_UNDEF_INT,                            /* numRmaCtx */           \
-        NCCL_CONFIG_UNDEF_INT,                            /* maxP2pPeers */         \
-        NCCL_CONFIG_UNDEF_INT,                            /* graphStreamOrdering */ \
-        NCCL_CONFIG_UNDEF_INT,                            /* launchOrderImplicit */ \
-        NCCL_CONFIG_UNDEF_INT,                            /* numRmaSig */           \
-        NCCL_CONFIG_UNDEF_INT,                            /* rmaEagerInit */        \
-        NCCL_CONFIG_UNDEF_INT,                            /* hostCftMode */         \
-        NCCL_CONFIG_UNDEF_INT,                            /* nvlsHostMode */        \
+#define NCCL_CONFIG_INITIALIZER                          \
+  {                                                      \
+    sizeof(ncclConfig_t),      /* size */                \
+        NCCL_API_MAGIC,        /* magic */               \
+        NCCL_VERSION_CODE,     /* version */             \
+        NCCL_CONFIG_UNDEF_INT, /* blocking */            \
+        NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */      \
+        NCCL_CONFIG_UNDEF_INT, /* minCTAs */             \
+        NCCL_CONFIG_UNDEF_INT, /* maxCTAs */             \
+        NCCL_CONFIG_UNDEF_PTR, /* netName */             \
+        NCCL_CONFIG_UNDEF_INT, /* splitShare */          \
+        NCCL_CONFIG_UNDEF_INT, /* trafficClass */        \
+        NCCL_CONFIG_UNDEF_PTR, /* commName */            \
+        NCCL_CONFIG_UNDEF_INT, /* collnetEnable */       \
+        NCCL_CONFIG_UNDEF_INT, /* CTAPolicy */           \
+        NCCL_CONFIG_UNDEF_INT, /* shrinkShare */         \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */            \
+        NCCL_CONFIG_UNDEF_INT, /* nChannelsPerNetPeer */ \
+        NCCL_CONFIG_UNDEF_INT, /* nvlinkCentricSched */  \
+        NCCL_CONFIG_UNDEF_INT, /* graphUsageMode */      \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaCtx */           \
+        NCCL_CONFIG_UNDEF_INT, /* maxP2pPeers */         \
+        NCCL_CONFIG_UNDEF_INT, /* graphStreamOrdering */ \
+        NCCL_CONFIG_UNDEF_INT, /* launchOrderImplicit */ \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaSig */           \
+        NCCL_CONFIG_UNDEF_INT, /* rmaEagerInit */        \
+        NCCL_CONFIG_UNDEF_INT, /* hostCftMode */         \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsHostMode */        \
   }
 
 /* A vendor's option for ncclCollConfig_t.ext: a key and a value, in a NULL-terminated list. Braid,
@@ -205,21 +205,21 @@ typedef struct ncclCollConfig_v23200 {
   cudaEvent_t launchCompletionEvent; /* recorded once this call's kernel launch has completed */
 } ncclCollConfig_t;
 
-#define NCCL_COLLCONFIG_INITIALIZER                                \
-  {                                                                \
-    sizeof(ncclCollConfig_t),      /* size */                      \
-        NCCL_API_MAGIC,            /* magic */                     \
-        NCCL_VERSION_CODE,         /* version */                   \
-        NCCL_CONFIG_UNDEF_PTR,     /* ext */                       \
-        NCCL_CONFIG_UNDEF_INT,     /* minCTAs */                   \
-        NCCL_CONFIG_UNDEF_INT,     /* maxCTAs */                   \
-        NCCL_CONFIG_UNDEF_INT,     /* nvlsCTAs */                  \
-        NCCL_CONFIG_UNDEF_INT,     /* cgaClusterSize */            \
-        NCCL_CONFIG_UNDEF_PTR,     /* algSelection */              \
-        1,                         /* forceAlgSelection */         \
-        NCCL_CONFIG_UNDEF_INT,     /* CTAPolicy */                 \
-        0,                         /* userProfilerTag */           \
-        NCCL_CONFIG_UNDEF_PTR,     /* launchCompletionEvent */     \
+#define NCCL_COLLCONFIG_INITIALIZER                        \
+  {                                                        \
+    sizeof(ncclCollConfig_t),  /* size */                  \
+        NCCL_API_MAGIC,        /* magic */                 \
+        NCCL_VERSION_CODE,     /* version */               \
+        NCCL_CONFIG_UNDEF_PTR, /* ext */                   \
+        NCCL_CONFIG_UNDEF_INT, /* minCTAs */               \
+        NCCL_CONFIG_UNDEF_INT, /* maxCTAs */               \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */              \
+        NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */        \
+        NCCL_CONFIG_UNDEF_PTR, /* algSelection */          \
+        1,                     /* forceAlgSelection */     \
+        NCCL_CONFIG_UNDEF_INT, /* CTAPolicy */             \
+        0,                     /* userProfilerTag */       \
+        NCCL_CONFIG_UNDEF_PTR, /* launchCompletionEvent */ \
   }
 
 /* Filled by ncclGroupSimulateEnd: the cost model's estimate of the group, in microseconds. */
@@ -230,12 +230,12 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime;
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER                                             \
-  {                                                                           \
-    sizeof(ncclSimInfo_t),                                /* size */          \
-        0x74685283,                                       /* magic */         \
-        NCCL_VERSION_CODE,                                /* version */       \
-        NCCL_UNDEF_FLOAT                                  /* estimatedTime */ \
+#define NCCL_SIM_INFO_INITIALIZER              \
+  {                                            \
+    sizeof(ncclSimInfo_t), /* size */          \
+        0x74685283,        /* magic */         \
+        NCCL_VERSION_CODE, /* version */       \
+        NCCL_UNDEF_FLOAT   /* estimatedTime */ \
   }
 
 /*
@@ -540,13 +540,13 @@ typedef struct ncclEncryptionConfig_v23200 {
   int mode;        /* ncclEncryptionMode_t */
   const char* psk; /* the key, for NCCL_ENCRYPTION_MODE_PSK */
 } ncclEncryptionConfig_t;
-#define NCCL_ENCRYPTION_CONFIG_INITIALIZER                   \
-  {                                                          \
-    sizeof(ncclEncryptionConfig_t),    /* size */            \
-        NCCL_API_MAGIC,                /* magic */           \
-        NCCL_VERSION_CODE,             /* version */         \
-        NCCL_ENCRYPTION_MODE_NONE,     /* mode */            \
-        NCCL_CONFIG_UNDEF_PTR,         /* psk */             \
+#define NCCL_ENCRYPTION_CONFIG_INITIALIZER        \
+  {                                               \
+    sizeof(ncclEncryptionConfig_t), /* size */    \
+        NCCL_API_MAGIC,             /* magic */   \
+        NCCL_VERSION_CODE,          /* version */ \
+        NCCL_ENCRYPTION_MODE_NONE,  /* mode */    \
+        NCCL_CONFIG_UNDEF_PTR,      /* psk */     \
   }
 ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t* config);
 ncclResult_t pncclSetEncryption(const ncclEncryptionConfig_t* config);

@@ -148,35 +148,35 @@ typedef struct ncclDevCommRequirements {
   int cftBarrierCount;
 } ncclDevCommRequirements_t;
 
-#define NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER                         \
-  {                                                                    \
-    sizeof(ncclDevCommRequirements_t),  /* size */                     \
-        NCCL_API_MAGIC,                 /* magic */                    \
-        NCCL_VERSION_CODE,              /* version */                  \
-        NULL,                           /* resourceRequirementsList */ \
-        NULL,                           /* teamRequirementsList */     \
-        false,                          /* lsaMultimem */              \
-        0,                              /* barrierCount */             \
-        0,                              /* lsaBarrierCount */          \
-        0,                              /* railGinBarrierCount */      \
-        0,                              /* lsaLLA2ABlockCount */       \
-        0,                              /* lsaLLA2ASlotCount */        \
-        false,                          /* ginForceEnable */           \
-        4,                              /* ginContextCount */          \
-        0,                              /* ginSignalCount */           \
-        0,                              /* ginCounterCount */          \
-        NCCL_GIN_CONNECTION_NONE,       /* ginConnectionType */        \
-        false,                          /* ginExclusiveContexts */     \
-        0,                              /* ginQueueDepth */            \
-        NCCL_CONFIG_UNDEF_INT,          /* ginTrafficClass */          \
-        0,                              /* worldGinBarrierCount */     \
-        true,                           /* ginStrongSignalsRequired */ \
-        true,                           /* ginVaSignalsRequired */     \
-        1,                              /* ginCustomStride */          \
-        NCCL_GIN_TYPE_NONE,             /* ginType */                  \
-        false,                          /* useRuntimeVersion */        \
-        NCCL_CFT_NONE,                  /* cftCaps */                  \
-        0,                              /* cftBarrierCount */          \
+#define NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER                        \
+  {                                                                   \
+    sizeof(ncclDevCommRequirements_t), /* size */                     \
+        NCCL_API_MAGIC,                /* magic */                    \
+        NCCL_VERSION_CODE,             /* version */                  \
+        NULL,                          /* resourceRequirementsList */ \
+        NULL,                          /* teamRequirementsList */     \
+        false,                         /* lsaMultimem */              \
+        0,                             /* barrierCount */             \
+        0,                             /* lsaBarrierCount */          \
+        0,                             /* railGinBarrierCount */      \
+        0,                             /* lsaLLA2ABlockCount */       \
+        0,                             /* lsaLLA2ASlotCount */        \
+        false,                         /* ginForceEnable */           \
+        4,                             /* ginContextCount */          \
+        0,                             /* ginSignalCount */           \
+        0,                             /* ginCounterCount */          \
+        NCCL_GIN_CONNECTION_NONE,      /* ginConnectionType */        \
+        false,                         /* ginExclusiveContexts */     \
+        0,                             /* ginQueueDepth */            \
+        NCCL_CONFIG_UNDEF_INT,         /* ginTrafficClass */          \
+        0,                             /* worldGinBarrierCount */     \
+        true,                          /* ginStrongSignalsRequired */ \
+        true,                          /* ginVaSignalsRequired */     \
+        1,                             /* ginCustomStride */          \
+        NCCL_GIN_TYPE_NONE,            /* ginType */                  \
+        false,                         /* useRuntimeVersion */        \
+        NCCL_CFT_NONE,                 /* cftCaps */                  \
+        0,                             /* cftBarrierCount */          \
   }
 
 /* What ncclCommQueryProperties reports. The library fills the fields that fit in `size`. */
@@ -204,11 +204,11 @@ typedef struct ncclCommProperties {
   bool cftCountedSupport;
 } ncclCommProperties_t;
 
-#define NCCL_COMM_PROPERTIES_INITIALIZER                    \
-  {                                                         \
-    sizeof(ncclCommProperties_t),  /* size */               \
-        NCCL_API_MAGIC,            /* magic */              \
-        NCCL_VERSION_CODE,         /* version */            \
+#define NCCL_COMM_PROPERTIES_INITIALIZER        \
+  {                                             \
+    sizeof(ncclCommProperties_t), /* size */    \
+        NCCL_API_MAGIC,           /* magic */   \
+        NCCL_VERSION_CODE,        /* version */ \
   }
 
 /* Communicator properties and device communicators. */
@@ -230,8 +230,8 @@ NCCL_EXTERN_C ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size
                                                        size_t* leOffset);
 NCCL_EXTERN_C ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam,
                                                   ncclCftLeId* leId, size_t* leOffset);
-NCCL_EXTERN_C ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
-                                                   ncclCftLeId* leId, size_t* leOffset);
+NCCL_EXTERN_C ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId* leId,
+                                                   size_t* leOffset);
 
 /* Teams of a communicator: the world, the ranks that can load/store each other's memory (LSA), the
  * ranks with the same LSA index on other LSA teams (rail), and rank translations between them. */

@@ -34,7 +34,9 @@ ncclResult_t noMulticast(void** outPtr, const char* caller) {
 }
 
 // Teams answer an empty team for a bad handle (they have no error code to return).
-bool teamHandleOk(const ncclComm* comm, const char* caller) { return braid::commCheckHandle(comm, caller) == ncclSuccess; }
+bool teamHandleOk(const ncclComm* comm, const char* caller) {
+  return braid::commCheckHandle(comm, caller) == ncclSuccess;
+}
 
 braid::LsaLayout lsaOf(const ncclComm* comm) { return braid::lsaLayoutOf(comm->peers_, comm->rank_); }
 
@@ -66,8 +68,8 @@ ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t, size_t, void** outPtr
                          [&] { return noMulticast(outPtr, "ncclGetLsaMultimemDevicePointer"); });
 }
 
-BRAID_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset,
-          ncclMultimemHandle_t multimem, void** outPtr);
+BRAID_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem,
+          void** outPtr);
 ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t, size_t, ncclMultimemHandle_t, void** outPtr) {
   return braid::apiGuard("ncclGetMultimemDevicePointer",
                          [&] { return noMulticast(outPtr, "ncclGetMultimemDevicePointer"); });
@@ -163,8 +165,7 @@ int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
 
 BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
           ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHandle_t*,
-                                             ncclDevResourceRequirements_t*) {
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*) {
   return braid::notImplemented("ncclLsaBarrierCreateRequirement", kDeviceApi);
 }
 
@@ -177,8 +178,7 @@ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, ncclTeam_t, int, ncclGi
 
 BRAID_API(ncclResult_t, ncclCftBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
           ncclCftBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t, int, ncclCftBarrierHandle_t*,
-                                             ncclDevResourceRequirements_t*) {
+ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t, int, ncclCftBarrierHandle_t*, ncclDevResourceRequirements_t*) {
   return braid::notImplemented("ncclCftBarrierCreateRequirement", kCft);
 }
 

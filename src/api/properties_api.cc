@@ -56,8 +56,8 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
       return ncclInvalidArgument;
     }
     if (props->magic != NCCL_API_MAGIC || props->size < kFirstField) {
-      WARN("%s: props->magic is 0x%x and props->size %zu; initialize it with NCCL_COMM_PROPERTIES_INITIALIZER",
-           caller, props->magic, props->size);
+      WARN("%s: props->magic is 0x%x and props->size %zu; initialize it with NCCL_COMM_PROPERTIES_INITIALIZER", caller,
+           props->magic, props->size);
       return ncclInvalidArgument;
     }
     if (comm->state_.load() == braid::CommState::kInitializing || comm->peers_.empty()) {

@@ -101,9 +101,10 @@ ncclResult_t validateLaterFields(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "graphStreamOrdering", c.graphStreamOrdering, 0, 1));
   NCCLCHECK(checkRange(caller, "launchOrderImplicit", c.launchOrderImplicit, 0, 1));
   if (c.launchOrderImplicit == 1) {
-    WARN("%s: config->launchOrderImplicit = 1 (kernels of different communicators in host launch order) is not "
-         "implemented in this version of Braid, which orders each communicator's launches only",
-         caller);
+    WARN(
+        "%s: config->launchOrderImplicit = 1 (kernels of different communicators in host launch order) is not "
+        "implemented in this version of Braid, which orders each communicator's launches only",
+        caller);
     return ncclInvalidUsage;
   }
   if (!isUndef(c.hostCftMode) && c.hostCftMode != ncclHostCftEnable && c.hostCftMode != ncclHostCftDisable &&
@@ -112,10 +113,11 @@ ncclResult_t validateLaterFields(const CommConfig& c, const char* caller) {
     return ncclInvalidArgument;
   }
   if (c.hostCftMode == ncclHostCftEnable) {
-    WARN("%s: config->hostCftMode = ncclHostCftEnable asks for CFT (Compute Fabric Transport), which needs Blackwell "
-         "GPUs and CUDA 13.3 and is not implemented in this version of Braid; use ncclHostCftFallback or leave it "
-         "undefined",
-         caller);
+    WARN(
+        "%s: config->hostCftMode = ncclHostCftEnable asks for CFT (Compute Fabric Transport), which needs Blackwell "
+        "GPUs and CUDA 13.3 and is not implemented in this version of Braid; use ncclHostCftFallback or leave it "
+        "undefined",
+        caller);
     return ncclInvalidUsage;
   }
   // Any ncclNvlsHostMode_t is met: Braid never uses NVLink SHARP. Negative values other than

@@ -1,0 +1,172 @@
+// The host functions NCCL added in 2.29-2.32 that do not need windows or the device API to answer:
+// ncclCommQueryProperties (every layout by size), the teams, the 2.30 ncclConfig_t that PyTorch 2.15
+// passes, and the functions whose feature Braid lacks, which must fail with a WARN naming it rather
+// than succeed doing nothing.
+#include <gtest/gtest.h>
+#include <nccl_device/host.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "child_comm_test_util.h"
+#include "gpu_test_util.h"
+
+namespace {
+
+using gputest::runInChild;
+
+// What NCCL_COMM_PROPERTIES_INITIALIZER gives (the macro names only the first three fields, which
+// -Wextra warns about), with the rest poisoned.
+ncclCommProperties_t propertiesHeader(size_t size) {
+  ncclCommProperties_t p;
+  std::memset(&p, 0x5a, sizeof(p));
+  p.size = size;
+  p.magic = NCCL_API_MAGIC;
+  p.version = NCCL_VERSION_CODE;
+  return p;
+}
+
+bool lastErrorNames(const char* text) { return std::string(ncclGetLastError(nullptr)).find(text) != std::string::npos; }
+
+// Every rank of one process (ncclCommInitAll): properties and teams agree with the communicator.
+int checkPropertiesAndTeams(ncclComm_t comm, int nranks, int rank) {
+  ncclCommProperties_t props = propertiesHeader(sizeof(ncclCommProperties_t));
+  CHILD_NCCL(ncclCommQueryProperties(comm, &props));
+  CHILD_EXPECT(props.rank == rank && props.nRanks == nranks && props.cudaDev == rank);
+  CHILD_EXPECT(props.nvmlDev >= 0);  // NVML is there on the GPU machines
+  CHILD_EXPECT(!props.deviceApiSupport && !props.multimemSupport && !props.hostRmaSupport);
+  CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_NONE && props.railedGinType == NCCL_GIN_TYPE_NONE);
+  CHILD_EXPECT(props.nLsaTeams == 1);  // one host
+  CHILD_EXPECT(props.commHash != 0);
+  for (bool gin : props.ginSupport) CHILD_EXPECT(!gin);
+  CHILD_EXPECT(!props.cftSupport && !props.cftMulticastSupport && !props.cftCountedSupport);
+
+  // A 2.30 caller's 56-byte struct: nothing written past it.
+  alignas(8) unsigned char small[sizeof(ncclCommProperties_t)];
+  std::memset(small, 0xee, sizeof(small));
+  const ncclCommProperties_t head = propertiesHeader(56);
+  std::memcpy(small, &head, offsetof(ncclCommProperties_t, rank));
+  CHILD_NCCL(ncclCommQueryProperties(comm, reinterpret_cast<ncclCommProperties_t*>(small)));
+  CHILD_EXPECT(reinterpret_cast<ncclCommProperties_t*>(small)->nRanks == nranks);
+  for (size_t i = 56; i < sizeof(small); ++i) CHILD_EXPECT(small[i] == 0xee);
+
+  ncclCommProperties_t bad = propertiesHeader(sizeof(ncclCommProperties_t));
+  bad.magic = 0;
+  CHILD_EXPECT(ncclCommQueryProperties(comm, &bad) == ncclInvalidArgument);
+  CHILD_EXPECT(ncclCommQueryProperties(comm, nullptr) == ncclInvalidArgument);
+
+  const ncclTeam_t world = ncclTeamWorld(comm);
+  CHILD_EXPECT(world.nRanks == nranks && world.rank == rank && world.stride == 1);
+  const ncclTeam_t lsa = ncclTeamLsa(comm);
+  CHILD_EXPECT(lsa.nRanks == nranks && lsa.rank == rank && lsa.stride == 1);
+  const ncclTeam_t rail = ncclTeamRail(comm);
+  CHILD_EXPECT(rail.nRanks == 1 && rail.rank == 0 && rail.stride == nranks);
+  for (int r = 0; r < nranks; ++r) {
+    CHILD_EXPECT(ncclTeamRankToWorld(comm, world, r) == r);
+    CHILD_EXPECT(ncclTeamRankToLsa(comm, world, r) == r);
+  }
+  return 0;
+}
+
+TEST(HostApi232, QueryPropertiesAndTeams) {
+  const int n = gputest::allGpuRanks();
+  EXPECT_EQ(0, runInChild([n] {
+              std::vector<ncclComm_t> comms(n, nullptr);
+              CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+              for (int r = 0; r < n; ++r) {
+                if (checkPropertiesAndTeams(comms[r], n, r) != 0) return 1;
+              }
+              for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              return 0;
+            }));
+}
+
+// What needs windows, the device API, multicast, GIN, CFT or TLS fails (never a silent success),
+// naming what is missing; the multicast lookups answer NULL, as NCCL does without multicast.
+TEST(HostApi232, MissingFeaturesFailNamingThem) {
+  EXPECT_EQ(
+      0, runInChild([] {
+        CHILD_CUDA(cudaSetDevice(0));
+        ncclComm_t comm = nullptr;
+        CHILD_NCCL(ncclCommInitAll(&comm, 1, nullptr));
+        cudaStream_t stream = nullptr;
+        CHILD_CUDA(cudaStreamCreate(&stream));
+        int* buf = nullptr;
+        CHILD_CUDA(cudaMalloc(&buf, 64));
+        ncclWindow_t fakeWin = reinterpret_cast<ncclWindow_t>(buf);
+
+        CHILD_EXPECT(ncclPutSignal(buf, 4, ncclInt32, 0, fakeWin, 0, 0, 0, 0, comm, stream) == ncclInvalidUsage);
+        CHILD_EXPECT(lastErrorNames("one-sided"));
+        CHILD_EXPECT(ncclPutSignal(buf, 4, ncclInt32, 1, fakeWin, 0, 0, 0, 0, comm, stream) ==
+                     ncclInvalidArgument);  // peer out of range
+        CHILD_EXPECT(ncclSignal(0, 0, 0, 0, comm, stream) == ncclInvalidUsage);
+        ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
+        CHILD_EXPECT(ncclWaitSignal(1, &desc, comm, stream) == ncclInvalidUsage);
+        CHILD_EXPECT(ncclWaitSignal(1, nullptr, comm, stream) == ncclInvalidArgument);
+        void* ptr = buf;
+        CHILD_EXPECT(ncclWinGetUserPtr(comm, fakeWin, &ptr) == ncclInvalidUsage && ptr == nullptr);
+
+        ptr = buf;
+        CHILD_NCCL(ncclGetLsaMultimemDevicePointer(fakeWin, 0, &ptr));
+        CHILD_EXPECT(ptr == nullptr);
+        ptr = buf;
+        CHILD_EXPECT(ncclGetPeerDevicePointer(fakeWin, 0, 0, &ptr) == ncclInvalidUsage && ptr == nullptr);
+        CHILD_EXPECT(lastErrorNames("windows"));
+
+        ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+        alignas(64) unsigned char devComm[4096];
+        CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, reinterpret_cast<ncclDevComm_t*>(devComm)) == ncclInvalidUsage);
+        CHILD_EXPECT(lastErrorNames("device API"));
+        ncclLLA2AHandle_t a2a;
+        ncclDevResourceRequirements_t req;
+        CHILD_EXPECT(ncclLLA2ACreateRequirement(1, 8, &a2a, &req) == ncclInvalidUsage);
+        CHILD_EXPECT(ncclLLA2ACalcSlots(10, 12) == 20);
+        const ncclTeam_t cft = ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT);
+        CHILD_EXPECT(cft.nRanks == 0 && lastErrorNames("CFT"));
+
+        ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+        CHILD_NCCL(ncclSetEncryption(&enc));  // plain text: what Braid speaks
+        enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+        enc.psk = "secret";
+        CHILD_EXPECT(ncclSetEncryption(&enc) == ncclInvalidUsage && lastErrorNames("TLS"));
+        CHILD_EXPECT(std::string(ncclGetErrorString(ncclTimeout)) == "timeout");
+
+        CHILD_CUDA(cudaFree(buf));
+        CHILD_CUDA(cudaStreamDestroy(stream));
+        CHILD_NCCL(ncclCommDestroy(comm));
+        return 0;
+      }));
+}
+
+// PyTorch 2.15 is built against NCCL 2.30.7: its configs are 96 bytes of version 23007.
+TEST(HostApi232, Config230AsPyTorch215PassesIt) {
+  EXPECT_EQ(0, runInChild([] {
+              CHILD_CUDA(cudaSetDevice(0));
+              alignas(8) unsigned char bytes[sizeof(ncclConfig_t)];
+              std::memset(bytes, 0xcd, sizeof(bytes));
+              ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+              config.size = 96;
+              config.version = 23007;
+              config.blocking = 1;
+              config.graphUsageMode = 2;
+              config.maxP2pPeers = 4;
+              config.graphStreamOrdering = 1;
+              std::memcpy(bytes, &config, 96);
+              ncclUniqueId id;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitRankConfig(&comm, 1, id, 0, reinterpret_cast<ncclConfig_t*>(bytes)));
+              CHILD_NCCL(ncclCommDestroy(comm));
+
+              ncclConfig_t cft = NCCL_CONFIG_INITIALIZER;
+              cft.hostCftMode = ncclHostCftEnable;
+              CHILD_NCCL(ncclGetUniqueId(&id));
+              CHILD_EXPECT(ncclCommInitRankConfig(&comm, 1, id, 0, &cft) == ncclInvalidUsage);
+              CHILD_EXPECT(lastErrorNames("hostCftMode"));
+              return 0;
+            }));
+}
+
+}  // namespace
