@@ -348,7 +348,7 @@ TEST_P(AlltoAllInPlace, GroupedWithOtherAlltoAlls) {
 
 // A buffer from ncclMemAlloc registered with ncclCommRegister, blocks above the eager zero-copy
 // size (16 MiB): peers write their blocks straight into it, and the default budget (64 MiB) makes
-// four or more ranks move their peers in several kernels.
+// eight ranks move their peers in several kernels.
 TEST_P(AlltoAllInPlace, RegisteredBuffer) {
   SKIP_AGAINST_REFERENCE();
   const int n = this->n();
