@@ -8,9 +8,9 @@
 // (receives of captured operations go zero-copy by graph registration); ranks as processes, as
 // threads, and as one thread driving every GPU; with a small staging budget (several kernels of
 // peers per AlltoAll), budgets that differ between ranks, and ranks that run out of place beside
-// ranks in place; grouped with other AlltoAlls (also in rounds of operations); on registered
-// buffers (zero-copy receives); across emulated hosts (the network path). NVIDIA's NCCL leaves
-// in-place AlltoAll's result undefined, so those tests are Braid's only.
+// ranks in place; grouped with other AlltoAlls (five in one group: staged in one batch); on registered
+// buffers (zero-copy receives); over SHM; across emulated hosts (the network path). NVIDIA's NCCL
+// leaves in-place AlltoAll's result undefined, so those tests are Braid's only.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -302,6 +302,16 @@ TEST_P(AlltoAllInPlace, BatchesOfPeersWithinTheStageBudget) {
               if (ranks[0].rank % 2 == 1) setenv("BRAID_P2P_STAGE_BYTES", "67108864", 1);  // before its first use
               if (runCases(ranks, n, cases, 220) != 0) return 1;
               return runCases(ranks, n, cases, 230, [](int rank) { return rank % 2 == 0; });
+            }));
+}
+
+// Over the SHM transport (P2P disabled): staging does not depend on the transport.
+TEST_P(AlltoAllInPlace, OverShm) {
+  SKIP_AGAINST_REFERENCE();
+  colltest::ScopedSetenv noP2p("NCCL_P2P_DISABLE", "1");
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
+              return runCases(ranks, n, {{ncclInt8, 1, 0}, {ncclFloat32, 300001, 4}, {ncclUint64, 1001, 0}}, 250);
             }));
 }
 
