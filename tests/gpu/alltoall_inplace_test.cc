@@ -316,8 +316,8 @@ TEST_P(AlltoAllInPlace, OverShm) {
 }
 
 // One group holding an in-place AlltoAll, an out-of-place one and another in-place one of a
-// different type; then five in place (queues of five operations: the group runs in rounds of
-// operations, staged in one batch).
+// different type; then five in place (queues of five operations, more than a round of operations
+// holds: staged in one batch).
 TEST_P(AlltoAllInPlace, GroupedWithOtherAlltoAlls) {
   SKIP_AGAINST_REFERENCE();
   const int n = this->n();
