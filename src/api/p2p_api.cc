@@ -60,8 +60,9 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
       "ncclRecv", [&] { return braid::enqueueP2p(comm, false, recvbuff, count, datatype, peer, stream, "ncclRecv"); });
 }
 
-// Block p of sendbuff goes to rank p, block p of recvbuff comes from rank p. In place is refused:
-// a block would be overwritten by its peer's data while it may still be unsent.
+// Block p of sendbuff goes to rank p, block p of recvbuff comes from rank p. In place (sendbuff ==
+// recvbuff), block p is overwritten by its peer's data while it may still be unsent: those sends are
+// staged, read from a copy made just before they move (launch/p2p_stage.cc).
 BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
@@ -72,14 +73,10 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, nc
     NCCLCHECK(checkBlockArgs(comm, count, datatype, caller, &block));
     NCCLCHECK(braid::checkBuffer(comm, sendbuff, "sendbuff", count, caller));
     NCCLCHECK(braid::checkBuffer(comm, recvbuff, "recvbuff", count, caller));
-    if (count > 0 && sendbuff == recvbuff) {
-      WARN("%s: sendbuff == recvbuff (%p): in-place AlltoAll is not supported (rank %d)", caller, recvbuff,
-           comm->rank_);
-      return ncclInvalidArgument;
-    }
+    const bool inPlace = sendbuff == recvbuff;
     return asGroup([&]() -> ncclResult_t {
       for (int p = 0; p < comm->nranks_; p++) {
-        NCCLCHECK(braid::enqueueP2p(comm, true, at(sendbuff, block, p), count, datatype, p, stream, caller));
+        NCCLCHECK(braid::enqueueP2p(comm, true, at(sendbuff, block, p), count, datatype, p, stream, caller, inPlace));
         NCCLCHECK(braid::enqueueP2p(comm, false, at(recvbuff, block, p), count, datatype, p, stream, caller));
       }
       return ncclSuccess;

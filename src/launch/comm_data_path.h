@@ -21,12 +21,14 @@
 #include "launch/coll_task.h"
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
+#include "launch/p2p_stage.h"
 #include "launch/p2p_task.h"
 #include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
 #include "launch/shared_connections.h"
 #include "net/network.h"
+#include "plan/p2p_stage.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
 #include "register/registry.h"
@@ -165,6 +167,15 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t connectP2p();
   [[nodiscard]] ncclResult_t connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer);
   [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
+  [[nodiscard]] ncclResult_t launchP2pKernels(const std::vector<P2pTask>& tasks, const P2pSelfPairs& selfPairs,
+                                              cudaStream_t stream);
+  // In-place AlltoAll (p2p_stage.cc): the batches of a group with staged sends (none: nothing
+  // staged), their staging memory made; and their launch.
+  plan::StagePlan p2pStagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const;
+  [[nodiscard]] ncclResult_t planP2pStaging(const std::vector<P2pTask>& tasks, size_t longestQueue,
+                                            P2pStaging* staging);
+  [[nodiscard]] ncclResult_t launchStagedP2p(const P2pStaging& staging, const P2pSelfPairs& selfPairs,
+                                             cudaStream_t stream);
   bool needsP2pCountCheck() const;              // p2p_check.cc
   [[nodiscard]] ncclResult_t checkP2pCounts();  // of p2pQueue_
   [[nodiscard]] ncclResult_t matchSelfP2p(const std::vector<P2pTask>& tasks,

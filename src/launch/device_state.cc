@@ -2,9 +2,13 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
+#include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
+#include "util/log.h"
 
 namespace braid {
 
@@ -14,6 +18,8 @@ DeviceState::~DeviceState() {
   if (ringRanks_ != nullptr) (void)cudaFree(ringRanks_);
   if (p2pPeers_ != nullptr) (void)cudaFree(p2pPeers_);
   if (p2pTickets_ != nullptr) (void)cudaFree(p2pTickets_);
+  if (stage_ != nullptr) (void)cudaFree(stage_);
+  for (char* retired : stageRetired_) (void)cudaFree(retired);
   if (hostAbortFlag_ != nullptr) (void)cudaFreeHost(hostAbortFlag_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
@@ -88,6 +94,27 @@ ncclResult_t DeviceState::allocP2pPeers(int nranks) {
 
 ncclResult_t DeviceState::uploadP2pPeer(int peer, const DevP2pPeer& entry) {
   return copyToDevice(p2pPeers_ + peer, &entry, sizeof(entry));
+}
+
+ncclResult_t DeviceState::stageBuffer(uint64_t bytes, char** out) {
+  if (bytes > stageBytes_) {
+    // Whole eighths of the next power of two (at least 1 MiB): a sweep of growing sizes replaces it
+    // a few times only, and at most an eighth of it goes unused.
+    uint64_t power = uint64_t{1} << 20;
+    while (power < bytes) power *= 2;
+    const uint64_t granule = std::max<uint64_t>(uint64_t{1} << 20, power / 8);
+    const uint64_t size = (bytes + granule - 1) / granule * granule;
+    RelaxedCaptureMode relaxed;  // the operation that needs it may be captured
+    void* dev = nullptr;
+    CUDACHECK(cudaMalloc(&dev, size));
+    INFO(kLogAlloc, "staging memory for in-place AlltoAll: %llu bytes at %p", static_cast<unsigned long long>(size),
+         dev);
+    if (stage_ != nullptr) stageRetired_.push_back(stage_);
+    stage_ = static_cast<char*>(dev);
+    stageBytes_ = size;
+  }
+  *out = stage_;
+  return ncclSuccess;
 }
 
 void DeviceState::signalAbort() {

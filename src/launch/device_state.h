@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "device/dev_types.h"
@@ -39,6 +40,12 @@ class DeviceState {
   DevP2pPeer* p2pPeers() const { return p2pPeers_; }  // indexed by peer rank
   uint64_t* p2pTickets() const { return p2pTickets_; }
 
+  // Memory for staged sends (plan/p2p_stage.h) of at least `bytes`, made at the first need and
+  // replaced by a larger one when too small (rounded up by at most an eighth). A replaced buffer is
+  // kept until the communicator goes: kernels and copies captured in CUDA graphs may still use it,
+  // and freeing it now would wait for the whole GPU. The current device must be the communicator's.
+  [[nodiscard]] ncclResult_t stageBuffer(uint64_t bytes, char** out);
+
   DevComm* devComm() const { return devComm_; }
   const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }
   void signalAbort();
@@ -54,6 +61,9 @@ class DeviceState {
   int* ringRanks_ = nullptr;
   DevP2pPeer* p2pPeers_ = nullptr;
   uint64_t* p2pTickets_ = nullptr;
+  char* stage_ = nullptr;
+  uint64_t stageBytes_ = 0;
+  std::vector<char*> stageRetired_;
 };
 
 }  // namespace braid

@@ -61,7 +61,7 @@ ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* calle
 }
 
 ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t count, ncclDataType_t dtype, int peer,
-                        cudaStream_t stream, const char* caller) {
+                        cudaStream_t stream, const char* caller, bool staged) {
   NCCLCHECK(commCheckUsable(comm, caller));
   size_t bytes = 0;
   NCCLCHECK(checkP2pArgs(comm, buff, send ? "sendbuff" : "recvbuff", count, dtype, peer, caller, &bytes));
@@ -70,7 +70,9 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
-  path->enqueueP2p(P2pTask{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream});
+  P2pTask task{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream};
+  task.staged = staged && send && peer != comm->rank_;  // a self pair in place is no copy at all
+  path->enqueueP2p(task);
   return launchAsGroup(comm);
 }
 

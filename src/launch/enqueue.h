@@ -14,9 +14,10 @@ namespace braid {
 [[nodiscard]] ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller);
 
 // ncclSend (send = true, buff read) or ncclRecv (buff written), the same way. An empty operation
-// (count 0) is checked and dropped: its peer drops its match too.
+// (count 0) is checked and dropped: its peer drops its match too. staged: a send whose buffer a
+// receive of the same group writes (in-place AlltoAll, see P2pTask::staged).
 [[nodiscard]] ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t count, ncclDataType_t dtype,
-                                      int peer, cudaStream_t stream, const char* caller);
+                                      int peer, cudaStream_t stream, const char* caller, bool staged = false);
 
 // ncclCommRegister / ncclCommDeregister (launch/reg_launch.cc explains what registration enables).
 // Both check the communicator and their arguments (ncclInvalidArgument with a WARN naming it).

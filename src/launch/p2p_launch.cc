@@ -17,6 +17,9 @@
 // follow from rounds r - 1 by induction. A rank whose group fits one kernel serves each queue in
 // order on CTAs that are all resident, which a peer running rounds can rely on the same way. The
 // self copies of a group in rounds are plain device copies.
+//
+// A group with staged sends (in-place AlltoAll) may instead run in batches of peers, each one
+// kernel (or rounds) of its own (p2p_stage.cc).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -44,7 +47,7 @@ namespace {
 constexpr uint64_t kP2pMinThreads = 128;
 constexpr uint64_t kP2pMaxThreads = 512;
 
-using SelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
+using SelfPairs = P2pSelfPairs;
 using Queues = std::map<std::pair<int, bool>, std::vector<const P2pTask*>>;
 
 static_assert(plan::kP2pOpsPerRound * DevP2pArgsLarge::kMaxCtas <= DevP2pArgsLarge::kMaxSegs,
@@ -55,6 +58,19 @@ int queueChannels(const std::vector<const P2pTask*>& ops, int maxChannels) {
   int channels = 0;
   for (const P2pTask* op : ops) channels = std::max(channels, plan::p2pChannelsFor(op->bytes, maxChannels));
   return channels;
+}
+
+// The queues of `tasks` (see the header comment); self and empty operations are left out.
+Queues queuesOf(const std::vector<P2pTask>& tasks, int self, size_t* longestQueue) {
+  Queues queues;
+  *longestQueue = 0;
+  for (const P2pTask& t : tasks) {
+    if (t.peer == self || t.bytes == 0) continue;
+    std::vector<const P2pTask*>& queue = queues[{t.peer, t.send}];
+    queue.push_back(&t);
+    *longestQueue = std::max(*longestQueue, queue.size());
+  }
+  return queues;
 }
 
 // The CTAs of the queues, which must all be resident at once.
@@ -275,31 +291,48 @@ ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaSt
 ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   ScopedDevice device(comm_->cudaDev_);
   cudaStream_t stream = tasks.front().stream;
-  Queues queues;
-  size_t longestQueue = 0;
   for (const P2pTask& t : tasks) {
-    INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p", t.send ? "Send" : "Recv",
+    INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p%s", t.send ? "Send" : "Recv",
          static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(comm_), comm_->nranks_,
-         static_cast<void*>(t.stream));
-    if (t.peer != comm_->rank_ && t.bytes > 0) {
-      std::vector<const P2pTask*>& queue = queues[{t.peer, t.send}];
-      queue.push_back(&t);
-      longestQueue = std::max(longestQueue, queue.size());
-    }
+         static_cast<void*>(t.stream), t.staged ? " (staged: in place)" : "");
   }
 
-  // Checked and built before anything is enqueued, so that a refused group launches nothing. Self
-  // copies go into the kernel when there is one, else they are plain device copies.
+  // Checked (and the staging memory made) before anything is enqueued, so that a refused group
+  // launches nothing.
   SelfPairs selfPairs;
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
-  if (queuesCtas(queues, p2pPeerChannels_) > p2pResidentCtas_) {
+  size_t longestQueue = 0;
+  if (queuesCtas(queuesOf(tasks, comm_->rank_, &longestQueue), p2pPeerChannels_) > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN("rank %d: a group's sends and receives need more than the %d CTAs one communicator keeps resident",
          comm_->rank_, p2pResidentCtas_);
     return ncclInvalidUsage;
   }
+  P2pStaging staging;
+  NCCLCHECK(planP2pStaging(tasks, longestQueue, &staging));
+
+  const std::unique_lock<std::mutex> lock = launchLock();  // to the end: joinStreams reads the order too
+  NCCLCHECK(order().before(stream));
+  NCCLCHECK(joinStreams(tasks, stream, true));
+  if (staging.batches.empty()) {
+    NCCLCHECK(launchP2pKernels(tasks, selfPairs, stream));
+  } else {
+    NCCLCHECK(launchStagedP2p(staging, selfPairs, stream));
+  }
+  for (const P2pTask& t : tasks) {
+    if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
+  }
+  NCCLCHECK(order().after(stream));
+  return joinStreams(tasks, stream, false);
+}
+
+// The kernels of `tasks` and the copies of `selfPairs` (one kernel, or rounds of them and then the
+// copies), on `stream`, between the order's before() and after().
+ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const SelfPairs& selfPairs,
+                                            cudaStream_t stream) {
+  size_t longestQueue = 0;
+  const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
   const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
-  const SelfPairs noPairs;
   P2pLaunchArgs whole;
   const bool oneKernel =
       queues.empty() || whole.build(queues, 0, selfPairs, device_->p2pPeers(), p2pPeerChannels_, balance);
@@ -319,38 +352,28 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
     return ncclSuccess;
   };
 
-  const std::unique_lock<std::mutex> lock = launchLock();  // to the end: joinStreams reads the order too
-  NCCLCHECK(order().before(stream));
-  NCCLCHECK(joinStreams(tasks, stream, true));
-  if (!queues.empty() && oneKernel) {
-    NCCLCHECK(launchKernel(whole, tasks));
-  } else {
-    const size_t rounds = (longestQueue + plan::kP2pOpsPerRound - 1) / plan::kP2pOpsPerRound;
-    if (rounds > 0) {
-      INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", comm_->rank_, tasks.size(),
-           rounds);
+  if (!queues.empty() && oneKernel) return launchKernel(whole, tasks);
+  const size_t rounds = (longestQueue + plan::kP2pOpsPerRound - 1) / plan::kP2pOpsPerRound;
+  if (rounds > 0) {
+    INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", comm_->rank_, tasks.size(), rounds);
+  }
+  const SelfPairs noPairs;
+  std::vector<P2pTask> roundTasks;
+  for (size_t r = 0; r < rounds; r++) {
+    const Queues round = roundOf(queues, r, &roundTasks);
+    P2pLaunchArgs args;
+    if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_->p2pPeers(), p2pPeerChannels_, balance)) {
+      WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
+      return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
     }
-    std::vector<P2pTask> roundTasks;
-    for (size_t r = 0; r < rounds; r++) {
-      const Queues round = roundOf(queues, r, &roundTasks);
-      P2pLaunchArgs args;
-      if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_->p2pPeers(), p2pPeerChannels_, balance)) {
-        WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
-        return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
-      }
-      NCCLCHECK(launchKernel(args, roundTasks));
-    }
-    for (const auto& [send, recv] : selfPairs) {
-      if (send->buff != recv->buff && send->bytes > 0) {
-        CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
-      }
+    NCCLCHECK(launchKernel(args, roundTasks));
+  }
+  for (const auto& [send, recv] : selfPairs) {
+    if (send->buff != recv->buff && send->bytes > 0) {
+      CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
     }
   }
-  for (const P2pTask& t : tasks) {
-    if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
-  }
-  NCCLCHECK(order().after(stream));
-  return joinStreams(tasks, stream, false);
+  return ncclSuccess;
 }
 
 }  // namespace braid

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace braid {
@@ -25,7 +26,14 @@ struct P2pTask {
   // mapped here; a receive's own buffer, which the peer writes. Null: the copy path.
   char* direct = nullptr;
   reg::Registration* reg = nullptr;  // the registration of buff, when direct
+  // A send whose buffer a receive of the same group also writes (in-place ncclAlltoAll): it is
+  // copied before the launch and sent from the copy (launch/p2p_stage.cc).
+  bool staged = false;
 };
+
+// Self sends matched with their self receives (send, receive), each pair one device copy; staging
+// copies travel the same way (send: the source, receive: the destination).
+using P2pSelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
 
 // Which operations of a launch are balanced (device/prims/p2p_balanced.h), decided alike on both
 // ends of a pair from what both know: the operation's size and place in its queue, the pair's

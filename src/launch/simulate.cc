@@ -2,6 +2,7 @@
 // plan them and their estimated times added up (a communicator runs its operations one after
 // another), then dropped. The collectives' connections exist by now (the group connects them
 // first); point-to-point pairs are estimated from this rank's own links, without connecting.
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -45,14 +46,23 @@ ncclResult_t CommDataPath::simulatePending(double* us) {
     // The launch's rule (P2pBalance), with NVLink standing for a P2P pair.
     const P2pBalance balance{&nvlinkPairs, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
     std::map<std::pair<int, bool>, size_t> queued;  // (peer, send) -> operations of its queue so far
-    std::vector<plan::P2pOpModel> ops;
+    size_t longestQueue = 0;
+    for (const P2pTask& t : p2p) {
+      if (t.peer != comm_->rank_ && t.bytes > 0) longestQueue = std::max(longestQueue, ++queued[{t.peer, t.send}]);
+    }
+    // Staged sends (in-place AlltoAll, p2p_stage.cc): batches one after another, the first one's
+    // copy before it (the later ones' copies run beside the transfers).
+    const plan::StagePlan stage = p2pStagePlan(p2p, longestQueue);
+    std::vector<std::vector<plan::P2pOpModel>> ops(static_cast<size_t>(std::max(stage.batches(), 1)));
+    queued.clear();
     for (const P2pTask& t : p2p) {
       const bool self = t.peer == comm_->rank_;
       plan::P2pOpModel op{t.peer, t.send, t.bytes, self, nvlinkPairs[t.peer] != 0};
       if (!self && t.bytes > 0) op.balanced = balance.chunk(t, queued[{t.peer, t.send}]++, p2pChannels_) != 0;
-      ops.push_back(op);
+      ops[self || stage.batches() == 0 ? 0 : static_cast<size_t>(stage.batchOfPeer[t.peer])].push_back(op);
     }
-    total += plan::estimateP2pUs(ops, p2pChannels_);
+    for (const std::vector<plan::P2pOpModel>& batch : ops) total += plan::estimateP2pUs(batch, p2pChannels_);
+    if (stage.batches() > 0) total += plan::estimateStageCopyUs(stage.batchBytes.front());
   }
   INFO(kLogColl, "comm %p rank %d: group simulated, %zu collectives and %zu sends/receives, estimated %.1f us",
        static_cast<void*>(comm_), comm_->rank_, colls.size(), p2p.size(), total);

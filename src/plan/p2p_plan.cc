@@ -1,6 +1,7 @@
 #include "plan/p2p_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -97,5 +98,12 @@ double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer) {
   // Self copies run beside the transfers to peers (on their own CTAs of the same kernel).
   return kP2pLaunchUs * launches + std::max(busiest, selfUs);
 }
+
+int p2pPortPeers(int channelsPerPeer) {
+  const double channelsRate = kP2pChannelGBps * std::max(channelsPerPeer, 1);
+  return std::max(1, static_cast<int>(std::ceil(kP2pPortNvlinkGBps / channelsRate)));
+}
+
+double estimateStageCopyUs(uint64_t bytes) { return bytes == 0 ? 0.0 : usFor(bytes, kSelfCopyGBps); }
 
 }  // namespace braid::plan

@@ -76,4 +76,11 @@ struct P2pOpModel {
 // too large for one kernel pays the fixed cost once per round. 0 for an empty list.
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer);
 
+// Peers a GPU must move data with at once, on channelsPerPeer channels each, for their channels'
+// rate to reach its NVLink port rate (at least 1): the fewest rounds a batch of staged sends
+// (plan/p2p_stage.h) should hold. 8 H200 (9 channels per peer): 2; 2 or 4: 1.
+int p2pPortPeers(int channelsPerPeer);
+// Estimated time in microseconds of copying `bytes` within one GPU before a kernel (staging).
+double estimateStageCopyUs(uint64_t bytes);
+
 }  // namespace braid::plan

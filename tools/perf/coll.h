@@ -38,8 +38,10 @@ const CollTraits& collTraits(Coll coll);
 // Parses an operation name (nccl-tests style, e.g. "all_reduce"; also "allreduce"). False if unknown.
 bool parseColl(const std::string& name, Coll* out);
 
-// False for the point-to-point operations: their "in-place" columns repeat the out-of-place run
-// (Braid refuses in-place AlltoAll, and an in-place ring shift overwrites data not yet sent).
+// False for the point-to-point operations: their "in-place" columns repeat the out-of-place run (an
+// in-place ring shift overwrites data not yet sent; NVIDIA's NCCL leaves in-place AlltoAll's result
+// undefined, so --compare would count its elements wrong; in-place Gather and Scatter are in place on
+// the root only).
 bool hasInPlace(Coll coll);
 
 // busbw = algbw * factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter/AlltoAll (n-1)/n, others 1.

@@ -1,0 +1,109 @@
+// In-place AlltoAll: the group's staged sends are copied into the communicator's staging memory
+// and sent from there, in batches of peers (plan/p2p_stage.h). The first batch's copies run before
+// its kernel; each later batch's copies run inside the previous batch's kernel, on its self-copy
+// CTAs, into the other half of the memory: they read blocks that no earlier batch writes, and the
+// half they fill was last read by the batch before the previous one, which has ended (the kernels
+// run in stream order).
+//
+// The memory is the communicator's, shared by all its operations: they never run at the same time
+// (LaunchOrder), so each use of it ends before the next one begins, replays of captured launches
+// included.
+#include "launch/p2p_stage.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/cuda_check.h"
+#include "launch/comm_data_path.h"
+#include "plan/p2p_plan.h"
+#include "plan/p2p_stage.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+
+namespace braid {
+namespace {
+
+// Places batch `batch`'s staged sends in `memory` (as laid out by planStageCopies) and notes the
+// copies that fill it.
+void placeBatch(P2pStageBatch* batch, const std::vector<plan::StageCopy>& copies, const std::vector<uint64_t>& offsets,
+                char* memory, int rank) {
+  size_t i = 0;
+  for (P2pTask& t : batch->tasks) {
+    if (t.staged) t.buff = memory + offsets[i++];
+  }
+  for (const plan::StageCopy& c : copies) {
+    char* src = reinterpret_cast<char*>(static_cast<uintptr_t>(c.src));
+    batch->copyFrom.push_back(P2pTask{true, rank, src, c.bytes, c.bytes, ncclInt8, nullptr});
+    batch->copyTo.push_back(P2pTask{false, rank, memory + c.dstOffset, c.bytes, c.bytes, ncclInt8, nullptr});
+  }
+}
+
+}  // namespace
+
+plan::StagePlan CommDataPath::p2pStagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const {
+  const int rank = comm_->rank_;
+  const int nranks = comm_->nranks_;
+  std::vector<uint64_t> stagedBytes(static_cast<size_t>(nranks), 0);
+  for (const P2pTask& t : tasks) {
+    if (t.staged && t.peer != rank) stagedBytes[static_cast<size_t>(t.peer)] += t.bytes;
+  }
+  const uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(paramInt(ParamId::kP2pStageBytes), 0));
+  // Batches need each pair's operations in one kernel: a group in rounds of operations is one batch.
+  const bool oneBatch = longestQueue > static_cast<size_t>(plan::kP2pOpsPerRound);
+  return plan::planStageBatches(rank, nranks, stagedBytes, budget, plan::p2pPortPeers(p2pChannels_), oneBatch);
+}
+
+ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, size_t longestQueue, P2pStaging* staging) {
+  const int rank = comm_->rank_;
+  const plan::StagePlan plan = p2pStagePlan(tasks, longestQueue);
+  if (plan.batches() == 0) return ncclSuccess;
+
+  std::vector<P2pStageBatch> batches(static_cast<size_t>(plan.batches()));
+  for (const P2pTask& t : tasks) {
+    if (t.peer != rank) batches[static_cast<size_t>(plan.batchOfPeer[static_cast<size_t>(t.peer)])].tasks.push_back(t);
+  }
+  // Each batch's layout; the memory holds the largest twice when there are several (two halves).
+  std::vector<std::vector<plan::StageCopy>> copies(batches.size());
+  std::vector<std::vector<uint64_t>> offsets(batches.size());
+  uint64_t half = 0;
+  for (size_t b = 0; b < batches.size(); b++) {
+    std::vector<plan::StageRange> ranges;
+    for (const P2pTask& t : batches[b].tasks) {
+      if (!t.staged) continue;
+      ranges.push_back(plan::StageRange{static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.buff)), t.bytes});
+    }
+    half = std::max(half, plan::planStageCopies(ranges, &copies[b], &offsets[b]));
+  }
+  half = (half + plan::kStageAlign - 1) / plan::kStageAlign * plan::kStageAlign;
+  char* memory = nullptr;
+  NCCLCHECK(device_->stageBuffer(batches.size() == 1 ? half : 2 * half, &memory));
+  for (size_t b = 0; b < batches.size(); b++) {
+    placeBatch(&batches[b], copies[b], offsets[b], memory + (b % 2) * half, rank);
+  }
+  INFO(kLogColl, "rank %d: %zu staged sends (in place) in %zu batches, %llu bytes of staging memory", rank,
+       static_cast<size_t>(std::count_if(tasks.begin(), tasks.end(), [](const P2pTask& t) { return t.staged; })),
+       batches.size(), static_cast<unsigned long long>(batches.size() == 1 ? half : 2 * half));
+  staging->batches = std::move(batches);
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::launchStagedP2p(const P2pStaging& staging, const P2pSelfPairs& selfPairs,
+                                           cudaStream_t stream) {
+  const P2pStageBatch& first = staging.batches.front();
+  for (size_t i = 0; i < first.copyFrom.size(); i++) {
+    CUDACHECK(cudaMemcpyAsync(first.copyTo[i].buff, first.copyFrom[i].buff, first.copyFrom[i].bytes,
+                              cudaMemcpyDeviceToDevice, stream));
+  }
+  for (size_t b = 0; b < staging.batches.size(); b++) {
+    P2pSelfPairs pairs = b == 0 ? selfPairs : P2pSelfPairs{};
+    if (b + 1 < staging.batches.size()) {
+      const P2pStageBatch& next = staging.batches[b + 1];
+      for (size_t i = 0; i < next.copyFrom.size(); i++) pairs.emplace_back(&next.copyFrom[i], &next.copyTo[i]);
+    }
+    NCCLCHECK(launchP2pKernels(staging.batches[b].tasks, pairs, stream));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid
