@@ -6,8 +6,10 @@
 #     reached at run time, NVIDIA's NCCL never)
 #   - no symbol versioning (NCCL's exports are unversioned), no text relocations, no executable stack
 #   - dynamic symbols defined: exactly ncclX + pncclX for every function of nccl.h plus the device-API
-#     host functions ncclDevCommCreate/ncclDevCommDestroy; ncclX WEAK, pncclX GLOBAL, both FUNC with
-#     default visibility, at the same address
+#     host functions (NCCL_ABI_DEVICE_FUNCTIONS of tests/abi/abi_functions.h); ncclX WEAK, pncclX
+#     GLOBAL, both FUNC with default visibility, at the same address; plus ncclResetDebugInitInternal
+#     alone (GLOBAL), as NVIDIA's library has it
+#   - every ncclX that NVIDIA's 2.32.3 library exports (tests/abi/nccl-2.32.3-exports.txt) is there
 #
 # usage: check-exports.sh LIBRARY HEADER
 #   LIBRARY  path to the built library (libnccl.so.2.X.Y, or one of its links)
@@ -35,7 +37,7 @@ done
   exit 1
 }
 
-# Functions outside nccl.h that Braid exports too (NCCL's nccl_device/core.h): the list
+# Functions outside nccl.h that Braid exports too (NCCL's nccl_device/host.h): the list
 # NCCL_ABI_DEVICE_FUNCTIONS of tests/abi/abi_functions.h, which abi_link also links against.
 list_file="$(dirname "${BASH_SOURCE[0]}")/../tests/abi/abi_functions.h"
 [[ -f $list_file ]] || {
@@ -47,6 +49,11 @@ mapfile -t extra_functions < <(perl -0777 -ne \
   "$list_file")
 # Symbols every shared library may define; none is expected with Braid's version script.
 allowed_other='^(_init|_fini|_edata|_end|__bss_start)$'
+# NVIDIA's library exports this one without a pncclX twin or a header declaration; so does Braid.
+readonly special_global=ncclResetDebugInitInternal
+# Every ncclX that NVIDIA's 2.32.3 library exports (tests/abi/nccl-2.32.3-exports.txt): Braid must too.
+nvidia_list="$(dirname "${BASH_SOURCE[0]}")/../tests/abi/nccl-2.32.3-exports.txt"
+mapfile -t nvidia_exports < <(grep -v '^#' "$nvidia_list")
 
 failures=0
 fail() {
@@ -149,6 +156,25 @@ for fn in "${expected_fns[@]}"; do
   fi
   pairs=$((pairs + pair_ok))
 done
+
+if [[ -z ${sym_value[$special_global]:-} ]]; then
+  fail "$special_global is not exported"
+elif [[ ${sym_bind[$special_global]} != GLOBAL || ${sym_type[$special_global]} != FUNC ]]; then
+  fail "$special_global is ${sym_bind[$special_global]} ${sym_type[$special_global]}, expected GLOBAL FUNC"
+else
+  ok "$special_global (GLOBAL, no pncclX twin, as in NVIDIA's library)"
+fi
+expected_names[$special_global]=1
+
+missing_nvidia=()
+for name in "${nvidia_exports[@]}"; do
+  [[ -z ${sym_value[$name]:-} ]] && missing_nvidia+=("$name")
+done
+if [[ ${#missing_nvidia[@]} -gt 0 ]]; then
+  fail "${#missing_nvidia[@]} of NVIDIA 2.32.3's ${#nvidia_exports[@]} exports are missing: ${missing_nvidia[*]}"
+else
+  ok "all ${#nvidia_exports[@]} ncclX exports of NVIDIA's 2.32.3 library are exported"
+fi
 
 extras=()
 for name in "${!sym_value[@]}"; do

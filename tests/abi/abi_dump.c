@@ -96,6 +96,7 @@ static void dumpEnums(void) {
   PRINT_ENUM(ncclInvalidUsage);
   PRINT_ENUM(ncclRemoteError);
   PRINT_ENUM(ncclInProgress);
+  PRINT_ENUM(ncclTimeout);
   PRINT_ENUM(ncclNumResults);
 
   PRINT_SIZE(ncclDataType_t);
@@ -132,6 +133,29 @@ static void dumpEnums(void) {
   PRINT_SIZE(ncclScalarResidence_t);
   PRINT_ENUM(ncclScalarDevice);
   PRINT_ENUM(ncclScalarHostImmediate);
+
+  PRINT_SIZE(ncclHostCftMode_t);
+  PRINT_ENUM(ncclHostCftDefault);
+  PRINT_ENUM(ncclHostCftEnable);
+  PRINT_ENUM(ncclHostCftDisable);
+  PRINT_ENUM(ncclHostCftFallback);
+
+  PRINT_SIZE(ncclNvlsHostMode_t);
+  PRINT_ENUM(ncclNvlsHostModeDefault);
+  PRINT_ENUM(ncclNvlsHostModeEnable);
+  PRINT_ENUM(ncclNvlsHostModeDisableTransport);
+  PRINT_ENUM(ncclNvlsHostModeDisableSymmetricMultimem);
+  PRINT_ENUM(ncclNvlsHostModeDisable);
+
+  PRINT_SIZE(ncclCommMemStat_t);
+  PRINT_ENUM(ncclStatGpuMemSuspend);
+  PRINT_ENUM(ncclStatGpuMemSuspended);
+  PRINT_ENUM(ncclStatGpuMemPersist);
+  PRINT_ENUM(ncclStatGpuMemTotal);
+
+  PRINT_SIZE(ncclEncryptionMode_t);
+  PRINT_ENUM(NCCL_ENCRYPTION_MODE_NONE);
+  PRINT_ENUM(NCCL_ENCRYPTION_MODE_PSK);
 }
 
 /* Every macro is guarded, so that one missing from a header shows as a diff line rather than a
@@ -250,6 +274,31 @@ static void dumpMacros(void) {
 #else
   PRINT_MACRO_UNDEFINED("NCCL_REVOKE_DEFAULT");
 #endif
+#ifdef NCCL_API_MAGIC
+  PRINT_INT("macro.NCCL_API_MAGIC", NCCL_API_MAGIC);
+#else
+  PRINT_MACRO_UNDEFINED("NCCL_API_MAGIC");
+#endif
+#ifdef NCCL_WIN_STRICT_ORDERING
+  PRINT_INT("macro.NCCL_WIN_STRICT_ORDERING", NCCL_WIN_STRICT_ORDERING);
+#else
+  PRINT_MACRO_UNDEFINED("NCCL_WIN_STRICT_ORDERING");
+#endif
+#ifdef NCCL_WIN_GIN_ONLY
+  PRINT_INT("macro.NCCL_WIN_GIN_ONLY", NCCL_WIN_GIN_ONLY);
+#else
+  PRINT_MACRO_UNDEFINED("NCCL_WIN_GIN_ONLY");
+#endif
+#ifdef NCCL_WIN_CFT_COUNTED
+  PRINT_INT("macro.NCCL_WIN_CFT_COUNTED", NCCL_WIN_CFT_COUNTED);
+#else
+  PRINT_MACRO_UNDEFINED("NCCL_WIN_CFT_COUNTED");
+#endif
+#ifdef NCCL_SUSPEND_MEM
+  PRINT_INT("macro.NCCL_SUSPEND_MEM", NCCL_SUSPEND_MEM);
+#else
+  PRINT_MACRO_UNDEFINED("NCCL_SUSPEND_MEM");
+#endif
 }
 
 static void dumpStructs(void) {
@@ -277,6 +326,15 @@ static void dumpStructs(void) {
   PRINT_FIELD(ncclConfig_t, nvlsCTAs);
   PRINT_FIELD(ncclConfig_t, nChannelsPerNetPeer);
   PRINT_FIELD(ncclConfig_t, nvlinkCentricSched);
+  PRINT_FIELD(ncclConfig_t, graphUsageMode);
+  PRINT_FIELD(ncclConfig_t, numRmaCtx);
+  PRINT_FIELD(ncclConfig_t, maxP2pPeers);
+  PRINT_FIELD(ncclConfig_t, graphStreamOrdering);
+  PRINT_FIELD(ncclConfig_t, launchOrderImplicit);
+  PRINT_FIELD(ncclConfig_t, numRmaSig);
+  PRINT_FIELD(ncclConfig_t, rmaEagerInit);
+  PRINT_FIELD(ncclConfig_t, hostCftMode);
+  PRINT_FIELD(ncclConfig_t, nvlsHostMode);
   /* The struct tag is part of the ABI: NCCL names it after the version that introduced the layout. */
   PRINT_SIZE(struct ncclConfig_v23100);
 
@@ -286,6 +344,48 @@ static void dumpStructs(void) {
   PRINT_FIELD(ncclSimInfo_t, version);
   PRINT_FIELD(ncclSimInfo_t, estimatedTime);
   PRINT_SIZE(struct ncclSimInfo_v22200);
+
+  PRINT_SIZE(ncclConfigExt_t);
+  PRINT_FIELD(ncclConfigExt_t, next);
+  PRINT_FIELD(ncclConfigExt_t, key);
+  PRINT_FIELD(ncclConfigExt_t, key.vendorId);
+  PRINT_FIELD(ncclConfigExt_t, key.optionId);
+  PRINT_FIELD(ncclConfigExt_t, val);
+  PRINT_FIELD(ncclConfigExt_t, val.i);
+  PRINT_FIELD(ncclConfigExt_t, val.s);
+  PRINT_FIELD(ncclConfigExt_t, val.raw);
+
+  PRINT_SIZE(ncclCollConfig_t);
+  PRINT_FIELD(ncclCollConfig_t, size);
+  PRINT_FIELD(ncclCollConfig_t, magic);
+  PRINT_FIELD(ncclCollConfig_t, version);
+  PRINT_FIELD(ncclCollConfig_t, ext);
+  PRINT_FIELD(ncclCollConfig_t, minCTAs);
+  PRINT_FIELD(ncclCollConfig_t, maxCTAs);
+  PRINT_FIELD(ncclCollConfig_t, nvlsCTAs);
+  PRINT_FIELD(ncclCollConfig_t, cgaClusterSize);
+  PRINT_FIELD(ncclCollConfig_t, algSelection);
+  PRINT_FIELD(ncclCollConfig_t, forceAlgSelection);
+  PRINT_FIELD(ncclCollConfig_t, CTAPolicy);
+  PRINT_FIELD(ncclCollConfig_t, userProfilerTag);
+  PRINT_FIELD(ncclCollConfig_t, launchCompletionEvent);
+  PRINT_SIZE(struct ncclCollConfig_v23200);
+
+  PRINT_SIZE(ncclEncryptionConfig_t);
+  PRINT_FIELD(ncclEncryptionConfig_t, size);
+  PRINT_FIELD(ncclEncryptionConfig_t, magic);
+  PRINT_FIELD(ncclEncryptionConfig_t, version);
+  PRINT_FIELD(ncclEncryptionConfig_t, mode);
+  PRINT_FIELD(ncclEncryptionConfig_t, psk);
+  PRINT_SIZE(struct ncclEncryptionConfig_v23200);
+
+  PRINT_SIZE(ncclWaitSignalDesc_t);
+  PRINT_FIELD(ncclWaitSignalDesc_t, opCnt);
+  PRINT_FIELD(ncclWaitSignalDesc_t, peer);
+  PRINT_FIELD(ncclWaitSignalDesc_t, sigIdx);
+  PRINT_FIELD(ncclWaitSignalDesc_t, ctx);
+
+  PRINT_SIZE(ncclParamHandle_t);
 }
 
 static void dumpInitializers(void) {
@@ -308,6 +408,15 @@ static void dumpInitializers(void) {
   PRINT_INT_FIELD(c, config, nvlsCTAs);
   PRINT_INT_FIELD(c, config, nChannelsPerNetPeer);
   PRINT_INT_FIELD(c, config, nvlinkCentricSched);
+  PRINT_INT_FIELD(c, config, graphUsageMode);
+  PRINT_INT_FIELD(c, config, numRmaCtx);
+  PRINT_INT_FIELD(c, config, maxP2pPeers);
+  PRINT_INT_FIELD(c, config, graphStreamOrdering);
+  PRINT_INT_FIELD(c, config, launchOrderImplicit);
+  PRINT_INT_FIELD(c, config, numRmaSig);
+  PRINT_INT_FIELD(c, config, rmaEagerInit);
+  PRINT_INT_FIELD(c, config, hostCftMode);
+  PRINT_INT_FIELD(c, config, nvlsHostMode);
 
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   const char* s = "init.NCCL_SIM_INFO_INITIALIZER";
@@ -315,6 +424,30 @@ static void dumpInitializers(void) {
   printf("%s.magic 0x%x\n", s, sim.magic);
   PRINT_INT_FIELD(s, sim, version);
   printf("%s.estimatedTime %a\n", s, (double)sim.estimatedTime);
+
+  ncclCollConfig_t coll = NCCL_COLLCONFIG_INITIALIZER;
+  const char* k = "init.NCCL_COLLCONFIG_INITIALIZER";
+  PRINT_INT_FIELD(k, coll, size);
+  printf("%s.magic 0x%x\n", k, coll.magic);
+  PRINT_INT_FIELD(k, coll, version);
+  PRINT_PTR_FIELD(k, coll, ext);
+  PRINT_INT_FIELD(k, coll, minCTAs);
+  PRINT_INT_FIELD(k, coll, maxCTAs);
+  PRINT_INT_FIELD(k, coll, nvlsCTAs);
+  PRINT_INT_FIELD(k, coll, cgaClusterSize);
+  PRINT_PTR_FIELD(k, coll, algSelection);
+  PRINT_INT_FIELD(k, coll, forceAlgSelection);
+  PRINT_INT_FIELD(k, coll, CTAPolicy);
+  PRINT_INT_FIELD(k, coll, userProfilerTag);
+  PRINT_PTR_FIELD(k, coll, launchCompletionEvent);
+
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  const char* e = "init.NCCL_ENCRYPTION_CONFIG_INITIALIZER";
+  PRINT_INT_FIELD(e, enc, size);
+  printf("%s.magic 0x%x\n", e, enc.magic);
+  PRINT_INT_FIELD(e, enc, version);
+  PRINT_INT_FIELD(e, enc, mode);
+  PRINT_PTR_FIELD(e, enc, psk);
 }
 
 #define ABI_COUNT_ONE(name) +1
@@ -347,6 +480,11 @@ static void dumpSignatures() {
   printf("cxx.type.ncclUniqueId %s\n", typeid(ncclUniqueId).name());
   printf("cxx.type.ncclConfig_t %s\n", typeid(ncclConfig_t).name());
   printf("cxx.type.ncclSimInfo_t %s\n", typeid(ncclSimInfo_t).name());
+  printf("cxx.type.ncclCollConfig_t %s\n", typeid(ncclCollConfig_t).name());
+  printf("cxx.type.ncclConfigExt_t %s\n", typeid(ncclConfigExt_t).name());
+  printf("cxx.type.ncclEncryptionConfig_t %s\n", typeid(ncclEncryptionConfig_t).name());
+  printf("cxx.type.ncclParamHandle_t %s\n", typeid(ncclParamHandle_t).name());
+  printf("cxx.type.ncclCommMemStat_t %s\n", typeid(ncclCommMemStat_t).name());
   printf("cxx.enum_underlying.ncclResult_t %s\n", typeid(std::underlying_type_t<ncclResult_t>).name());
   printf("cxx.enum_underlying.ncclDataType_t %s\n", typeid(std::underlying_type_t<ncclDataType_t>).name());
   printf("cxx.enum_underlying.ncclRedOp_t %s\n", typeid(std::underlying_type_t<ncclRedOp_t>).name());

@@ -25,15 +25,13 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #endif
 
-/* NCCL declares these in nccl_device/core.h, with typedefs of these two structs. */
-struct ncclDevCommRequirements;
-struct ncclDevComm;
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
-                               struct ncclDevComm* outDevComm);
-ncclResult_t pncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
-                                struct ncclDevComm* outDevComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
-ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
+/* The device-API functions live in nccl_device/host.h (or in no header). Only their addresses are
+ * taken here, so each is declared with a placeholder type rather than through that header. */
+#define ABI_DECLARE(fn) \
+  void nccl##fn(void);  \
+  void pnccl##fn(void);
+NCCL_ABI_DEVICE_FUNCTIONS(ABI_DECLARE)
+#undef ABI_DECLARE
 
 typedef void (*AnyFunction)(void);
 struct Entry {
