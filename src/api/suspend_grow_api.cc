@@ -1,46 +1,23 @@
-// ncclCommGetUniqueId / ncclCommGrow (2.29) and ncclCommSuspend / ncclCommResume / ncclCommMemStats
-// (2.29.7): exported so that programs built against NCCL 2.30+ (PyTorch 2.15 imports all five) load
-// and run on Braid; the features are not implemented yet, so each call checks its arguments and
-// fails with a WARN naming the missing feature.
+// ncclCommGetUniqueId / ncclCommGrow (2.29, core/grow.h) and ncclCommSuspend / ncclCommResume /
+// ncclCommMemStats (2.29.7). PyTorch 2.15 imports all five. Suspending is not implemented yet: those
+// three check their arguments and fail with a WARN naming the missing feature.
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
+#include "core/grow.h"
 #include "util/check.h"
 
 BRAID_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId);
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
-  const char* caller = "ncclCommGetUniqueId";
-  return braid::apiGuard(caller, [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, caller));
-    if (uniqueId == nullptr) {
-      WARN("%s: uniqueId is NULL", caller);
-      return ncclInvalidArgument;
-    }
-    return braid::notImplemented(caller, "growing a communicator (ncclCommGrow)");
-  });
+  return braid::apiGuard("ncclCommGetUniqueId", [&] { return braid::commGetGrowId(comm, uniqueId); });
 }
 
 BRAID_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
           ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
-                          ncclConfig_t*) {
-  const char* caller = "ncclCommGrow";
-  return braid::apiGuard(caller, [&] {
-    if (newcomm == nullptr) {
-      WARN("%s: newcomm is NULL", caller);
-      return ncclInvalidArgument;
-    }
-    *newcomm = nullptr;
-    if (comm != nullptr) NCCLCHECK(braid::commCheckUsable(comm, caller));
-    if (comm == nullptr && (uniqueId == nullptr || rank < 0 || rank >= nRanks)) {
-      WARN(
-          "%s: a joining rank needs the coordinator's uniqueId and a rank in [0, nRanks); got uniqueId %p, rank %d, "
-          "nRanks %d",
-          caller, static_cast<const void*>(uniqueId), rank, nRanks);
-      return ncclInvalidArgument;
-    }
-    return braid::notImplemented(caller, "growing a communicator (ncclCommGrow)");
-  });
+                          ncclConfig_t* config) {
+  return braid::apiGuard("ncclCommGrow",
+                         [&] { return braid::commGrow(comm, nRanks, uniqueId, rank, newcomm, config); });
 }
 
 BRAID_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags);
