@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -168,6 +169,31 @@ TEST(Api, GroupSimulateEndAtAnInnerLevelOnlyEndsThatLevel) {
   EXPECT_EQ(-1.0f, sim.estimatedTime);
   ASSERT_EQ(ncclSuccess, ncclGroupEnd());
   EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
+}
+
+// The parameter API through the exported symbols (tests/unit/param_api_test covers it in depth):
+// the ncclX and pncclX names agree, values are consistent between the typed and the string forms,
+// and an unknown key is refused with a WARN naming it.
+TEST(Api, ParameterApiIsExported) {
+  ncclParamHandle_t h = nullptr;
+  ASSERT_EQ(ncclSuccess, ncclParamBind(&h, "NCCL_BUFFSIZE"));
+  ncclParamHandle_t p = nullptr;
+  ASSERT_EQ(ncclSuccess, pncclParamBind(&p, "NCCL_BUFFSIZE"));
+  EXPECT_EQ(h, p);
+  int64_t value = 0;
+  ASSERT_EQ(ncclSuccess, pncclParamGetI64(h, &value));
+  const char* text = nullptr;
+  int len = 0;
+  ASSERT_EQ(ncclSuccess, ncclParamGetParameter("NCCL_BUFFSIZE", &text, &len));
+  EXPECT_EQ(std::to_string(value), text);
+  const char** keys = nullptr;
+  int count = 0;
+  ASSERT_EQ(ncclSuccess, ncclParamGetAllParameterKeys(&keys, &count));
+  bool listed = false;
+  for (int i = 0; i < count; ++i) listed = listed || std::strcmp(keys[i], "NCCL_BUFFSIZE") == 0;
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(ncclInvalidArgument, ncclParamBind(&h, "NCCL_NOT_A_PARAMETER"));
+  EXPECT_NE(std::string::npos, lastError().find("'NCCL_NOT_A_PARAMETER'"));
 }
 
 }  // namespace
