@@ -2,13 +2,11 @@
 // fail before any CUDA work, groups, and functions whose features have not landed yet.
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <nccl_device/host.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
-
-// Exported by the library (nccl_device.h declares it in NCCL); Braid refuses it.
-extern "C" ncclResult_t ncclDevCommCreate(ncclComm_t, const struct ncclDevCommRequirements*, struct ncclDevComm*);
 
 namespace {
 
@@ -121,9 +119,36 @@ TEST(Api, UniqueIdNeedsNoGpuAndIsRandom) {
   EXPECT_NE(0, std::memcmp(&a, &b, sizeof(a)));
 }
 
-TEST(Api, DeviceApiIsRefusedWithAWarn) {
-  EXPECT_EQ(ncclInvalidUsage, ncclDevCommCreate(nullptr, nullptr, nullptr));
+// The 2.29-2.32 functions that answer without a communicator. Those that need one are in
+// tests/gpu/host_api_232_test.cc.
+TEST(Api, NewerFunctionsWithoutACommunicator) {
+  EXPECT_EQ(ncclInvalidArgument, ncclDevCommCreate(nullptr, nullptr, nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("not a live communicator")) << lastError();
+  ncclLLA2AHandle_t handle;
+  ncclDevResourceRequirements_t req;
+  EXPECT_EQ(ncclInvalidUsage, ncclLLA2ACreateRequirement(1, 4, &handle, &req));
   EXPECT_NE(std::string::npos, lastError().find("device API"));
+  EXPECT_EQ(4 * 3, ncclLLA2ACalcSlots(4, 17));  // 17 bytes take three 8-byte words
+  void* ptr = &handle;
+  EXPECT_EQ(ncclSuccess, ncclGetLsaMultimemDevicePointer(nullptr, 0, &ptr));  // no multicast: NULL
+  EXPECT_EQ(nullptr, ptr);
+  EXPECT_EQ(ncclInvalidArgument, ncclGetLsaMultimemDevicePointer(nullptr, 0, nullptr));
+  EXPECT_EQ(ncclInvalidUsage, ncclGetMultimemDeviceLeInfo(nullptr, 0, nullptr, nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("CFT"));
+  EXPECT_STREQ("timeout", ncclGetErrorString(ncclTimeout));
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(nullptr));
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(&enc));
+  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+  EXPECT_EQ(ncclInvalidUsage, ncclSetEncryption(&enc));
+  enc.mode = 7;
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));
+  ncclComm_t grown = nullptr;
+  ncclUniqueId id;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, nullptr, 2, &grown, nullptr));  // joining without id
+  EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, &id, 4, &grown, nullptr));      // rank out of range
+  uint64_t value = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommMemStats(nullptr, ncclStatGpuMemTotal, &value));
 }
 
 // Argument checks of ncclMemAlloc/ncclMemFree, made before any CUDA call (no GPU needed).
