@@ -1,5 +1,6 @@
 // NCCL_ALGO / NCCL_PROTO parsing (NCCL 2.24+ syntax; see plan.h for the grammar).
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -69,13 +70,15 @@ ncclResult_t parseList(const char* var, const char* text, std::string_view list,
   return ncclSuccess;
 }
 
-// Parses a whole variable into rows[coll][N]; rows start all allowed.
+// Parses a whole variable into rows[coll][N]; rows start all allowed. named[coll] says whether an
+// entry (one without "func:" names them all) set the collective's row.
 template <int N>
 ncclResult_t parseVariable(const char* var, const char* text, const char* const (&names)[N], const char* kind,
-                           bool (&rows)[kNumColls][N]) {
+                           bool (&rows)[kNumColls][N], bool (&named)[kNumColls]) {
   for (auto& row : rows) {
     for (bool& r : row) r = true;
   }
+  for (bool& n : named) n = false;
   if (text == nullptr) return ncclSuccess;
   std::string_view rest(text);
   bool first = true;
@@ -94,6 +97,7 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
       bool row[N];
       NCCLCHECK(parseList(var, text, entry, names, kind, row));
       for (auto& r : rows) std::copy(row, row + N, r);
+      for (bool& n : named) n = true;
     } else {
       std::string_view func = trimWhitespace(entry.substr(0, colon));
       int coll = findName(func, kCollNames);
@@ -103,6 +107,7 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
         return ncclInvalidArgument;
       }
       NCCLCHECK(parseList(var, text, entry.substr(colon + 1), names, kind, rows[coll]));
+      named[coll] = true;
     }
     first = false;
   }
@@ -113,8 +118,15 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
 
 ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out) {
   Filter filter;
-  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", filter.algo));
-  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", filter.proto));
+  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", filter.algo, filter.algoNamed));
+  // NCCL 2.31's rule: once NCCL_ALGO names anything, a collective it does not name has no algorithm.
+  if (std::any_of(std::begin(filter.algoNamed), std::end(filter.algoNamed), [](bool n) { return n; })) {
+    for (int c = 0; c < kNumColls; ++c) {
+      if (!filter.algoNamed[c]) std::fill(std::begin(filter.algo[c]), std::end(filter.algo[c]), false);
+    }
+  }
+  bool protoNamed[kNumColls];
+  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", filter.proto, protoNamed));
   *out = filter;
   return ncclSuccess;
 }

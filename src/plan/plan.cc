@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 
 #include "plan/tuning_constants.h"
 #include "util/check.h"
@@ -293,6 +294,14 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
   }
   if (directUsable(model) && filter.algo[c][kAlgoDirect] && allowed(kProtoLL)) {
     offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
+  }
+  if (!found && !filter.algoNamed[c] &&
+      std::none_of(std::begin(filter.algo[c]), std::end(filter.algo[c]), [](bool a) { return a; })) {
+    WARN(
+        "NCCL_ALGO names no algorithm for %s: as in NCCL 2.31 and later, a collective that NCCL_ALGO does not name "
+        "gets none; add an entry for it (\"%s:ring\") or one without a function prefix",
+        collName(coll), collName(coll));
+    return ncclInvalidUsage;
   }
   if (!found) {
     WARN(

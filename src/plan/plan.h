@@ -35,6 +35,7 @@ enum AlgoId : int {
 struct Filter {
   bool algo[kNumColls][kNumAlgos];
   bool proto[kNumColls][kNumProtos];
+  bool algoNamed[kNumColls];  // NCCL_ALGO has an entry for the collective (or one for all of them)
 };
 
 // Parses both variables with NCCL 2.24+ syntax ("" or nullptr = everything allowed):
@@ -44,6 +45,9 @@ struct Filter {
 //   case-insensitive: funcs Broadcast, Reduce, AllGather, ReduceScatter, AllReduce; algos Tree,
 //   Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT, Direct; protos LL, LL128, Simple.
 //   Whitespace around tokens is ignored, and so are empty entries (";;", a trailing ';').
+//   As in NCCL 2.31 and later, once NCCL_ALGO has any entry, a collective that no entry covers has no
+//   algorithm at all ("allreduce:tree" leaves Broadcast none, and Broadcast then fails with
+//   ncclInvalidUsage and a WARN saying why); NCCL_PROTO keeps the older rule (unnamed: every protocol).
 // A malformed string or an unknown name: one WARN naming the variable and the bad token, and
 // ncclInvalidArgument; *out is written only on success.
 [[nodiscard]] ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out);

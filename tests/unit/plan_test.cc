@@ -105,6 +105,22 @@ TEST(PlanFilter, NcclAlgoExample) {
   }
 }
 
+// NCCL 2.31's rule: a collective NCCL_ALGO does not name gets no algorithm, and deciding for it fails
+// naming the collective; NCCL_PROTO keeps every protocol for collectives it does not name.
+TEST(PlanFilter, CollectivesNcclAlgoDoesNotNameGetNoAlgorithm) {
+  Filter f = parse("allreduce:tree", "Simple");
+  for (int c = 0; c < kNumColls; ++c) {
+    EXPECT_EQ(f.algoNamed[c], c == kAllReduce);
+    for (int a = 0; a < kNumAlgos; ++a) {
+      EXPECT_EQ(f.algo[c][a], c == kAllReduce && a == kAlgoTree) << collName(kColls[c]) << " " << a;
+    }
+  }
+  Filter g = parse(nullptr, "allreduce:LL");
+  EXPECT_TRUE(g.proto[kBroadcast][kProtoSimple]);
+  Filter ringForAll = parse("ring;allreduce:tree", nullptr);
+  EXPECT_TRUE(ringForAll.algo[kBroadcast][kAlgoRing]);
+}
+
 TEST(PlanFilter, NcclProtoExamples) {
   Filter f = parse(nullptr, "^LL128;allreduce:LL128");
   for (int c = 0; c < kNumColls; ++c) {
@@ -120,11 +136,13 @@ TEST(PlanFilter, NcclProtoExamples) {
   EXPECT_TRUE(g.proto[kAllReduce][kProtoSimple]);
 }
 
-TEST(PlanFilter, PrefixedFirstEntryLeavesOtherCollectivesAlone) {
+// A prefixed first entry: NCCL_ALGO leaves the other collectives no algorithm (NCCL 2.31's rule),
+// NCCL_PROTO leaves them every protocol.
+TEST(PlanFilter, PrefixedFirstEntryAndOtherCollectives) {
   Filter f = parse("allreduce:ring", "broadcast:simple");
   for (int a = 0; a < kNumAlgos; ++a) {
     EXPECT_EQ(f.algo[kAllReduce][a], a == kAlgoRing);
-    EXPECT_TRUE(f.algo[kBroadcast][a]);
+    EXPECT_FALSE(f.algo[kBroadcast][a]);
   }
   EXPECT_FALSE(f.proto[kBroadcast][kProtoLL]);
   EXPECT_TRUE(f.proto[kBroadcast][kProtoSimple]);
@@ -218,7 +236,11 @@ TEST(PlanDecide, FilterWithoutRingOrProtocolIsInvalidUsage) {
   std::string warn = logLastError();
   EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
   EXPECT_NE(warn.find("AllReduce"), std::string::npos) << warn;
-  EXPECT_EQ(decide(m, noRing, CollId::kBroadcast, 1 << 20, &d), ncclSuccess);
+  // NCCL 2.31's rule: Broadcast, which the string does not name, has no algorithm at all.
+  EXPECT_EQ(decide(m, noRing, CollId::kBroadcast, 1 << 20, &d), ncclInvalidUsage);
+  warn = logLastError();
+  EXPECT_NE(warn.find("NCCL_ALGO names no algorithm for Broadcast"), std::string::npos) << warn;
+  EXPECT_EQ(decide(m, parse("ring;allreduce:tree", nullptr), CollId::kBroadcast, 1 << 20, &d), ncclSuccess);
 
   Filter onlyLl128 = parse(nullptr, "reducescatter:LL128");
   EXPECT_EQ(decide(hopperModel(8, /*ll128Ok=*/false), onlyLl128, CollId::kReduceScatter, 4096, &d), ncclInvalidUsage);
