@@ -198,7 +198,7 @@ typedef struct ncclCollConfig_v23200 {
   int maxCTAs;                       /* upper bound, at most the communicator's maxCTAs */
   int nvlsCTAs;                      /* CTAs of NVLink SHARP algorithms */
   int cgaClusterSize;                /* thread-block cluster size (0-8); keep it equal within a group */
-  const char* algSelection;          /* algorithms this call may use, NCCL_ALGO syntax; NULL/"": any */
+  const char* algSelection;          /* "ring", "tree_ll,ring_simple", "^tree"...; NULL/"": any */
   int forceAlgSelection;             /* 1 (default): a selection that leaves no algorithm is an error */
   int CTAPolicy;                     /* NCCL_CTA_POLICY_*; UNDEF: the communicator's */
   uint64_t userProfilerTag;          /* passed to profiler plugins unchanged */

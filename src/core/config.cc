@@ -70,7 +70,7 @@ ncclResult_t readUserConfig(const ncclConfig_t* user, const char* caller, ncclCo
   // own header keeps the 2.28.9 version code with the 120-byte layout, so gating these by version,
   // as NCCL does, would drop them for Braid's programs.) One exception: graphStreamOrdering sits in
   // the padding of 2.30's first 96-byte layouts, before 2.30.5.
-  if (user->size < kSize2_30 || (user->size == kSize2_30 && v < NCCL_VERSION(2, 30, 5))) {
+  if (user->size == kSize2_30 && v < NCCL_VERSION(2, 30, 5)) {
     raw->graphStreamOrdering = undef.graphStreamOrdering;
   }
   return ncclSuccess;

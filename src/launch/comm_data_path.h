@@ -167,8 +167,12 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t connectP2p();
   [[nodiscard]] ncclResult_t connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer);
   [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
+  // The kernels of `tasks` and the copies of `selfPairs` (one kernel, or rounds of them and then the
+  // copies), on `stream`, between the order's before() and after(); `queues` are those of `tasks`.
   [[nodiscard]] ncclResult_t launchP2pKernels(const std::vector<P2pTask>& tasks, const P2pSelfPairs& selfPairs,
                                               cudaStream_t stream);
+  [[nodiscard]] ncclResult_t launchP2pKernels(const std::vector<P2pTask>& tasks, const P2pQueues& queues,
+                                              size_t longestQueue, const P2pSelfPairs& selfPairs, cudaStream_t stream);
   // In-place AlltoAll (p2p_stage.cc): the batches of a group with staged sends (none: nothing
   // staged), their staging memory made; and their launch.
   plan::StagePlan p2pStagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const;

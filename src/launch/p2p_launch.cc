@@ -48,7 +48,7 @@ constexpr uint64_t kP2pMinThreads = 128;
 constexpr uint64_t kP2pMaxThreads = 512;
 
 using SelfPairs = P2pSelfPairs;
-using Queues = std::map<std::pair<int, bool>, std::vector<const P2pTask*>>;
+using Queues = P2pQueues;
 
 static_assert(plan::kP2pOpsPerRound * DevP2pArgsLarge::kMaxCtas <= DevP2pArgsLarge::kMaxSegs,
               "a round's segments (at most kP2pOpsPerRound per CTA) fit the large work list");
@@ -302,7 +302,8 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   SelfPairs selfPairs;
   NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
   size_t longestQueue = 0;
-  if (queuesCtas(queuesOf(tasks, comm_->rank_, &longestQueue), p2pPeerChannels_) > p2pResidentCtas_) {
+  const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
+  if (queuesCtas(queues, p2pPeerChannels_) > p2pResidentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN("rank %d: a group's sends and receives need more than the %d CTAs one communicator keeps resident",
          comm_->rank_, p2pResidentCtas_);
@@ -315,7 +316,7 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   NCCLCHECK(order().before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
   if (staging.batches.empty()) {
-    NCCLCHECK(launchP2pKernels(tasks, selfPairs, stream));
+    NCCLCHECK(launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream));
   } else {
     NCCLCHECK(launchStagedP2p(staging, selfPairs, stream));
   }
@@ -326,12 +327,15 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   return joinStreams(tasks, stream, false);
 }
 
-// The kernels of `tasks` and the copies of `selfPairs` (one kernel, or rounds of them and then the
-// copies), on `stream`, between the order's before() and after().
 ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const SelfPairs& selfPairs,
                                             cudaStream_t stream) {
   size_t longestQueue = 0;
   const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
+  return launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream);
+}
+
+ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const Queues& queues,
+                                            size_t longestQueue, const SelfPairs& selfPairs, cudaStream_t stream) {
   const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
   P2pLaunchArgs whole;
   const bool oneKernel =

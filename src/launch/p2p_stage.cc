@@ -67,6 +67,7 @@ plan::StagePlan CommDataPath::p2pStagePlan(const std::vector<P2pTask>& tasks, si
 }
 
 ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, size_t longestQueue, P2pStaging* staging) {
+  if (std::none_of(tasks.begin(), tasks.end(), [](const P2pTask& t) { return t.staged; })) return ncclSuccess;
   const int rank = comm_->rank_;
   const plan::StagePlan plan = p2pStagePlan(tasks, longestQueue);
   if (plan.batches() == 0) return ncclSuccess;

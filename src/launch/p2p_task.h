@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct P2pTask {
 // Self sends matched with their self receives (send, receive), each pair one device copy; staging
 // copies travel the same way (send: the source, receive: the destination).
 using P2pSelfPairs = std::vector<std::pair<const P2pTask*, const P2pTask*>>;
+// A group's sends and receives by (peer, send?), in the order they were queued (p2p_launch.cc).
+using P2pQueues = std::map<std::pair<int, bool>, std::vector<const P2pTask*>>;
 
 // Which operations of a launch are balanced (device/prims/p2p_balanced.h), decided alike on both
 // ends of a pair from what both know: the operation's size and place in its queue, the pair's
