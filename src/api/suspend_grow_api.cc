@@ -1,10 +1,10 @@
 // ncclCommGetUniqueId / ncclCommGrow (2.29, core/grow.h) and ncclCommSuspend / ncclCommResume /
-// ncclCommMemStats (2.29.7). PyTorch 2.15 imports all five. Suspending is not implemented yet: those
-// three check their arguments and fail with a WARN naming the missing feature.
+// ncclCommMemStats (2.29.7, core/suspend.h). PyTorch 2.15 imports all five.
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
 #include "core/grow.h"
+#include "core/suspend.h"
 #include "util/check.h"
 
 BRAID_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId);
@@ -22,36 +22,15 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqu
 
 BRAID_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags);
 ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
-  const char* caller = "ncclCommSuspend";
-  return braid::apiGuard(caller, [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, caller));
-    if ((flags & ~NCCL_SUSPEND_MEM) != 0) {
-      WARN("%s: flags 0x%x has bits other than NCCL_SUSPEND_MEM (0x%x)", caller, flags, NCCL_SUSPEND_MEM);
-      return ncclInvalidArgument;
-    }
-    return braid::notImplemented(caller, "suspending a communicator's device memory (ncclCommSuspend)");
-  });
+  return braid::apiGuard("ncclCommSuspend", [&] { return braid::commSuspend(comm, flags); });
 }
 
 BRAID_API(ncclResult_t, ncclCommResume, ncclComm_t comm);
 ncclResult_t ncclCommResume(ncclComm_t comm) {
-  const char* caller = "ncclCommResume";
-  return braid::apiGuard(caller, [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, caller));
-    return braid::notImplemented(caller, "suspending a communicator's device memory (ncclCommSuspend)");
-  });
+  return braid::apiGuard("ncclCommResume", [&] { return braid::commResume(comm); });
 }
 
 BRAID_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
-  const char* caller = "ncclCommMemStats";
-  return braid::apiGuard(caller, [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, caller));
-    if (value == nullptr || stat < ncclStatGpuMemSuspend || stat > ncclStatGpuMemTotal) {
-      WARN("%s: stat %d and value %p: stat must be an ncclCommMemStat_t and value not NULL", caller,
-           static_cast<int>(stat), static_cast<void*>(value));
-      return ncclInvalidArgument;
-    }
-    return braid::notImplemented(caller, "per-communicator device memory statistics (ncclCommMemStats)");
-  });
+  return braid::apiGuard("ncclCommMemStats", [&] { return braid::commMemStats(comm, stat, value); });
 }

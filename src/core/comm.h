@@ -86,6 +86,8 @@ struct ncclComm {
   std::shared_ptr<braid::AsyncGroupJob> groupJob_;
   // The id ncclCommGetUniqueId made on this rank for the next ncclCommGrow, until that grow uses it.
   std::unique_ptr<ncclUniqueId> pendingGrowId_;
+  // Between ncclCommSuspend and ncclCommResume (core/suspend.h): refuses operations.
+  std::atomic<bool> suspended_{false};
 };
 
 namespace braid {
@@ -112,6 +114,11 @@ namespace braid {
                                               int rank, const braid::CommConfig& parsed, const char* caller);
 // One communicator per device of `devlist` (or devices 0..ndev-1 when devlist is NULL).
 [[nodiscard]] ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist);
+
+// The check of a wait for the communicator's launched work (finalize, destroy, suspend): it stops
+// at an asynchronous failure, or when a peer process on this host is gone while the work is still
+// in flight.
+DataPathBase::IdleWaitCheck peerFailureCheck(ncclComm* comm);
 
 // Removes the communicator from the registry and frees it (no checks; callers have done them).
 void freeComm(ncclComm* comm);

@@ -5,8 +5,10 @@
 
 #include <nccl.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/share_group.h"
 
@@ -44,6 +46,20 @@ class DataPathBase {
   // Makes the communicator, which has run operations, a member of a new share group, the group's
   // first (core/share_group.h); nothing if it is in one.
   [[nodiscard]] virtual ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) = 0;
+
+  // Suspension (ncclCommSuspend / ncclCommResume, core/suspend.h). Device memory of this rank:
+  // what suspension lets go, and what stays (ncclCommMemStats).
+  struct MemoryStats {
+    uint64_t suspendable = 0;
+    uint64_t persistent = 0;
+  };
+  virtual MemoryStats memoryStats() const = 0;
+  // Whether its memory can be suspended; if not, *why says why (for a WARN).
+  virtual bool suspendable(std::string* why) const = 0;
+  // Lets the suspendable memory go, keeping its addresses. No work may be in flight on any rank.
+  [[nodiscard]] virtual ncclResult_t suspendMemory() = 0;
+  // Remakes it at the same addresses. Collective with the peers it shares memory with.
+  [[nodiscard]] virtual ncclResult_t resumeMemory() = 0;
 };
 
 }  // namespace braid

@@ -44,12 +44,14 @@ ncclResult_t asyncFailure(const ncclComm* comm) {
   return async == ncclInProgress ? ncclSuccess : async;
 }
 
-// The check of a wait for the communicator's launched work (finalize, destroy): it stops at an
-// asynchronous failure, or when a peer process on this host is gone while the work is still in
-// flight (marked here, so the watch need not see it first: destroy takes the communicator out of its
-// sight). Not in the first moments of the wait: a peer that exited right after its part of the last
-// operation leaves this rank's kernel a few microseconds of its own work, not a failure.
+}  // namespace
+
+// A peer process on this host that is gone is marked here, so the watch need not see it first
+// (destroy takes the communicator out of its sight). Not in the first moments of the wait: a peer
+// that exited right after its part of the last operation leaves this rank's kernel a few
+// microseconds of its own work, not a failure.
 constexpr std::chrono::milliseconds kDeadPeerGrace{100};
+
 DataPathBase::IdleWaitCheck peerFailureCheck(ncclComm* comm) {
   return [comm, start = std::chrono::steady_clock::now()]() -> ncclResult_t {
     NCCLCHECK(asyncFailure(comm));
@@ -57,8 +59,6 @@ DataPathBase::IdleWaitCheck peerFailureCheck(ncclComm* comm) {
     return ncclSuccess;
   };
 }
-
-}  // namespace
 
 void freeComm(ncclComm* comm) {
   commRegistryRemove(comm);
@@ -86,6 +86,11 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
   switch (comm->state_.load()) {
     case CommState::kReady: {
+      if (comm->suspended_.load()) {
+        WARN("%s: comm %p (rank %d) is suspended (ncclCommSuspend); call ncclCommResume on every rank first", caller,
+             static_cast<const void*>(comm), comm->rank_);
+        return ncclInvalidUsage;
+      }
       const ncclResult_t async = comm->asyncError_.load();
       if (async == ncclSuccess) return ncclSuccess;
       if (async == ncclInProgress) return refuseInProgress(comm, caller, kBackgroundWork);

@@ -93,6 +93,11 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t waitIdle(const IdleWaitCheck& check) override;
   void signalAbort() override;
   [[nodiscard]] ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) override;  // share_connect.cc
+  // Suspension (suspend_memory.cc).
+  MemoryStats memoryStats() const override;
+  bool suspendable(std::string* why) const override;
+  [[nodiscard]] ncclResult_t suspendMemory() override;
+  [[nodiscard]] ncclResult_t resumeMemory() override;
 
  private:
   // A queued collective's zero-copy plan, made in the connect phase (reg_launch.cc).

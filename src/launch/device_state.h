@@ -9,8 +9,11 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "cuda/vmm_memory.h"
 #include "device/dev_types.h"
 
 namespace braid {
@@ -43,16 +46,35 @@ class DeviceState {
   // Memory for staged sends (plan/p2p_stage.h) of at least `bytes`, made at the first need and
   // replaced by a larger one when too small (rounded up by at most an eighth). A replaced buffer is
   // kept until the communicator goes: kernels and copies captured in CUDA graphs may still use it,
-  // and freeing it now would wait for the whole GPU. The current device must be the communicator's.
+  // and freeing it now would wait for the whole GPU. cuMem memory where the device has it, so that
+  // it can be suspended. The current device must be the communicator's.
   [[nodiscard]] ncclResult_t stageBuffer(uint64_t bytes, char** out);
+
+  // Suspension (ncclCommSuspend): the staging memory goes and comes back at the same addresses
+  // (its contents do not matter between operations); the rest, a few KiB, stays.
+  bool suspendable(std::string* why) const;
+  [[nodiscard]] ncclResult_t suspend();
+  [[nodiscard]] ncclResult_t resume();
+  uint64_t suspendableBytes() const;
+  uint64_t persistentBytes() const { return persistentBytes_; }
 
   DevComm* devComm() const { return devComm_; }
   const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }
   void signalAbort();
 
  private:
+  // Staging memory: cuMem (vmm) where the device has it, else cudaMalloc (plain).
+  struct Stage {
+    std::unique_ptr<VmmMemory> vmm;
+    char* plain = nullptr;
+    uint64_t bytes = 0;
+    char* ptr() const { return vmm != nullptr ? vmm->ptr() : plain; }
+  };
+
   [[nodiscard]] ncclResult_t copyToDevice(void* dst, const void* src, size_t bytes);
   [[nodiscard]] ncclResult_t uploadStream(cudaStream_t* out);
+  [[nodiscard]] ncclResult_t deviceMalloc(size_t bytes, void** out);
+  [[nodiscard]] ncclResult_t allocStage(uint64_t bytes, Stage* out);
 
   cudaStream_t stream_ = nullptr;
   int* hostAbortFlag_ = nullptr;  // cudaHostAlloc'd, mapped
@@ -61,9 +83,8 @@ class DeviceState {
   int* ringRanks_ = nullptr;
   DevP2pPeer* p2pPeers_ = nullptr;
   uint64_t* p2pTickets_ = nullptr;
-  char* stage_ = nullptr;
-  uint64_t stageBytes_ = 0;
-  std::vector<char*> stageRetired_;
+  std::vector<Stage> stages_;     // the last one is in use; the others are kept for captured graphs
+  uint64_t persistentBytes_ = 0;  // cudaMalloc memory: DevComm, ring orders, peers, counters
 };
 
 }  // namespace braid

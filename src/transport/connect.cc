@@ -66,8 +66,6 @@ struct FdNote {
   int32_t pad;
 };
 
-std::atomic<uint64_t> gConnectSerial{0};
-
 class ConnectionsImpl final : public Connections {
  public:
   explicit ConnectionsImpl(int cudaDev) : cudaDev_(cudaDev) {}
@@ -77,16 +75,19 @@ class ConnectionsImpl final : public Connections {
     net_.reset();                                 // off the proxy, connections closed, host FIFOs freed
     while (!blocks_.empty()) blocks_.pop_back();  // reverse order of creation: imports first
   }
-  Block* keep(std::unique_ptr<Block> block) {
+  Block* keep(std::unique_ptr<Block> block, bool own, int peer, size_t keepBytes, uint64_t ownerAddress) {
     blocks_.push_back(std::move(block));
+    records_.push_back(BlockRecord{blocks_.back().get(), own, peer, keepBytes, ownerAddress});
     return blocks_.back().get();
   }
+  const std::vector<BlockRecord>& blocks() const override { return records_; }
   void keepNet(std::unique_ptr<NetLinks> net) { net_ = std::move(net); }
 
  private:
   int cudaDev_;
   std::unique_ptr<NetLinks> net_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<BlockRecord> records_;  // of blocks_, in the same order
 };
 
 class ScopedStream {
@@ -127,11 +128,16 @@ struct Session {
 };
 
 ncclResult_t prepare(Session* s) {
+  bool anyP2p = false;
   bool crossP2p = false;
-  for (const Group& g : s->groups) crossP2p = crossP2p || (g.kind == Kind::kP2p && g.crossProcess);
-  if (!crossP2p) return ncclSuccess;
+  for (const Group& g : s->groups) {
+    anyP2p = anyP2p || g.kind == Kind::kP2p;
+    crossP2p = crossP2p || (g.kind == Kind::kP2p && g.crossProcess);
+  }
+  if (!anyP2p) return ncclSuccess;
   NCCLCHECK(cudaDriver(&s->driver));
   NCCLCHECK(cuMemWanted(s->driver, s->ctx.cudaDev, &s->useCuMem));
+  if (!crossP2p) return ncclSuccess;
   std::string name = udsSocketName(s->ctx.commHash, s->ctx.rank, static_cast<int>(::getpid()), s->serial);
   return UdsSocket::bind(name, s->me, &s->uds);
 }
@@ -151,7 +157,7 @@ ncclResult_t allocateAll(Session* s) {
                                     static_cast<int>(::getpid()), s->serial);
       NCCLCHECK(shmAlloc(args, &block, &g.localInfo));
     }
-    g.local = s->conns->keep(std::move(block));
+    g.local = s->conns->keep(std::move(block), true, g.peer, g.layout.buffersStart, g.localInfo.ptr);
   }
   if (anyP2p) CUDACHECK_AT(s->me, cudaStreamSynchronize(zero.get()));
   return ncclSuccess;
@@ -283,7 +289,7 @@ ncclResult_t importAll(Session* s) {
     } else {
       NCCLCHECK(shmImport(args, g.peerInfo, &block));
     }
-    g.remote = s->conns->keep(std::move(block));
+    g.remote = s->conns->keep(std::move(block), false, g.peer, 0, g.peerInfo.ptr);
     INFO(kLogInit | (g.kind == Kind::kP2p ? kLogP2p : kLogShm), "%s: local block %zu bytes by %s, peer's by %s",
          g.what.c_str(), g.local->bytes(), mechanismName(static_cast<Mechanism>(g.localInfo.mechanism)),
          mechanismName(static_cast<Mechanism>(g.peerInfo.mechanism)));
@@ -325,7 +331,7 @@ ncclResult_t connectChannels(const Context& ctx, const std::vector<ChannelLinks>
   std::vector<Group*> remotePtrs(remote.size());
   for (size_t i = 0; i < remote.size(); ++i) remotePtrs[i] = &remote[i];
   Session s{ctx, std::move(local), nullptr};
-  s.serial = gConnectSerial.fetch_add(1, std::memory_order_relaxed);
+  s.serial = nextUdsSerial();
   s.deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
   s.me = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
   DeviceGuard guard;

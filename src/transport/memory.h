@@ -3,15 +3,20 @@
 // unmaps what it holds when destroyed, without talking to anyone.
 //
 // P2P (GPU memory):
-//   same process        cudaMalloc; the peer gets the raw pointer (peer access is enabled by the
-//                       importer, once per process and device pair, never disabled: it is
-//                       process-wide state that other communicators may rely on)
+//   same process        cuMem (NCCL_CUMEM_ENABLE, as across processes); the peer gets the raw pointer
+//                       and gives its own device access to the mapping. Without cuMem: cudaMalloc,
+//                       and the importer enables peer access, once per process and device pair,
+//                       never disabled (process-wide state that other communicators may rely on).
 //   other process       cuMem with a POSIX file descriptor handle (NCCL_CUMEM_ENABLE 1 or -2 when the
 //                       device supports it); the fd goes to the peer over a Unix socket (uds.h). If
 //                       cuMem is off or its allocation fails: cudaMalloc + cudaIpcGetMemHandle.
 // SHM (pinned host memory, mapped into the GPU):
 //   same process        cudaHostAlloc(Portable | Mapped); the peer gets the raw pointer
 //   other process       POSIX shared memory (shm_segment.h) + cudaHostRegister(Portable | Mapped)
+//
+// Suspension (ncclCommSuspend, transport/suspend.h): P2P blocks made through cuMem let their device
+// memory go and keep their addresses; everything else stays as it is (host memory is not the GPU
+// memory suspension is for), or, for cudaMalloc and cudaIpc blocks, makes suspension impossible.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,7 +32,15 @@
 
 namespace braid::transport {
 
-enum class Mechanism : int32_t { kNone = 0, kRawDevice = 1, kCuMemFd = 2, kCudaIpc = 3, kRawHost = 4, kShmFile = 5 };
+enum class Mechanism : int32_t {
+  kNone = 0,
+  kRawDevice = 1,   // same process, cudaMalloc
+  kCuMemFd = 2,     // other process, cuMem
+  kCudaIpc = 3,     // other process, cudaMalloc
+  kRawHost = 4,     // same process, pinned host memory
+  kShmFile = 5,     // other process, shared host memory
+  kCuMemLocal = 6,  // same process, cuMem: the importer grants its device access
+};
 const char* mechanismName(Mechanism mechanism);
 
 // What a peer needs to map a block. Plain bytes: it crosses process boundaries.
@@ -41,6 +54,15 @@ struct ExportInfo {
 };
 static_assert(sizeof(cudaIpcMemHandle_t) == 64, "cudaIpcMemHandle_t must fit ExportInfo::ipcHandle");
 
+// What suspending a block means (ncclCommSuspend).
+enum class Suspension : int {
+  kStays,     // host memory, or nothing of this rank's: nothing to do
+  kOwn,       // this rank's cuMem device memory: released and made again at the same addresses
+  kImported,  // a peer process's cuMem memory: unmapped, and mapped again from the peer's new descriptor
+  kGranted,   // a peer thread's cuMem memory: access is given again once the peer has remade it
+  kCannot,    // cudaMalloc or cudaIpc memory: its addresses cannot outlive it
+};
+
 // Memory this rank's GPU can address.
 class Block {
  public:
@@ -49,6 +71,17 @@ class Block {
   Block& operator=(const Block&) = delete;
   char* devPtr() const { return devPtr_; }
   size_t bytes() const { return bytes_; }
+
+  virtual Suspension suspension() const { return Suspension::kStays; }
+  // kOwn: copies the first `keepBytes` (the FIFO counters, which both ends count on) to host memory,
+  // then releases the device memory. kImported: unmaps it. Others: nothing.
+  [[nodiscard]] virtual ncclResult_t suspend(size_t /*keepBytes*/) { return ncclSuccess; }
+  // kOwn: new device memory at the same addresses, zeroed, the kept bytes copied back (`fd` unused).
+  // kImported: maps the peer's new memory named by `fd`. kGranted: gives this device access again.
+  [[nodiscard]] virtual ncclResult_t resume(UniqueFd /*fd*/) { return ncclSuccess; }
+  // kOwn: whether a peer process maps it (through exportFd: a descriptor of the memory now).
+  virtual bool exported() const { return false; }
+  [[nodiscard]] virtual ncclResult_t exportFd(UniqueFd* /*out*/) const { return ncclInternalError; }
 
  protected:
   Block() = default;
@@ -61,7 +94,7 @@ struct AllocArgs {
   int cudaDev;               // the current device, where P2P memory goes
   size_t bytes;              // at least this much; rounded up to the mechanism's granularity
   bool crossProcess;         // the peer is another process
-  bool useCuMem;             // P2P across processes: try cuMem first
+  bool useCuMem;             // P2P: try cuMem first (exported as a file descriptor across processes)
   std::string shmName;       // SHM across processes: the segment to create
   std::string what;          // "rank 0 -> peer rank 1, channels 0,1 (P2P recv)": leads every WARN
 };

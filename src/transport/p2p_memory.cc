@@ -3,10 +3,13 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/vmm_memory.h"
 #include "transport/layout.h"
 #include "transport/memory.h"
 #include "util/check.h"
@@ -23,18 +26,6 @@ void noteCleanup(cudaError_t err, const char* call) {
   INFO(kLogInit | kLogP2p, "transport cleanup: %s failed: %s", call, cudaGetErrorString(err));
 }
 
-// A driver call whose failure is logged at `level`: WARN when it fails the operation, INFO when
-// the caller falls back to another mechanism.
-ncclResult_t cuCall(const CudaDriver* drv, CUresult res, const char* fn, const std::string& what, LogLevel level) {
-  if (res == CUDA_SUCCESS) return ncclSuccess;
-  const char* text = "unknown error";
-  drv->cuGetErrorString(res, &text);
-  uint64_t subsys = level == LogLevel::kWarn ? kLogAll : (kLogInit | kLogP2p);
-  logMessage(level, subsys, __FILE__, __LINE__, "%s: CUDA driver call %s failed: %s (%d)", what.c_str(), fn, text,
-             static_cast<int>(res));
-  return ncclUnhandledCudaError;
-}
-
 class DeviceMallocBlock final : public Block {
  public:
   static ncclResult_t create(size_t bytes, const std::string& what, std::unique_ptr<DeviceMallocBlock>* out) {
@@ -49,95 +40,109 @@ class DeviceMallocBlock final : public Block {
   ~DeviceMallocBlock() override {
     if (devPtr_ != nullptr) noteCleanup(cudaFree(devPtr_), "cudaFree");
   }
+  Suspension suspension() const override { return Suspension::kCannot; }
 
  private:
   DeviceMallocBlock() = default;
 };
 
-// A cuMem allocation mapped into this process: our own (created here) or a peer's (imported).
-// Teardown order: unmap, free the address range, release the handle; the physical memory goes away
-// when the last process releases it, so a peer that died or left does not matter.
-class CuMemBlock final : public Block {
- public:
-  explicit CuMemBlock(const CudaDriver* drv) : drv_(drv) {}
-  ~CuMemBlock() override {
-    CUdeviceptr va = reinterpret_cast<CUdeviceptr>(devPtr_);
-    if (mapped_) noteCu(drv_->cuMemUnmap(va, bytes_), "cuMemUnmap");
-    if (reserved_) noteCu(drv_->cuMemAddressFree(va, bytes_), "cuMemAddressFree");
-    if (hasHandle_) noteCu(drv_->cuMemRelease(handle_), "cuMemRelease");
-  }
-
-  CUmemGenericAllocationHandle handle_ = 0;
-  bool hasHandle_ = false;
-
-  // Reserves an address range of `bytes`, maps the handle there and gives `cuDevice` read/write
-  // access to it.
-  ncclResult_t map(size_t bytes, size_t alignment, CUdevice cuDevice, const std::string& what, LogLevel level) {
-    CUdeviceptr va = 0;
-    NCCLCHECK(cuCall(drv_, drv_->cuMemAddressReserve(&va, bytes, alignment, 0, 0), "cuMemAddressReserve", what, level));
-    devPtr_ = reinterpret_cast<char*>(va);
-    bytes_ = bytes;
-    reserved_ = true;
-    NCCLCHECK(cuCall(drv_, drv_->cuMemMap(va, bytes, 0, handle_, 0), "cuMemMap", what, level));
-    mapped_ = true;
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = cuDevice;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return cuCall(drv_, drv_->cuMemSetAccess(va, bytes, &access, 1), "cuMemSetAccess", what, level);
-  }
-
- private:
-  void noteCu(CUresult res, const char* call) const {
-    if (res == CUDA_SUCCESS) return;
-    const char* text = "unknown error";
-    drv_->cuGetErrorString(res, &text);
-    INFO(kLogInit | kLogP2p, "transport cleanup: %s failed: %s", call, text);
-  }
-
-  const CudaDriver* drv_;
-  bool reserved_ = false;
-  bool mapped_ = false;
-};
-
-ncclResult_t cuDeviceOf(const CudaDriver* drv, int cudaDev, const std::string& what, LogLevel level, CUdevice* out) {
-  return cuCall(drv, drv->cuDeviceGet(out, cudaDev), "cuDeviceGet", what, level);
-}
-
-// A new cuMem block on args.cudaDev, exportable as a POSIX fd. Failures are logged at `level`.
-ncclResult_t cuMemAllocBlock(const AllocArgs& args, LogLevel level, std::unique_ptr<Block>* out, UniqueFd* fd) {
-  const CudaDriver* drv = args.driver;
-  CUdevice cuDevice = 0;
-  NCCLCHECK(cuDeviceOf(drv, args.cudaDev, args.what, level, &cuDevice));
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = cuDevice;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  size_t granularity = 0;
-  NCCLCHECK(cuCall(drv, drv->cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                   "cuMemGetAllocationGranularity", args.what, level));
-  size_t bytes = alignUp(args.bytes, granularity);
-  auto block = std::make_unique<CuMemBlock>(drv);
-  NCCLCHECK(cuCall(drv, drv->cuMemCreate(&block->handle_, bytes, &prop, 0), "cuMemCreate", args.what, level));
-  block->hasHandle_ = true;
-  NCCLCHECK(block->map(bytes, granularity, cuDevice, args.what, level));
-  int shareable = -1;
-  NCCLCHECK(cuCall(
-      drv, drv->cuMemExportToShareableHandle(&shareable, block->handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-      "cuMemExportToShareableHandle", args.what, level));
-  fd->reset(shareable);
-  *out = std::move(block);
+// Runs `copy` on a private non-blocking stream and waits for it: never the legacy default stream,
+// which another thread's capture would forbid.
+template <typename Copy>
+ncclResult_t onPrivateStream(const std::string& what, Copy copy) {
+  cudaStream_t stream = nullptr;
+  CUDACHECK_AT(what, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaError_t err = copy(stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  (void)cudaStreamDestroy(stream);
+  CUDACHECK_AT(what, err);
   return ncclSuccess;
 }
 
-// A peer's pointer in this process: nothing to free (the owner frees it).
+// A cuMem allocation mapped into this process: our own (created here) or a peer process's
+// (imported). Suspended, it keeps its addresses (cuda/vmm_memory.h); our own keeps its counters in
+// host memory meanwhile.
+class VmmBlock final : public Block {
+ public:
+  explicit VmmBlock(std::unique_ptr<VmmMemory> mem) : mem_(std::move(mem)) {
+    devPtr_ = mem_->ptr();
+    bytes_ = mem_->bytes();
+  }
+  Suspension suspension() const override { return mem_->owned() ? Suspension::kOwn : Suspension::kImported; }
+  bool exported() const override { return mem_->owned() && mem_->exportable(); }
+  ncclResult_t exportFd(UniqueFd* out) const override { return mem_->exportFd(out); }
+
+  ncclResult_t suspend(size_t keepBytes) override {
+    if (mem_->owned()) {
+      kept_.resize(std::min(keepBytes, bytes_));
+      NCCLCHECK(onPrivateStream(what(), [&](cudaStream_t stream) {
+        return cudaMemcpyAsync(kept_.data(), devPtr_, kept_.size(), cudaMemcpyDeviceToHost, stream);
+      }));
+    }
+    return mem_->unmap();
+  }
+
+  ncclResult_t resume(UniqueFd fd) override {
+    if (!mem_->owned()) return mem_->remapImported(std::move(fd));
+    NCCLCHECK(mem_->remap());
+    NCCLCHECK(onPrivateStream(what(), [&](cudaStream_t stream) {
+      cudaError_t err = cudaMemsetAsync(devPtr_, 0, bytes_, stream);
+      if (err == cudaSuccess && !kept_.empty()) {
+        err = cudaMemcpyAsync(devPtr_, kept_.data(), kept_.size(), cudaMemcpyHostToDevice, stream);
+      }
+      return err;
+    }));
+    std::vector<char>().swap(kept_);
+    return ncclSuccess;
+  }
+
+ private:
+  std::string what() const { return "P2P block at " + std::to_string(reinterpret_cast<uintptr_t>(devPtr_)); }
+
+  std::unique_ptr<VmmMemory> mem_;
+  std::vector<char> kept_;  // while suspended: the first bytes of our own block
+};
+
+ncclResult_t vmmAllocBlock(const AllocArgs& args, LogLevel level, std::unique_ptr<Block>* out, UniqueFd* fd) {
+  std::unique_ptr<VmmMemory> mem;
+  NCCLCHECK(VmmMemory::allocate(args.driver, args.cudaDev, args.bytes, args.crossProcess, args.what, level, &mem));
+  if (args.crossProcess) NCCLCHECK(mem->exportFd(fd));
+  *out = std::make_unique<VmmBlock>(std::move(mem));
+  return ncclSuccess;
+}
+
+// A peer's cudaMalloc pointer in this process: nothing to free (the owner frees it).
 class BorrowedBlock final : public Block {
  public:
   BorrowedBlock(char* ptr, size_t bytes) {
     devPtr_ = ptr;
     bytes_ = bytes;
   }
+  Suspension suspension() const override { return Suspension::kCannot; }
+};
+
+// A peer thread's cuMem memory in this process: the owner frees it; this device's access to it is
+// given here, and again each time the owner maps the range anew (VmmMemory::remap).
+class GrantedBlock final : public Block {
+ public:
+  static ncclResult_t grant(const CudaDriver* drv, const ImportArgs& args, const ExportInfo& info,
+                            std::unique_ptr<Block>* out) {
+    std::unique_ptr<GrantedBlock> block(new GrantedBlock(drv, args.cudaDev, args.what));
+    block->devPtr_ = reinterpret_cast<char*>(static_cast<uintptr_t>(info.ptr));
+    block->bytes_ = info.bytes;
+    NCCLCHECK(block->resume(UniqueFd()));
+    *out = std::move(block);
+    return ncclSuccess;
+  }
+  Suspension suspension() const override { return Suspension::kGranted; }
+  ncclResult_t resume(UniqueFd /*fd*/) override { return grantVmmAccess(drv_, devPtr_, bytes_, cudaDev_, what_); }
+
+ private:
+  GrantedBlock(const CudaDriver* drv, int cudaDev, std::string what)
+      : drv_(drv), cudaDev_(cudaDev), what_(std::move(what)) {}
+  const CudaDriver* drv_;
+  int cudaDev_;
+  std::string what_;
 };
 
 class IpcBlock final : public Block {
@@ -156,6 +161,7 @@ class IpcBlock final : public Block {
   ~IpcBlock() override {
     if (devPtr_ != nullptr) noteCleanup(cudaIpcCloseMemHandle(devPtr_), "cudaIpcCloseMemHandle");
   }
+  Suspension suspension() const override { return Suspension::kCannot; }
 
  private:
   IpcBlock() = default;
@@ -183,23 +189,13 @@ ncclResult_t enablePeerAccess(int cudaDev, int peerDev, const std::string& what)
 }
 
 ncclResult_t cuMemImport(const ImportArgs& args, const ExportInfo& info, UniqueFd fd, std::unique_ptr<Block>* out) {
-  const CudaDriver* drv = args.driver;
-  if (drv == nullptr || !fd.valid()) {
+  if (args.driver == nullptr || !fd.valid()) {
     WARN("%s: the peer shared a cuMem block but no driver table or file descriptor is here", args.what.c_str());
     return ncclInternalError;
   }
-  CUdevice cuDevice = 0;
-  NCCLCHECK(cuDeviceOf(drv, args.cudaDev, args.what, LogLevel::kWarn, &cuDevice));
-  auto block = std::make_unique<CuMemBlock>(drv);
-  void* shareable = reinterpret_cast<void*>(static_cast<uintptr_t>(fd.get()));
-  NCCLCHECK(cuCall(
-      drv, drv->cuMemImportFromShareableHandle(&block->handle_, shareable, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-      "cuMemImportFromShareableHandle", args.what, LogLevel::kWarn));
-  block->hasHandle_ = true;
-  fd.reset();  // the handle holds the memory now
-  // The exporter rounded the size to its granularity; alignment 0 asks for the default one.
-  NCCLCHECK(block->map(info.bytes, 0, cuDevice, args.what, LogLevel::kWarn));
-  *out = std::move(block);
+  std::unique_ptr<VmmMemory> mem;
+  NCCLCHECK(VmmMemory::import(args.driver, args.cudaDev, info.bytes, std::move(fd), args.what, &mem));
+  *out = std::make_unique<VmmBlock>(std::move(mem));
   return ncclSuccess;
 }
 
@@ -211,6 +207,8 @@ const char* mechanismName(Mechanism mechanism) {
       return "device pointer (same process)";
     case Mechanism::kCuMemFd:
       return "cuMem POSIX file descriptor";
+    case Mechanism::kCuMemLocal:
+      return "cuMem device pointer (same process)";
     case Mechanism::kCudaIpc:
       return "cudaIpc handle";
     case Mechanism::kRawHost:
@@ -233,7 +231,7 @@ ncclResult_t cuMemWanted(const CudaDriver* driver, int cudaDev, bool* wanted) {
   }
   std::string what = "cuMem support check on GPU " + std::to_string(cudaDev);
   CUdevice cuDevice = 0;
-  NCCLCHECK(cuDeviceOf(driver, cudaDev, what, LogLevel::kWarn, &cuDevice));
+  CUCHECK_AT(what, driver, cuDeviceGet, &cuDevice, cudaDev);
   int vmm = 0;
   int fdHandles = 0;
   CUCHECK_AT(what, driver, cuDeviceGetAttribute, &vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
@@ -242,8 +240,9 @@ ncclResult_t cuMemWanted(const CudaDriver* driver, int cudaDev, bool* wanted) {
              CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cuDevice);
   *wanted = vmm != 0 && fdHandles != 0;
   if (!*wanted) {
-    INFO(kLogInit | kLogP2p, "GPU %d: cuMem not used across processes (VMM %d, POSIX fd handles %d); cudaIpc instead",
-         cudaDev, vmm, fdHandles);
+    INFO(kLogInit | kLogP2p,
+         "GPU %d: cuMem not used (VMM %d, POSIX fd handles %d): cudaMalloc, and cudaIpc across processes", cudaDev, vmm,
+         fdHandles);
   }
   return ncclSuccess;
 }
@@ -253,12 +252,12 @@ ncclResult_t p2pAlloc(const AllocArgs& args, cudaStream_t zeroStream, std::uniqu
   std::memset(info, 0, sizeof(*info));
   std::unique_ptr<Block> block;
   Mechanism mechanism = Mechanism::kRawDevice;
-  if (args.crossProcess && args.useCuMem) {
-    if (cuMemAllocBlock(args, LogLevel::kInfo, &block, exportFd) == ncclSuccess) {
-      mechanism = Mechanism::kCuMemFd;
+  if (args.useCuMem) {
+    if (vmmAllocBlock(args, LogLevel::kInfo, &block, exportFd) == ncclSuccess) {
+      mechanism = args.crossProcess ? Mechanism::kCuMemFd : Mechanism::kCuMemLocal;
     } else {
-      INFO(kLogInit | kLogP2p, "%s: cuMem allocation failed (above); falling back to cudaMalloc + cudaIpc",
-           args.what.c_str());
+      INFO(kLogInit | kLogP2p, "%s: cuMem allocation failed (above); falling back to cudaMalloc%s", args.what.c_str(),
+           args.crossProcess ? " + cudaIpc" : "");
       block.reset();
       exportFd->reset();
     }
@@ -288,6 +287,8 @@ ncclResult_t p2pImport(const ImportArgs& args, const ExportInfo& info, UniqueFd 
       NCCLCHECK(enablePeerAccess(args.cudaDev, args.peerCudaDev, args.what));
       *out = std::make_unique<BorrowedBlock>(reinterpret_cast<char*>(static_cast<uintptr_t>(info.ptr)), info.bytes);
       return ncclSuccess;
+    case Mechanism::kCuMemLocal:
+      return GrantedBlock::grant(args.driver, args, info, out);
     case Mechanism::kCuMemFd:
       return cuMemImport(args, info, std::move(fd), out);
     case Mechanism::kCudaIpc:

@@ -87,6 +87,20 @@ struct ChannelLinks {
   Kind recvKind;
 };
 
+class Block;
+
+// One block a Connections holds, with what suspending it needs (transport/suspend.h): the peer it
+// is shared with, how many of its first bytes must survive (own blocks: the FIFO counters), and the
+// address the owner knows it by (the same on both ends, so that a remade block's file descriptor
+// finds its mapping).
+struct BlockRecord {
+  Block* block;
+  bool own;  // allocated by this rank (else mapped from the peer)
+  int peer;
+  size_t keepBytes;
+  uint64_t ownerAddress;
+};
+
 // Owns every allocation, mapping, imported handle and registration made by connectChannels; the
 // destructor frees them all (imported mappings before the handles behind them, in reverse order of
 // creation) and never waits for or talks to peers. Destroy it only when no kernel uses the
@@ -94,6 +108,8 @@ struct ChannelLinks {
 class Connections {
  public:
   virtual ~Connections() = default;
+  // Its blocks of one host (P2P, SHM), own and mapped; NET connections keep host memory only.
+  virtual const std::vector<BlockRecord>& blocks() const = 0;
 
  protected:
   Connections() = default;

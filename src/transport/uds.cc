@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -46,6 +47,11 @@ void collectFds(msghdr* msg, std::vector<UniqueFd>* fds) {
 }
 
 }  // namespace
+
+uint64_t nextUdsSerial() {
+  static std::atomic<uint64_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::string udsSocketName(uint64_t commHash, int rank, int pid, uint64_t serial) {
   char name[96];

@@ -26,6 +26,8 @@ namespace braid::transport {
 // the socket a rank binds for one connect. The pid and a per-process serial keep communicators
 // with the same hash, and successive connects of one communicator, apart.
 std::string udsSocketName(uint64_t commHash, int rank, int pid, uint64_t serial);
+// A serial no other socket of this process has used (for udsSocketName).
+uint64_t nextUdsSerial();
 
 class UdsSocket {
  public:

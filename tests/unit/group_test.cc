@@ -32,6 +32,10 @@ class CountingDataPath : public DataPathBase {
   ncclResult_t waitIdle(const IdleWaitCheck&) override { return ncclSuccess; }
   void signalAbort() override {}
   ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>&) override { return ncclSuccess; }
+  MemoryStats memoryStats() const override { return {}; }
+  bool suspendable(std::string*) const override { return true; }
+  ncclResult_t suspendMemory() override { return ncclSuccess; }
+  ncclResult_t resumeMemory() override { return ncclSuccess; }
 
   int launched = 0;
   int dropped = 0;
