@@ -6,6 +6,7 @@
 #include "core/comm_registry.h"
 #include "core/group_job.h"
 #include "core/peer_watch.h"
+#include "cuda/capture_mode.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/text.h"
@@ -179,6 +180,10 @@ namespace {
 // for (destroy) or cut short (abort). Neither ever waits for a peer: a dead peer must not hang us.
 ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   auto start = std::chrono::steady_clock::now();
+  // The caller's thread may be capturing an unrelated stream (a failure path that left a capture
+  // open, or a graph being built around the destroy): the waits and frees below are permitted then,
+  // and the communicator's own streams never join that capture.
+  RelaxedCaptureMode relaxed;
   int rank = comm->rank_;
   ncclResult_t result = ncclSuccess;
   // First: the peer watch must not look at what is torn down below. A visit in progress is waited

@@ -232,7 +232,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
 
 ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
   // In a share group: the whole group's launched work. Not under the group's mutex: a member on
-  // another thread may have to launch before that work can end (its peers wait for it).
+  // another thread may have to launch before that work can end (its peers wait for it). Waiting on
+  // the communicator's own event is permitted while the caller's thread captures another stream.
+  RelaxedCaptureMode relaxed;
   const cudaEvent_t latest = shared_ != nullptr ? shared_->order().latestEvent() : order_->latestEvent();
   if (!check) {
     CUDACHECK(cudaEventSynchronize(latest));

@@ -6,9 +6,11 @@
 // the float types: AlltoAll only moves data, so every byte is compared exactly) and the guard after
 // the buffer must stay poisoned. Eagerly and captured in a CUDA graph replayed with fresh inputs
 // (receives of captured operations go zero-copy by graph registration); ranks as processes, as
-// threads, and as one thread driving every GPU; with a small staging budget (several kernels of
-// peers per AlltoAll), budgets that differ between ranks, and ranks that run out of place beside
-// ranks in place; grouped with other AlltoAlls (five in one group: staged in one batch); on registered
+// threads, and as one thread driving every GPU; graphs of one communicator replayed alternately, on
+// two streams, beside eager AlltoAlls, while the staging memory grows; a destroy while the thread
+// captures an unrelated stream; with a small staging budget (several kernels of peers per
+// AlltoAll), budgets that differ between ranks, and ranks that run out of place beside ranks in
+// place; grouped with other AlltoAlls (five in one group: staged in one batch); on registered
 // buffers (zero-copy receives); over SHM; across emulated hosts (the network path). NVIDIA's NCCL
 // leaves in-place AlltoAll's result undefined, so those tests are Braid's only.
 #include <cuda_runtime.h>
@@ -183,6 +185,65 @@ int runCases(
   return 0;
 }
 
+// Captures what `enqueue` issues on the streams of the ranks of this thread into one graph per rank.
+// Every capture that began is ended, also when enqueue fails: a capture left open forbids cudaMalloc
+// and cudaFree on this thread. Each capture ends before any graph is instantiated (not allowed while
+// this thread captures).
+int captureGraphs(std::vector<Rank>& ranks, const std::function<int()>& enqueue, std::vector<cudaGraphExec_t>* execs) {
+  size_t begun = 0;
+  cudaError_t began = cudaSuccess;
+  for (const Rank& r : ranks) {
+    began = cudaSetDevice(gputest::deviceOfRank(r.rank));
+    if (began == cudaSuccess) began = cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal);
+    if (began != cudaSuccess) break;
+    begun++;
+  }
+  int rc = began != cudaSuccess ? 1 : enqueue();
+  std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
+  for (size_t i = 0; i < begun; i++) {
+    (void)cudaSetDevice(gputest::deviceOfRank(ranks[i].rank));
+    const cudaError_t ended = cudaStreamEndCapture(ranks[i].stream, &graphs[i]);
+    if (ended != cudaSuccess) {
+      std::fprintf(stderr, "rank %d: cudaStreamEndCapture -> %s\n", ranks[i].rank, cudaGetErrorString(ended));
+      rc = 1;
+    }
+  }
+  if (began != cudaSuccess) std::fprintf(stderr, "cudaStreamBeginCapture -> %s\n", cudaGetErrorString(began));
+  execs->assign(ranks.size(), nullptr);
+  for (size_t i = 0; i < ranks.size(); i++) {
+    if (graphs[i] == nullptr) continue;
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    if (rc == 0) CHILD_CUDA(cudaGraphInstantiate(&(*execs)[i], graphs[i], 0));
+    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
+  }
+  return rc;
+}
+
+int destroyGraphs(std::vector<Rank>& ranks, std::vector<cudaGraphExec_t>* execs) {
+  for (size_t i = 0; i < execs->size(); i++) {
+    if ((*execs)[i] == nullptr) continue;
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaGraphExecDestroy((*execs)[i]));
+  }
+  execs->clear();
+  return 0;
+}
+
+int launchGraphs(std::vector<Rank>& ranks, const std::vector<cudaGraphExec_t>& execs,
+                 const std::vector<cudaStream_t>& streams) {
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaGraphLaunch(execs[i], streams[i]));
+  }
+  return 0;
+}
+
+std::vector<cudaStream_t> streamsOf(const std::vector<Rank>& ranks) {
+  std::vector<cudaStream_t> streams;
+  for (const Rank& r : ranks) streams.push_back(r.stream);
+  return streams;
+}
+
 // Captures case c in place (`times` AlltoAlls, one group each, so they apply in order: the operations
 // of one group run concurrently, as in NCCL) on every rank of this thread, then replays the graph
 // `replays` times, each on a fresh input. Buffers are allocated before any capture begins: a
@@ -192,43 +253,27 @@ int runCaptured(std::vector<Rank>& ranks, int n, const Case& c, uint64_t seed, i
   for (size_t i = 0; i < ranks.size(); i++) {
     if (allocBuffers(ranks[i], n, c, true, &bufs[i]) != 0) return 1;
   }
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-    CHILD_CUDA(cudaStreamBeginCapture(ranks[i].stream, cudaStreamCaptureModeThreadLocal));
-  }
-  for (int t = 0; t < times; t++) {
-    if (issue(ranks, c, bufs) != 0) return 1;
-  }
-  // Every capture of this thread ends before any graph is instantiated (not allowed while capturing).
-  std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
-  }
-  std::vector<cudaGraphExec_t> execs(ranks.size());
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-    CHILD_CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
-    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
-  }
-  int rc = 0;
+  std::vector<cudaGraphExec_t> execs;
+  int rc = captureGraphs(
+      ranks,
+      [&] {
+        for (int t = 0; t < times; t++) {
+          if (issue(ranks, c, bufs) != 0) return 1;
+        }
+        return 0;
+      },
+      &execs);
   for (int k = 0; k < replays && rc == 0; k++) {
     for (size_t i = 0; i < ranks.size(); i++) {
       if (fillInput(ranks[i], n, c, bufs[i], seed + static_cast<uint64_t>(k)) != 0) return 1;
     }
-    for (size_t i = 0; i < ranks.size(); i++) {
-      CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-      CHILD_CUDA(cudaGraphLaunch(execs[i], ranks[i].stream));
-    }
+    if (launchGraphs(ranks, execs, streamsOf(ranks)) != 0) return 1;
     for (size_t i = 0; i < ranks.size(); i++) {
       rc |= checkOutput(ranks[i], n, c, bufs[i], seed + static_cast<uint64_t>(k), times);
     }
   }
-  for (size_t i = 0; i < ranks.size(); i++) {
-    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-    CHILD_CUDA(cudaGraphExecDestroy(execs[i]));
-    rc |= freeBuffers(ranks[i], &bufs[i]);
-  }
+  rc |= destroyGraphs(ranks, &execs);
+  for (size_t i = 0; i < ranks.size(); i++) rc |= freeBuffers(ranks[i], &bufs[i]);
   return rc;
 }
 
@@ -312,6 +357,139 @@ TEST_P(AlltoAllInPlace, BatchesOfPeersWithinTheStageBudget) {
               if (runCases(ranks, n, cases, 220) != 0) return 1;
               return runCases(ranks, n, cases, 230, [](int rank) { return rank % 2 == 0; });
             }));
+}
+
+// One graph (or an eager AlltoAll) of graphsAlternately: its case, buffers and graphs.
+struct Step {
+  Case c;
+  std::vector<Buffers> bufs;
+  std::vector<cudaGraphExec_t> execs;  // empty: eager
+};
+
+// Two graphs of one communicator replayed alternately, with eager AlltoAlls between them. The first
+// is captured with the staging memory of a small AlltoAll; the second needs more, so the memory grows
+// during its capture; an eager AlltoAll needs more again and grows it eagerly; a third graph,
+// captured after that, shares the eager AlltoAll's memory and is replayed on another stream. Each
+// graph must keep the memory it was captured with, and launches that share memory must not overlap,
+// whatever their streams. The first graph runs twice per round (the second replay undoes the first).
+int graphsAlternately(std::vector<Rank>& ranks, int n, uint64_t seed) {
+  const Case small{ncclInt32, 30001, 0};
+  std::vector<Step> steps = {{small, {}, {}},
+                             {{ncclFloat32, (1 << 19) + 1, 4}, {}, {}},
+                             {{ncclUint8, (3 << 20) + 1, 1}, {}, {}},
+                             {small, {}, {}}};
+  std::vector<cudaStream_t> side(ranks.size(), nullptr);
+  for (size_t i = 0; i < ranks.size(); i++) {
+    for (Step& s : steps) {
+      s.bufs.resize(ranks.size());
+      if (allocBuffers(ranks[i], n, s.c, true, &s.bufs[i]) != 0) return 1;
+    }
+    CHILD_CUDA(cudaStreamCreateWithFlags(&side[i], cudaStreamNonBlocking));
+  }
+  auto captureStep = [&](Step& s) {
+    return captureGraphs(
+        ranks, [&] { return issue(ranks, s.c, s.bufs); }, &s.execs);
+  };
+  int rc = captureStep(steps[0]);
+  if (rc == 0) rc = captureStep(steps[1]);                   // in this order on every rank
+  if (rc == 0) rc = runCases(ranks, n, {steps[2].c}, seed);  // the memory grows eagerly
+  if (rc == 0) rc = captureStep(steps[3]);
+  for (int round = 0; round < 3 && rc == 0; round++) {
+    const uint64_t base = seed + 10 * static_cast<uint64_t>(round + 1);
+    for (size_t k = 0; k < steps.size(); k++) {
+      for (size_t i = 0; i < ranks.size(); i++) {
+        if (fillInput(ranks[i], n, steps[k].c, steps[k].bufs[i], base + k) != 0) return 1;
+      }
+    }
+    if (launchGraphs(ranks, steps[0].execs, streamsOf(ranks)) != 0) return 1;
+    if (launchGraphs(ranks, steps[1].execs, streamsOf(ranks)) != 0) return 1;
+    if (issue(ranks, steps[2].c, steps[2].bufs) != 0) return 1;
+    if (launchGraphs(ranks, steps[3].execs, side) != 0) return 1;
+    if (launchGraphs(ranks, steps[0].execs, streamsOf(ranks)) != 0) return 1;
+    for (size_t i = 0; i < ranks.size(); i++) CHILD_CUDA(cudaStreamSynchronize(side[i]));
+    for (size_t k = 0; k < steps.size(); k++) {
+      for (size_t i = 0; i < ranks.size(); i++) {
+        rc |= checkOutput(ranks[i], n, steps[k].c, steps[k].bufs[i], base + k, k == 0 ? 2 : 1);
+      }
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaStreamSynchronize(side[i]));
+    CHILD_CUDA(cudaStreamDestroy(side[i]));
+  }
+  for (Step& s : steps) {
+    rc |= destroyGraphs(ranks, &s.execs);
+    for (size_t i = 0; i < ranks.size(); i++) rc |= freeBuffers(ranks[i], &s.bufs[i]);
+  }
+  return rc;
+}
+
+TEST_P(AlltoAllInPlace, GraphsReplayedAlternatelyAsTheStageGrows) {
+  SKIP_AGAINST_REFERENCE();
+  const int n = this->n();
+  for (Mode mode : {Mode::kProcesses, Mode::kThreads, Mode::kOneThread}) {
+    SCOPED_TRACE(modeName(mode));
+    EXPECT_EQ(0, withRanks(n, mode, [&](std::vector<Rank>& ranks) { return graphsAlternately(ranks, n, 900); }));
+  }
+  // With a 1 MiB budget: on more than two ranks the larger AlltoAlls run in batches, captured too.
+  SCOPED_TRACE("1 MiB staging budget");
+  colltest::ScopedSetenv budget("BRAID_P2P_STAGE_BYTES", "1048576");
+  EXPECT_EQ(0,
+            withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) { return graphsAlternately(ranks, n, 950); }));
+}
+
+// A thread that destroys its communicators while it captures an unrelated stream, in either capture
+// mode (as a failure path that left its capture open does): the destroy waits for the
+// communicator's work and frees its memory, staging memory included, and succeeds; the capture stays
+// valid.
+int destroyWhileCapturing(std::vector<Rank>& ranks, int n, cudaStreamCaptureMode captureMode) {
+  if (runCases(ranks, n, {{ncclInt32, 30001, 0}, {ncclFloat64, 300001, 8}}, 980) != 0) return 1;
+  std::vector<cudaStream_t> other(ranks.size(), nullptr);
+  std::vector<char*> scratch(ranks.size(), nullptr);
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaStreamCreateWithFlags(&other[i], cudaStreamNonBlocking));
+    CHILD_CUDA(cudaMalloc(&scratch[i], 256));
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaStreamBeginCapture(other[i], captureMode));
+    CHILD_CUDA(cudaMemsetAsync(scratch[i], 0, 256, other[i]));
+  }
+  int rc = 0;
+  for (Rank& r : ranks) {
+    const ncclResult_t destroyed = ncclCommDestroy(r.comm);
+    r.comm = nullptr;  // withRanks destroys a null communicator: nothing
+    if (destroyed != ncclSuccess) {
+      std::fprintf(stderr, "rank %d: ncclCommDestroy while capturing -> %s: %s\n", r.rank,
+                   ncclGetErrorString(destroyed), ncclGetLastError(nullptr));
+      rc = 1;
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    cudaGraph_t graph = nullptr;
+    CHILD_CUDA(cudaStreamEndCapture(other[i], &graph));
+    CHILD_EXPECT(graph != nullptr);
+    CHILD_CUDA(cudaGraphDestroy(graph));
+    CHILD_CUDA(cudaStreamDestroy(other[i]));
+    CHILD_CUDA(cudaFree(scratch[i]));
+  }
+  return rc;
+}
+
+TEST_P(AlltoAllInPlace, DestroyWhileTheThreadCaptures) {
+  SKIP_AGAINST_REFERENCE();
+  const int n = this->n();
+  for (cudaStreamCaptureMode captureMode : {cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeGlobal}) {
+    for (Mode mode : {Mode::kProcesses, Mode::kOneThread}) {
+      SCOPED_TRACE(std::string(modeName(mode)) +
+                   (captureMode == cudaStreamCaptureModeGlobal ? ", global capture" : ", thread-local capture"));
+      EXPECT_EQ(0, withRanks(n, mode,
+                             [&](std::vector<Rank>& ranks) { return destroyWhileCapturing(ranks, n, captureMode); }));
+    }
+  }
 }
 
 // Over the SHM transport (P2P disabled): staging does not depend on the transport.
