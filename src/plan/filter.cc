@@ -69,10 +69,12 @@ ncclResult_t parseList(const char* var, const char* text, std::string_view list,
   return ncclSuccess;
 }
 
-// Parses a whole variable into rows[coll][N]; rows start all allowed.
+// Parses a whole variable into rows[coll][N]; rows start all allowed. With zeroFill (NCCL_ALGO, as
+// NCCL 2.31 and later parse it), a string whose first entry names a function starts from rows that
+// allow nothing instead, so that the collectives it does not name get nothing.
 template <int N>
 ncclResult_t parseVariable(const char* var, const char* text, const char* const (&names)[N], const char* kind,
-                           bool (&rows)[kNumColls][N]) {
+                           bool zeroFill, bool (&rows)[kNumColls][N]) {
   for (auto& row : rows) {
     for (bool& r : row) r = true;
   }
@@ -85,6 +87,11 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
     rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
     if (entry.empty()) continue;
     size_t colon = entry.find(':');
+    if (first && zeroFill && colon != std::string_view::npos) {
+      for (auto& row : rows) {
+        for (bool& r : row) r = false;
+      }
+    }
     if (colon == std::string_view::npos) {
       if (!first) {
         WARN("%s=\"%s\": entry '%.*s' needs a 'function:' prefix (only the first entry may omit it)", var, text,
@@ -109,12 +116,39 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
   return ncclSuccess;
 }
 
+// Whether `allowed` (a collective's NCCL_ALGO row) holds an algorithm Braid has for it: Ring,
+// Direct, or for AllReduce Tree.
+bool hasBraidAlgorithm(int coll, const bool (&allowed)[kNumAlgos]) {
+  return allowed[kAlgoRing] || allowed[kAlgoDirect] ||
+         (coll == static_cast<int>(CollId::kAllReduce) && allowed[kAlgoTree]);
+}
+
+// One WARN naming the collectives NCCL_ALGO leaves without any algorithm Braid has: each of them
+// will be refused. Since NCCL 2.31 that is what a string of "function:" entries does to every
+// collective it does not name.
+void warnCollectivesWithoutAlgorithm(const char* text, const Filter& filter) {
+  std::string left;
+  for (int c = 0; c < kNumColls; ++c) {
+    if (hasBraidAlgorithm(c, filter.algo[c])) continue;
+    if (!left.empty()) left += ", ";
+    left += kCollNames[c];
+  }
+  if (left.empty()) return;
+  WARN(
+      "NCCL_ALGO=\"%s\" leaves %s without any algorithm Braid has (Ring, Direct; Tree for AllReduce): those "
+      "collectives will fail with ncclInvalidUsage. As in NCCL 2.31 and later, a collective that a string of "
+      "\"function:\" entries does not name gets no algorithm; name each collective you use, or begin with a list for "
+      "all of them (\"ring;allreduce:tree\")",
+      text, left.c_str());
+}
+
 }  // namespace
 
 ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out) {
   Filter filter;
-  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", filter.algo));
-  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", filter.proto));
+  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", true, filter.algo));
+  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", false, filter.proto));
+  if (algoEnv != nullptr) warnCollectivesWithoutAlgorithm(algoEnv, filter);
   *out = filter;
   return ncclSuccess;
 }
