@@ -682,15 +682,18 @@ TEST(CollConfigOneRank, EveryOperationWithAnEvent) {
               CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(r.rank)));
               cudaEvent_t event = nullptr;
               CHILD_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+              // A forced selection (collectives only: AlltoAll, Gather and Scatter refuse one).
               const ncclCollConfig_t config = configWith([event](ncclCollConfig_t& c) {
                 c.launchCompletionEvent = event;
-                c.algSelection = "ring";
                 c.minCTAs = c.maxCTAs = 1;
               });
+              ncclCollConfig_t selecting = config;
+              selecting.algSelection = "ring";
               const ncclCollConfig_t bad = configWith([](ncclCollConfig_t& c) { c.magic = 0; });
               std::vector<Call> calls;
               for (Op op : kOps) {
-                calls.push_back({op, kSmall, &config});
+                const bool p2p = op == Op::kAlltoAll || op == Op::kGather || op == Op::kScatter;
+                calls.push_back({op, kSmall, p2p ? &config : &selecting});
                 calls.push_back({op, kSmall, &bad, ncclInvalidArgument, "config->magic"});
               }
               if (runCalls(ranks, calls, 1000, "one rank") != 0) return 1;
