@@ -307,11 +307,17 @@ const char* pncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
 
-/* Re-read NCCL_DEBUG* on the next log line. Kept for compatibility; NCCL deprecates it too. */
+/* Re-read NCCL_DEBUG* on the next log line. Deprecated; as in NCCL's header, it is declared only
+ * where NCCL_OS_LINUX is defined, and is otherwise a macro that does nothing. */
+#ifdef NCCL_OS_LINUX
 __attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed"))) void
 ncclResetDebugInit();
 __attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed"))) void
 pncclResetDebugInit();
+#else
+#define ncclResetDebugInit()
+#define pncclResetDebugInit()
+#endif
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);

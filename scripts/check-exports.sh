@@ -5,14 +5,20 @@
 #   - NEEDED: no libcuda, libcudart, libnvidia-ml or libnccl (CUDA runtime static, driver and NVML
 #     reached at run time, NVIDIA's NCCL never)
 #   - no symbol versioning (NCCL's exports are unversioned), no text relocations, no executable stack
-#   - dynamic symbols defined: exactly ncclX + pncclX for every function of nccl.h plus the device-API
-#     host functions ncclDevCommCreate/ncclDevCommDestroy; ncclX WEAK, pncclX GLOBAL, both FUNC with
-#     default visibility, at the same address
+#   - dynamic symbols defined: exactly ncclX (WEAK) + pncclX (GLOBAL), FUNC, default visibility, at
+#     the same address, for every function of tests/abi/abi_functions.h (the 73 of nccl.h, the 22 of
+#     nccl_device/host.h and two requirement builders no Linux header declares), plus the one special
+#     export ncclResetDebugInitInternal (GLOBAL, no pncclX twin), as NVIDIA's library has it
+#   - the lists match what the headers declare
+#   - every ncclX that NVIDIA's 2.32.3 library exports (tests/abi/nccl-2.32.3-exports.txt) is exported;
+#     Braid's only ncclX beyond that list is ncclCftBarrierCreateRequirement (declared by NVIDIA's
+#     nccl_device/host.h, not exported by its library)
 #
 # usage: check-exports.sh LIBRARY HEADER
 #   LIBRARY  path to the built library (libnccl.so.2.X.Y, or one of its links)
-#   HEADER   the nccl.h whose functions must be exported (Braid's include/nccl.h)
+#   HEADER   Braid's include/nccl.h; nccl_device/host.h is read from the same folder
 set -euo pipefail
+export LC_ALL=C # one collation for sort and comm
 
 if [[ $# -ne 2 ]]; then
   echo "usage: $0 LIBRARY HEADER" >&2
@@ -35,16 +41,31 @@ done
   exit 1
 }
 
-# Functions outside nccl.h that Braid exports too (NCCL's nccl_device/core.h): the list
-# NCCL_ABI_DEVICE_FUNCTIONS of tests/abi/abi_functions.h, which abi_link also links against.
-list_file="$(dirname "${BASH_SOURCE[0]}")/../tests/abi/abi_functions.h"
-[[ -f $list_file ]] || {
-  echo "FAIL: $list_file not found"
+host_header=$(dirname "$header")/nccl_device/host.h
+abi_dir="$(dirname "${BASH_SOURCE[0]}")/../tests/abi"
+list_file=$abi_dir/abi_functions.h
+nvidia_list=$abi_dir/nccl-2.32.3-exports.txt
+for f in "$host_header" "$list_file" "$nvidia_list"; do
+  [[ -f $f ]] || {
+    echo "FAIL: $f not found"
+    exit 2
+  }
+done
+# ncclX names Braid exports although NVIDIA's 2.32.3 library does not.
+readonly allowed_beyond_nvidia='^ncclCftBarrierCreateRequirement$'
+
+# The X (and U) entries of one X-macro list of abi_functions.h, without the nccl prefix.
+list_entries() {
+  perl -0777 -ne 'if (/#define\s+'"$1"'\([^)]*\)((?:[^\n]*\\\n)*[^\n]*)/) {
+    my $l = $1; print "$1\n" while $l =~ /\b[XU]\((\w+)\)/g }' "$list_file"
+}
+mapfile -t header_list < <(list_entries NCCL_ABI_HEADER_FUNCTIONS)
+mapfile -t device_list < <(list_entries NCCL_ABI_DEVICE_FUNCTIONS)
+special=$(sed -n 's/^#define NCCL_ABI_SPECIAL_EXPORT "\(.*\)"$/\1/p' "$list_file")
+[[ ${#header_list[@]} -gt 0 && ${#device_list[@]} -gt 0 && -n $special ]] || {
+  echo "FAIL: cannot read the function lists of $list_file"
   exit 2
 }
-mapfile -t extra_functions < <(perl -0777 -ne \
-  'if (/#define\s+NCCL_ABI_DEVICE_FUNCTIONS\(X\)((?:[^\n]*\\\n)*[^\n]*)/) { my $l = $1; print "$1\n" while $l =~ /X\((\w+)\)/g }' \
-  "$list_file")
 # Symbols every shared library may define; none is expected with Braid's version script.
 allowed_other='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -96,19 +117,37 @@ if grep -qE '\(TEXTREL\)|\(FLAGS\).*TEXTREL' <<<"$dynamic"; then fail "text relo
 stack=$(readelf -lW "$real" | awk '$1 == "GNU_STACK" { print $(NF-1) }')
 if [[ $stack == *E* ]]; then fail "executable stack (GNU_STACK flags $stack)"; else ok "non-executable stack"; fi
 
-# --- exported symbols
+# --- the lists against the headers (comments and Windows-only blocks removed first)
 # The functions nccl.h declares: ncclX and pncclX must pair up in the header itself.
-mapfile -t header_syms < <(perl -0777 -ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g;
-  print "$1\n" while /\b(?:ncclResult_t|const\s+char\s*\*|void)\s*(p?nccl\w+)\s*\(/g' "$header" | sort -u)
-mapfile -t header_fns < <(printf '%s\n' "${header_syms[@]}" | sed -n 's/^nccl//p')
-mapfile -t header_pfns < <(printf '%s\n' "${header_syms[@]}" | sed -n 's/^pnccl//p')
-if [[ ${#header_fns[@]} -eq 0 ]]; then
-  fail "found no functions in $header"
-elif [[ "${header_fns[*]}" != "${header_pfns[*]}" ]]; then
+declared() {
+  perl -0777 -ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g; s{#if\s+defined\(NCCL_OS_WINDOWS\).*?#endif}{}gs;
+    print "$1\n" while /(?:NCCL_EXTERN_C\s+[\w\s\*]*?|\b(?:ncclResult_t|const\s+char\s*\*|void)\s*)\b(p?nccl\w+)\s*\(/g' "$1" |
+    sort -u
+}
+mapfile -t header_syms < <(declared "$header")
+header_fns=$(printf '%s\n' "${header_syms[@]}" | sed -n 's/^nccl//p')
+header_pfns=$(printf '%s\n' "${header_syms[@]}" | sed -n 's/^pnccl//p')
+if [[ $header_fns != "$header_pfns" ]]; then
   fail "$header does not declare ncclX and pncclX for the same set of X"
 fi
-expected_fns=("${header_fns[@]}" "${extra_functions[@]}")
-echo "expected: ${#header_fns[@]} functions of $(basename "$header") + ${#extra_functions[@]} device-API = ${#expected_fns[@]} pairs"
+if [[ $header_fns == "$(printf '%s\n' "${header_list[@]}" | sort)" ]]; then
+  ok "$(basename "$header") declares the ${#header_list[@]} functions of NCCL_ABI_HEADER_FUNCTIONS"
+else
+  fail "$(basename "$header") and NCCL_ABI_HEADER_FUNCTIONS differ:"
+  diff <(echo "$header_fns") <(printf '%s\n' "${header_list[@]}" | sort) | sed -n 's/^\([<>]\)/  \1/p'
+fi
+host_fns=$(declared "$host_header" | sed -n 's/^nccl//p')
+device_declared=$(list_entries NCCL_ABI_DEVICE_FUNCTIONS | sort | comm -12 - <(echo "$host_fns"))
+if [[ $host_fns == "$device_declared" ]]; then
+  ok "nccl_device/host.h declares $(wc -l <<<"$host_fns") functions, all in NCCL_ABI_DEVICE_FUNCTIONS"
+else
+  fail "nccl_device/host.h declares functions missing from NCCL_ABI_DEVICE_FUNCTIONS:"
+  comm -23 <(echo "$host_fns") <(echo "$device_declared") | sed 's/^/  nccl/'
+fi
+
+# --- exported symbols
+expected_fns=("${header_list[@]}" "${device_list[@]}")
+echo "expected: ${#header_list[@]} functions of nccl.h + ${#device_list[@]} of the device API = ${#expected_fns[@]} pairs, plus $special"
 
 # name value type bind vis, for every defined dynamic symbol.
 declare -A sym_value sym_type sym_bind sym_vis sym_size
@@ -150,6 +189,16 @@ for fn in "${expected_fns[@]}"; do
   pairs=$((pairs + pair_ok))
 done
 
+# The special export: a GLOBAL function without a pncclX twin.
+expected_names[$special]=1
+if [[ -z ${sym_value[$special]:-} ]]; then
+  fail "$special is not exported"
+elif [[ ${sym_bind[$special]} != GLOBAL || ${sym_type[$special]} != FUNC || ${sym_vis[$special]} != DEFAULT ]]; then
+  fail "$special is ${sym_bind[$special]} ${sym_type[$special]} ${sym_vis[$special]}, expected GLOBAL FUNC DEFAULT"
+else
+  ok "$special (GLOBAL FUNC, no pncclX twin)"
+fi
+
 extras=()
 for name in "${!sym_value[@]}"; do
   [[ -n ${expected_names[$name]:-} ]] && continue
@@ -157,17 +206,37 @@ for name in "${!sym_value[@]}"; do
   extras+=("$name (${sym_bind[$name]} ${sym_type[$name]})")
 done
 if [[ ${#extras[@]} -gt 0 ]]; then
-  fail "${#extras[@]} unexpected exported symbol(s) (only the nccl.h API may be exported):"
+  fail "${#extras[@]} unexpected exported symbol(s) (only the NCCL API may be exported):"
   printf '  %s\n' "${extras[@]}" | sort | head -50
 fi
 
 total=${#sym_value[@]}
 if [[ $pairs -eq ${#expected_fns[@]} ]]; then
-  ok "$pairs ncclX (WEAK) / pncclX (GLOBAL) pairs at equal addresses = ${#header_fns[@]} + ${#extra_functions[@]}"
+  ok "$pairs ncclX (WEAK) / pncclX (GLOBAL) pairs at equal addresses = ${#header_list[@]} + ${#device_list[@]}"
 else
   fail "$pairs good pairs, expected ${#expected_fns[@]}"
 fi
 echo "defined dynamic symbols: $total"
+
+# --- against NVIDIA's export list: Braid must export every ncclX that NVIDIA's library does.
+mapfile -t nvidia_names < <(grep -v -E '^[[:space:]]*(#|$)' "$nvidia_list")
+lacking=()
+for name in "${nvidia_names[@]}"; do
+  [[ -n ${sym_value[$name]:-} ]] || lacking+=("$name")
+done
+if [[ ${#lacking[@]} -eq 0 ]]; then
+  ok "all ${#nvidia_names[@]} ncclX exports of NVIDIA's 2.32.3 library are exported"
+else
+  fail "${#lacking[@]} of the ${#nvidia_names[@]} ncclX exports of NVIDIA's 2.32.3 library are missing:"
+  printf '  %s\n' "${lacking[@]}"
+fi
+beyond=$(printf '%s\n' "${!sym_value[@]}" | grep '^nccl' | sort | comm -23 - <(printf '%s\n' "${nvidia_names[@]}" | sort))
+unexplained=$(grep -v -E "$allowed_beyond_nvidia" <<<"$beyond" || true)
+if [[ -n $unexplained ]]; then
+  fail "exported, but not by NVIDIA's 2.32.3 library: $(paste -sd' ' <<<"$unexplained")"
+elif [[ -n $beyond ]]; then
+  ok "beyond NVIDIA's list, only the allowed $(paste -sd' ' <<<"$beyond")"
+fi
 
 if [[ $failures -ne 0 ]]; then
   echo "check-exports: $failures failure(s)"

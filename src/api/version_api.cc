@@ -1,4 +1,8 @@
 // Version, error strings, last error, debug re-initialization.
+//
+// nccl.h declares ncclResetDebugInit only where NCCL_OS_LINUX is defined (as NCCL's header does);
+// elsewhere the name is a macro, which would swallow the definition below.
+#define NCCL_OS_LINUX 1
 #include "api/export.h"
 #include "util/log.h"
 #include "util/text.h"

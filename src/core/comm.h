@@ -84,6 +84,8 @@ struct ncclComm {
   // A nonblocking group's background connect-and-launch that included this communicator (the
   // latest one; core/group_job.h). Destroy and abort wait for it.
   std::shared_ptr<braid::AsyncGroupJob> groupJob_;
+  // The id ncclCommGetUniqueId made on this rank for the next ncclCommGrow, until that grow uses it.
+  std::unique_ptr<ncclUniqueId> pendingGrowId_;
 };
 
 namespace braid {
@@ -105,6 +107,9 @@ namespace braid {
 // several GPUs from one thread). `ids` holds nIds unique ids (several: ncclCommInitRankScalable).
 [[nodiscard]] ncclResult_t commInitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds, int rank,
                                         const ncclConfig_t* config, const char* caller);
+// The same with a configuration already parsed (ncclCommGrow: inherited from the parent).
+[[nodiscard]] ncclResult_t commInitRankParsed(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds,
+                                              int rank, const braid::CommConfig& parsed, const char* caller);
 // One communicator per device of `devlist` (or devices 0..ndev-1 when devlist is NULL).
 [[nodiscard]] ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist);
 

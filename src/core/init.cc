@@ -190,7 +190,13 @@ ncclResult_t commInitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* i
   *newcomm = nullptr;
   CommConfig parsed;
   NCCLCHECK(parseConfig(config, caller, &parsed));
+  return commInitRankParsed(newcomm, nranks, ids, nIds, rank, parsed, caller);
+}
 
+ncclResult_t commInitRankParsed(ncclComm_t* newcomm, int nranks, const ncclUniqueId* ids, int nIds, int rank,
+                                const CommConfig& parsed, const char* caller) {
+  NCCLCHECK(checkInitArgs(newcomm, nranks, ids, nIds, rank, caller));
+  *newcomm = nullptr;
   auto comm = std::make_unique<ncclComm>();
   comm->rank_ = rank;
   comm->nranks_ = nranks;

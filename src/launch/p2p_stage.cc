@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_driver.h"
 #include "launch/comm_data_path.h"
 #include "plan/p2p_plan.h"
 #include "plan/p2p_stage.h"
@@ -37,6 +38,17 @@ void placeBatch(P2pStageBatch* batch, const std::vector<plan::StageCopy>& copies
     batch->copyFrom.push_back(P2pTask{true, rank, src, c.bytes, c.bytes, ncclInt8, nullptr});
     batch->copyTo.push_back(P2pTask{false, rank, memory + c.dstOffset, c.bytes, c.bytes, ncclInt8, nullptr});
   }
+}
+
+// The base of the device allocation holding addr, so that no copy spans two allocations; 0 where the
+// driver cannot say (the range then gets a copy of its own).
+uint64_t allocationOf(uint64_t addr) {
+  const CudaDriver* drv = nullptr;
+  if (cudaDriver(&drv) != ncclSuccess) return 0;
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  if (drv->cuMemGetAddressRange(&base, &bytes, static_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS) return 0;
+  return static_cast<uint64_t>(base);
 }
 
 }  // namespace
@@ -71,7 +83,8 @@ ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, siz
     std::vector<plan::StageRange> ranges;
     for (const P2pTask& t : batches[b].tasks) {
       if (!t.staged) continue;
-      ranges.push_back(plan::StageRange{static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.buff)), t.bytes});
+      const uint64_t addr = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.buff));
+      ranges.push_back(plan::StageRange{addr, t.bytes, allocationOf(addr)});
     }
     half = std::max(half, plan::planStageCopies(ranges, &copies[b], &offsets[b]));
   }

@@ -1,5 +1,6 @@
 // NCCL_ALGO / NCCL_PROTO parsing (NCCL 2.24+ syntax; see plan.h for the grammar).
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -69,15 +70,15 @@ ncclResult_t parseList(const char* var, const char* text, std::string_view list,
   return ncclSuccess;
 }
 
-// Parses a whole variable into rows[coll][N]; rows start all allowed. With zeroFill (NCCL_ALGO, as
-// NCCL 2.31 and later parse it), a string whose first entry names a function starts from rows that
-// allow nothing instead, so that the collectives it does not name get nothing.
+// Parses a whole variable into rows[coll][N]; rows start all allowed. named[coll] says whether an
+// entry (one without "func:" names them all) set the collective's row.
 template <int N>
 ncclResult_t parseVariable(const char* var, const char* text, const char* const (&names)[N], const char* kind,
-                           bool zeroFill, bool (&rows)[kNumColls][N]) {
+                           bool (&rows)[kNumColls][N], bool (&named)[kNumColls]) {
   for (auto& row : rows) {
     for (bool& r : row) r = true;
   }
+  for (bool& n : named) n = false;
   if (text == nullptr) return ncclSuccess;
   std::string_view rest(text);
   bool first = true;
@@ -87,11 +88,6 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
     rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
     if (entry.empty()) continue;
     size_t colon = entry.find(':');
-    if (first && zeroFill && colon != std::string_view::npos) {
-      for (auto& row : rows) {
-        for (bool& r : row) r = false;
-      }
-    }
     if (colon == std::string_view::npos) {
       if (!first) {
         WARN("%s=\"%s\": entry '%.*s' needs a 'function:' prefix (only the first entry may omit it)", var, text,
@@ -101,6 +97,7 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
       bool row[N];
       NCCLCHECK(parseList(var, text, entry, names, kind, row));
       for (auto& r : rows) std::copy(row, row + N, r);
+      for (bool& n : named) n = true;
     } else {
       std::string_view func = trimWhitespace(entry.substr(0, colon));
       int coll = findName(func, kCollNames);
@@ -110,6 +107,7 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
         return ncclInvalidArgument;
       }
       NCCLCHECK(parseList(var, text, entry.substr(colon + 1), names, kind, rows[coll]));
+      named[coll] = true;
     }
     first = false;
   }
@@ -123,9 +121,8 @@ bool hasBraidAlgorithm(int coll, const bool (&allowed)[kNumAlgos]) {
          (coll == static_cast<int>(CollId::kAllReduce) && allowed[kAlgoTree]);
 }
 
-// One WARN naming the collectives NCCL_ALGO leaves without any algorithm Braid has: each of them
-// will be refused. Since NCCL 2.31 that is what a string of "function:" entries does to every
-// collective it does not name.
+// One WARN at parse time naming the NCCL_ALGO string and every collective it leaves without an
+// algorithm Braid has: each of them will be refused when called (decide() WARNs again then).
 void warnCollectivesWithoutAlgorithm(const char* text, const Filter& filter) {
   std::string left;
   for (int c = 0; c < kNumColls; ++c) {
@@ -146,8 +143,15 @@ void warnCollectivesWithoutAlgorithm(const char* text, const Filter& filter) {
 
 ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out) {
   Filter filter;
-  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", true, filter.algo));
-  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", false, filter.proto));
+  NCCLCHECK(parseVariable("NCCL_ALGO", algoEnv, kAlgoNames, "algorithm", filter.algo, filter.algoNamed));
+  // NCCL 2.31's rule: once NCCL_ALGO names anything, a collective it does not name has no algorithm.
+  if (std::any_of(std::begin(filter.algoNamed), std::end(filter.algoNamed), [](bool n) { return n; })) {
+    for (int c = 0; c < kNumColls; ++c) {
+      if (!filter.algoNamed[c]) std::fill(std::begin(filter.algo[c]), std::end(filter.algo[c]), false);
+    }
+  }
+  bool protoNamed[kNumColls];
+  NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", filter.proto, protoNamed));
   if (algoEnv != nullptr) warnCollectivesWithoutAlgorithm(algoEnv, filter);
   *out = filter;
   return ncclSuccess;

@@ -73,13 +73,14 @@ uint64_t planStageCopies(const std::vector<StageRange>& ranges, std::vector<Stag
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].addr < ranges[b].addr; });
   uint64_t used = 0;
+  uint64_t lastAllocation = 0;
   for (size_t i : order) {
     const StageRange& r = ranges[i];
     if (r.bytes == 0) continue;
     if (!copies->empty()) {
       StageCopy& last = copies->back();
       const uint64_t lastEnd = last.src + last.bytes;
-      if (r.addr <= lastEnd + kStageGapBytes) {
+      if (r.allocation != 0 && r.allocation == lastAllocation && r.addr <= lastEnd + kStageGapBytes) {
         // Joins the previous copy (overlapping or close): the gap is copied too.
         (*offsets)[i] = last.dstOffset + (r.addr - last.src);
         last.bytes = std::max(lastEnd, r.addr + r.bytes) - last.src;
@@ -89,6 +90,7 @@ uint64_t planStageCopies(const std::vector<StageRange>& ranges, std::vector<Stag
     }
     const uint64_t start = (used + kStageAlign - 1) / kStageAlign * kStageAlign;
     copies->push_back(StageCopy{r.addr, start, r.bytes});
+    lastAllocation = r.allocation;
     (*offsets)[i] = start;
     used = start + r.bytes;
   }

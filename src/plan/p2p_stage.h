@@ -52,13 +52,16 @@ StagePlan planStageBatches(int rank, int nranks, const std::vector<uint64_t>& st
                            int minRounds, bool oneBatch);
 
 // One batch's copies into its memory. Sends whose source ranges lie within kStageGapBytes of each other
-// share one copy (an in-place AlltoAll's blocks are contiguous: usually one or two copies, around this
-// rank's own block) and keep their distance in the memory; each copy starts kStageAlign-aligned.
+// in one allocation share one copy (an in-place AlltoAll's blocks are contiguous: usually one or two
+// copies, around this rank's own block) and keep their distance in the memory; ranges of different
+// allocations never share one, since one device copy must not span two allocations (or the unmapped
+// space between them). Each copy starts kStageAlign-aligned.
 constexpr uint64_t kStageGapBytes = 64 << 10;
 constexpr uint64_t kStageAlign = 256;
 struct StageRange {
   uint64_t addr;
   uint64_t bytes;
+  uint64_t allocation;  // base address of the allocation holding it; 0: unknown (shares a copy with no other)
 };
 struct StageCopy {
   uint64_t src;        // address of the first byte copied

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <string>
 
 #include "plan/selection.h"
@@ -386,6 +387,15 @@ ncclResult_t decide(const CommModel& commModel, const Filter& filter, const OpCo
     INFO(kLogTuning, "config->algSelection \"%s\" leaves %s no usable algorithm here; automatic choice instead",
          op.selectionText.c_str(), collName(coll));
     found = pickCandidate(model, filter, 0, coll, bytes, &d);
+  }
+  const int c = static_cast<int>(coll);
+  if (!found && !filter.algoNamed[c] &&
+      std::none_of(std::begin(filter.algo[c]), std::end(filter.algo[c]), [](bool a) { return a; })) {
+    WARN(
+        "NCCL_ALGO names no algorithm for %s: as in NCCL 2.31 and later, a collective that NCCL_ALGO does not name "
+        "gets none; add an entry for it (\"%s:ring\") or one without a function prefix",
+        collName(coll), collName(coll));
+    return ncclInvalidUsage;
   }
   if (!found) {
     warnNothingLeft(model, coll);

@@ -36,6 +36,7 @@ enum AlgoId : int {
 struct Filter {
   bool algo[kNumColls][kNumAlgos];
   bool proto[kNumColls][kNumProtos];
+  bool algoNamed[kNumColls];  // NCCL_ALGO has an entry for the collective (or one for all of them)
 };
 
 // Parses both variables with NCCL 2.24+ syntax ("" or nullptr = everything allowed):
@@ -45,11 +46,11 @@ struct Filter {
 //   case-insensitive: funcs Broadcast, Reduce, AllGather, ReduceScatter, AllReduce; algos Tree,
 //   Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT, Direct; protos LL, LL128, Simple.
 //   Whitespace around tokens is ignored, and so are empty entries (";;", a trailing ';').
-//   NCCL_ALGO as NCCL 2.31 and later read it: when its first entry names a function, the
-//   collectives it does not name get no algorithm at all ("allreduce:tree" leaves Broadcast
-//   nothing, so Broadcast is refused); one WARN at parse time names every collective NCCL_ALGO
-//   leaves without an algorithm Braid has. NCCL_PROTO keeps the older rule: an unnamed collective
-//   keeps every protocol.
+//   As in NCCL 2.31 and later, once NCCL_ALGO has any entry, a collective that no entry covers has no
+//   algorithm at all ("allreduce:tree" leaves Broadcast none, and Broadcast then fails with
+//   ncclInvalidUsage and a WARN saying why); NCCL_PROTO keeps the older rule (unnamed: every protocol).
+//   One WARN at parse time names the NCCL_ALGO string and every collective it leaves without an
+//   algorithm Braid has.
 // A malformed string or an unknown name: one WARN naming the variable and the bad token, and
 // ncclInvalidArgument; *out is written only on success.
 [[nodiscard]] ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out);

@@ -2,12 +2,11 @@
 // fail before any CUDA work, groups, and functions whose features have not landed yet.
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <nccl_device/host.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
-
-// Exported by the library (nccl_device.h declares it in NCCL); Braid refuses it.
-extern "C" ncclResult_t ncclDevCommCreate(ncclComm_t, const struct ncclDevCommRequirements*, struct ncclDevComm*);
 
 namespace {
 
@@ -149,9 +148,36 @@ TEST(Api, UniqueIdNeedsNoGpuAndIsRandom) {
   EXPECT_NE(0, std::memcmp(&a, &b, sizeof(a)));
 }
 
-TEST(Api, DeviceApiIsRefusedWithAWarn) {
-  EXPECT_EQ(ncclInvalidUsage, ncclDevCommCreate(nullptr, nullptr, nullptr));
+// The 2.29-2.32 functions that answer without a communicator. Those that need one are in
+// tests/gpu/host_api_232_test.cc.
+TEST(Api, NewerFunctionsWithoutACommunicator) {
+  EXPECT_EQ(ncclInvalidArgument, ncclDevCommCreate(nullptr, nullptr, nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("comm is NULL")) << lastError();
+  ncclLLA2AHandle_t handle;
+  ncclDevResourceRequirements_t req;
+  EXPECT_EQ(ncclInvalidUsage, ncclLLA2ACreateRequirement(1, 4, &handle, &req));
   EXPECT_NE(std::string::npos, lastError().find("device API"));
+  EXPECT_EQ(4 * 3, ncclLLA2ACalcSlots(4, 17));  // 17 bytes take three 8-byte words
+  void* ptr = &handle;
+  EXPECT_EQ(ncclSuccess, ncclGetLsaMultimemDevicePointer(nullptr, 0, &ptr));  // no multicast: NULL
+  EXPECT_EQ(nullptr, ptr);
+  EXPECT_EQ(ncclInvalidArgument, ncclGetLsaMultimemDevicePointer(nullptr, 0, nullptr));
+  EXPECT_EQ(ncclInvalidUsage, ncclGetMultimemDeviceLeInfo(nullptr, 0, nullptr, nullptr));
+  EXPECT_NE(std::string::npos, lastError().find("CFT"));
+  EXPECT_STREQ("timeout", ncclGetErrorString(ncclTimeout));
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(nullptr));
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(&enc));
+  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+  EXPECT_EQ(ncclInvalidUsage, ncclSetEncryption(&enc));
+  enc.mode = 7;
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));
+  ncclComm_t grown = nullptr;
+  ncclUniqueId id;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, nullptr, 2, &grown, nullptr));  // joining without id
+  EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, &id, 4, &grown, nullptr));      // rank out of range
+  uint64_t value = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclCommMemStats(nullptr, ncclStatGpuMemTotal, &value));
 }
 
 // Argument checks of ncclMemAlloc/ncclMemFree, made before any CUDA call (no GPU needed).
@@ -197,6 +223,31 @@ TEST(Api, GroupSimulateEndAtAnInnerLevelOnlyEndsThatLevel) {
   EXPECT_EQ(-1.0f, sim.estimatedTime);
   ASSERT_EQ(ncclSuccess, ncclGroupEnd());
   EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
+}
+
+// The parameter API through the exported symbols (tests/unit/param_api_test covers it in depth):
+// the ncclX and pncclX names agree, values are consistent between the typed and the string forms,
+// and an unknown key is refused with a WARN naming it.
+TEST(Api, ParameterApiIsExported) {
+  ncclParamHandle_t h = nullptr;
+  ASSERT_EQ(ncclSuccess, ncclParamBind(&h, "NCCL_BUFFSIZE"));
+  ncclParamHandle_t p = nullptr;
+  ASSERT_EQ(ncclSuccess, pncclParamBind(&p, "NCCL_BUFFSIZE"));
+  EXPECT_EQ(h, p);
+  int64_t value = 0;
+  ASSERT_EQ(ncclSuccess, pncclParamGetI64(h, &value));
+  const char* text = nullptr;
+  int len = 0;
+  ASSERT_EQ(ncclSuccess, ncclParamGetParameter("NCCL_BUFFSIZE", &text, &len));
+  EXPECT_EQ(std::to_string(value), text);
+  const char** keys = nullptr;
+  int count = 0;
+  ASSERT_EQ(ncclSuccess, ncclParamGetAllParameterKeys(&keys, &count));
+  bool listed = false;
+  for (int i = 0; i < count; ++i) listed = listed || std::strcmp(keys[i], "NCCL_BUFFSIZE") == 0;
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(ncclInvalidArgument, ncclParamBind(&h, "NCCL_NOT_A_PARAMETER"));
+  EXPECT_NE(std::string::npos, lastError().find("'NCCL_NOT_A_PARAMETER'"));
 }
 
 }  // namespace

@@ -151,15 +151,13 @@ int checkOutput(const Rank& r, int n, const Case& c, const Buffers& b, uint64_t 
   });
 }
 
-// The AlltoAll of case c on every rank of this thread, in one group (`times` of them, in order).
-int issue(std::vector<Rank>& ranks, const Case& c, std::vector<Buffers>& bufs, int times = 1) {
+// The AlltoAll of case c on every rank of this thread, in one group.
+int issue(std::vector<Rank>& ranks, const Case& c, std::vector<Buffers>& bufs) {
   CHILD_NCCL(ncclGroupStart());
-  for (int t = 0; t < times; t++) {
-    for (size_t i = 0; i < ranks.size(); i++) {
-      CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-      const char* send = bufs[i].send != nullptr ? bufs[i].send : bufs[i].buff;
-      CHILD_NCCL(ncclAlltoAll(send, bufs[i].buff, c.count, c.type, ranks[i].comm, ranks[i].stream));
-    }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    const char* send = bufs[i].send != nullptr ? bufs[i].send : bufs[i].buff;
+    CHILD_NCCL(ncclAlltoAll(send, bufs[i].buff, c.count, c.type, ranks[i].comm, ranks[i].stream));
   }
   CHILD_NCCL(ncclGroupEnd());
   return 0;
@@ -185,22 +183,33 @@ int runCases(
   return 0;
 }
 
-// Captures case c in place (`times` AlltoAlls in one group) on every rank of this thread, then
-// replays the graph `replays` times, each on a fresh input.
+// Captures case c in place (`times` AlltoAlls, one group each, so they apply in order: the operations
+// of one group run concurrently, as in NCCL) on every rank of this thread, then replays the graph
+// `replays` times, each on a fresh input. Buffers are allocated before any capture begins: a
+// thread's own capture forbids cudaMalloc on it.
 int runCaptured(std::vector<Rank>& ranks, int n, const Case& c, uint64_t seed, int replays, int times = 1) {
   std::vector<Buffers> bufs(ranks.size());
   for (size_t i = 0; i < ranks.size(); i++) {
     if (allocBuffers(ranks[i], n, c, true, &bufs[i]) != 0) return 1;
+  }
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
     CHILD_CUDA(cudaStreamBeginCapture(ranks[i].stream, cudaStreamCaptureModeThreadLocal));
   }
-  if (issue(ranks, c, bufs, times) != 0) return 1;
+  for (int t = 0; t < times; t++) {
+    if (issue(ranks, c, bufs) != 0) return 1;
+  }
+  // Every capture of this thread ends before any graph is instantiated (not allowed while capturing).
+  std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
+  for (size_t i = 0; i < ranks.size(); i++) {
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
+    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graphs[i]));
+  }
   std::vector<cudaGraphExec_t> execs(ranks.size());
   for (size_t i = 0; i < ranks.size(); i++) {
     CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(ranks[i].rank)));
-    cudaGraph_t graph = nullptr;
-    CHILD_CUDA(cudaStreamEndCapture(ranks[i].stream, &graph));
-    CHILD_CUDA(cudaGraphInstantiate(&execs[i], graph, 0));
-    CHILD_CUDA(cudaGraphDestroy(graph));
+    CHILD_CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
+    CHILD_CUDA(cudaGraphDestroy(graphs[i]));
   }
   int rc = 0;
   for (int k = 0; k < replays && rc == 0; k++) {

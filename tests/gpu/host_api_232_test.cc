@@ -6,6 +6,7 @@
 #include <nccl_device/host.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -138,6 +139,105 @@ TEST(HostApi232, MissingFeaturesFailNamingThem) {
         CHILD_NCCL(ncclCommDestroy(comm));
         return 0;
       }));
+}
+
+// The Config collectives: NULL and a default-initialized config are the plain call (results exact);
+// an option out of range is refused naming the field (coll_config_test.cc covers every option).
+int runConfigCollectives(const std::vector<ncclComm_t>& comms) {
+  const int n = static_cast<int>(comms.size());
+  const size_t count = 4099;
+  std::vector<int32_t*> send(n), recv(n);
+  std::vector<cudaStream_t> streams(n);
+  for (int r = 0; r < n; ++r) {
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaMalloc(&send[r], count * n * sizeof(int32_t)));
+    CHILD_CUDA(cudaMalloc(&recv[r], count * n * sizeof(int32_t)));
+    CHILD_CUDA(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+    std::vector<int32_t> in(count * n);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int32_t>((r + 1) * 100003 + i * 7);
+    CHILD_CUDA(gputest::uploadSync(send[r], in.data(), in.size() * sizeof(int32_t)));
+  }
+  const ncclCollConfig_t defaults = NCCL_COLLCONFIG_INITIALIZER;
+  auto expectRecv = [&](int r, size_t elems, auto expected) -> int {
+    std::vector<int32_t> out(elems);
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamSynchronize(streams[r]));
+    CHILD_CUDA(cudaMemcpy(out.data(), recv[r], elems * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < elems; ++i) CHILD_EXPECT(out[i] == expected(i));
+    return 0;
+  };
+  auto in = [](int r, size_t i) { return static_cast<int32_t>((r + 1) * 100003 + i * 7); };
+  for (const ncclCollConfig_t* config : {static_cast<const ncclCollConfig_t*>(nullptr), &defaults}) {
+    CHILD_NCCL(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      CHILD_NCCL(ncclAllReduceConfig(send[r], recv[r], count, ncclInt32, ncclSum, comms[r], streams[r], config));
+    }
+    CHILD_NCCL(ncclGroupEnd());
+    for (int r = 0; r < n; ++r) {
+      if (expectRecv(r, count, [&](size_t i) {
+            int32_t sum = 0;
+            for (int q = 0; q < n; ++q) sum += in(q, i);
+            return sum;
+          }) != 0) {
+        return 1;
+      }
+    }
+    CHILD_NCCL(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      CHILD_NCCL(ncclAlltoAllConfig(send[r], recv[r], count, ncclInt32, comms[r], streams[r], config));
+    }
+    CHILD_NCCL(ncclGroupEnd());
+    for (int r = 0; r < n; ++r) {
+      if (expectRecv(r, count * n, [&](size_t i) { return in(static_cast<int>(i / count), r * count + i % count); }) !=
+          0) {
+        return 1;
+      }
+    }
+    CHILD_NCCL(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      CHILD_NCCL(ncclBroadcastConfig(send[r], recv[r], count, ncclInt32, n - 1, comms[r], streams[r], config));
+      CHILD_NCCL(ncclReduceConfig(send[r], recv[r], count, ncclInt32, ncclSum, 0, comms[r], streams[r], config));
+      CHILD_NCCL(ncclAllGatherConfig(send[r], recv[r], count, ncclInt32, comms[r], streams[r], config));
+      CHILD_NCCL(ncclReduceScatterConfig(send[r], recv[r], count, ncclInt32, ncclSum, comms[r], streams[r], config));
+      CHILD_NCCL(ncclGatherConfig(send[r], recv[r], count, ncclInt32, 0, comms[r], streams[r], config));
+    }
+    CHILD_NCCL(ncclGroupEnd());  // these share recv: only that they run is checked here
+    CHILD_NCCL(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      CHILD_NCCL(ncclScatterConfig(send[r], recv[r], count, ncclInt32, 0, comms[r], streams[r], config));
+    }
+    CHILD_NCCL(ncclGroupEnd());
+    for (int r = 0; r < n; ++r) {
+      if (expectRecv(r, count, [&](size_t i) { return in(0, r * count + i); }) != 0) return 1;
+    }
+  }
+  ncclCollConfig_t bounded = NCCL_COLLCONFIG_INITIALIZER;
+  bounded.maxCTAs = 100000;  // beyond any communicator's maxCTAs
+  CHILD_EXPECT(ncclAllReduceConfig(send[0], recv[0], count, ncclInt32, ncclSum, comms[0], streams[0], &bounded) ==
+               ncclInvalidArgument);
+  CHILD_EXPECT(lastErrorNames("maxCTAs"));
+  ncclCollConfig_t bad = NCCL_COLLCONFIG_INITIALIZER;
+  bad.magic = 1;
+  CHILD_EXPECT(ncclAllReduceConfig(send[0], recv[0], count, ncclInt32, ncclSum, comms[0], streams[0], &bad) ==
+               ncclInvalidArgument);
+  for (int r = 0; r < n; ++r) {
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaFree(send[r]));
+    CHILD_CUDA(cudaFree(recv[r]));
+    CHILD_CUDA(cudaStreamDestroy(streams[r]));
+  }
+  return 0;
+}
+
+TEST(HostApi232, ConfigCollectives) {
+  const int n = gputest::allGpuRanks();
+  EXPECT_EQ(0, runInChild([n] {
+              std::vector<ncclComm_t> comms(n, nullptr);
+              CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+              if (runConfigCollectives(comms) != 0) return 1;
+              for (ncclComm_t c : comms) CHILD_NCCL(ncclCommDestroy(c));
+              return 0;
+            }));
 }
 
 // PyTorch 2.15 is built against NCCL 2.30.7: its configs are 96 bytes of version 23007.

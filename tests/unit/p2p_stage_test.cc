@@ -161,6 +161,22 @@ TEST(P2pStage, RanksBatchingDifferentlyAllFinish) {
   }
 }
 
+// Two AlltoAlls of one group whose buffers lie close together in different allocations: no copy may
+// span both (the device copy would cross from one allocation into the other).
+TEST(P2pStage, RangesOfDifferentAllocationsNeverShareACopy) {
+  std::vector<StageCopy> copies;
+  std::vector<uint64_t> offsets;
+  const std::vector<StageRange> ranges = {{0x20000000, 4096, 0x20000000}, {0x20001200, 4096, 0x20001200}};
+  planStageCopies(ranges, &copies, &offsets);
+  ASSERT_EQ(2u, copies.size());
+  EXPECT_EQ(0x20000000u, copies[0].src);
+  EXPECT_EQ(0x20001200u, copies[1].src);
+  EXPECT_EQ(4096u, copies[0].bytes);
+  const std::vector<StageRange> unknown = {{0x30000000, 4096, 0}, {0x30001000, 4096, 0}};
+  planStageCopies(unknown, &copies, &offsets);
+  EXPECT_EQ(2u, copies.size());
+}
+
 TEST(P2pStage, CopiesCoverEveryRangeAndShareCopiesWhenClose) {
   std::vector<StageCopy> copies;
   std::vector<uint64_t> offsets;
@@ -169,7 +185,7 @@ TEST(P2pStage, CopiesCoverEveryRangeAndShareCopiesWhenClose) {
   for (uint64_t block : {uint64_t{100}, uint64_t{1} << 20}) {
     std::vector<StageRange> ranges;
     for (uint64_t p = 0; p < 8; p++) {
-      if (p != 3) ranges.push_back({0x10000000 + p * block, block});
+      if (p != 3) ranges.push_back({0x10000000 + p * block, block, 0x10000000});
     }
     const uint64_t used = planStageCopies(ranges, &copies, &offsets);
     ASSERT_EQ(block <= kStageGapBytes ? 1u : 2u, copies.size()) << block;
@@ -180,7 +196,9 @@ TEST(P2pStage, CopiesCoverEveryRangeAndShareCopiesWhenClose) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 2000; trial++) {
     std::vector<StageRange> ranges(1 + rng() % 12);
-    for (StageRange& r : ranges) r = {0x1000 + rng() % (1 << 20), rng() % 5 == 0 ? 0 : rng() % (200 << 10)};
+    for (StageRange& r : ranges) {
+      r = {0x1000 + rng() % (1 << 20), rng() % 5 == 0 ? 0 : rng() % (200 << 10), 0x1000 + rng() % 2};
+    }
     const uint64_t used = planStageCopies(ranges, &copies, &offsets);
     ASSERT_EQ(ranges.size(), offsets.size());
     for (size_t c = 0; c < copies.size(); c++) {

@@ -109,6 +109,22 @@ TEST(PlanFilter, NcclAlgoExample) {
   }
 }
 
+// NCCL 2.31's rule: a collective NCCL_ALGO does not name gets no algorithm, and deciding for it fails
+// naming the collective; NCCL_PROTO keeps every protocol for collectives it does not name.
+TEST(PlanFilter, CollectivesNcclAlgoDoesNotNameGetNoAlgorithm) {
+  Filter f = parse("allreduce:tree", "Simple");
+  for (int c = 0; c < kNumColls; ++c) {
+    EXPECT_EQ(f.algoNamed[c], c == kAllReduce);
+    for (int a = 0; a < kNumAlgos; ++a) {
+      EXPECT_EQ(f.algo[c][a], c == kAllReduce && a == kAlgoTree) << collName(kColls[c]) << " " << a;
+    }
+  }
+  Filter g = parse(nullptr, "allreduce:LL");
+  EXPECT_TRUE(g.proto[kBroadcast][kProtoSimple]);
+  Filter ringForAll = parse("ring;allreduce:tree", nullptr);
+  EXPECT_TRUE(ringForAll.algo[kBroadcast][kAlgoRing]);
+}
+
 TEST(PlanFilter, NcclProtoExamples) {
   Filter f = parse(nullptr, "^LL128;allreduce:LL128");
   for (int c = 0; c < kNumColls; ++c) {
@@ -124,10 +140,9 @@ TEST(PlanFilter, NcclProtoExamples) {
   EXPECT_TRUE(g.proto[kAllReduce][kProtoSimple]);
 }
 
-// NCCL 2.31's NCCL_ALGO: a string whose first entry names a function gives the collectives it does
-// not name no algorithm (NCCL_PROTO keeps the older rule), and a WARN at parse time names them.
-TEST(PlanFilter, PrefixedFirstEntryLeavesOtherCollectivesNoAlgorithm) {
-  markLastError();
+// A prefixed first entry: NCCL_ALGO leaves the other collectives no algorithm (NCCL 2.31's rule),
+// NCCL_PROTO leaves them every protocol.
+TEST(PlanFilter, PrefixedFirstEntryAndOtherCollectives) {
   Filter f = parse("allreduce:ring", "broadcast:simple");
   for (int a = 0; a < kNumAlgos; ++a) {
     EXPECT_EQ(f.algo[kAllReduce][a], a == kAlgoRing);
@@ -263,11 +278,11 @@ TEST(PlanDecide, FilterWithoutRingOrProtocolIsInvalidUsage) {
   std::string warn = logLastError();
   EXPECT_NE(warn.find("NCCL_ALGO"), std::string::npos) << warn;
   EXPECT_NE(warn.find("AllReduce"), std::string::npos) << warn;
-  // NCCL 2.31: Broadcast, not named, has no algorithm at all.
+  // NCCL 2.31's rule: Broadcast, which the string does not name, has no algorithm at all.
   EXPECT_EQ(decide(m, noRing, CollId::kBroadcast, 1 << 20, &d), ncclInvalidUsage);
   warn = logLastError();
-  EXPECT_NE(warn.find("Broadcast"), std::string::npos) << warn;
-  EXPECT_EQ(decide(m, parse("allreduce:tree;broadcast:ring", nullptr), CollId::kBroadcast, 1 << 20, &d), ncclSuccess);
+  EXPECT_NE(warn.find("NCCL_ALGO names no algorithm for Broadcast"), std::string::npos) << warn;
+  EXPECT_EQ(decide(m, parse("ring;allreduce:tree", nullptr), CollId::kBroadcast, 1 << 20, &d), ncclSuccess);
 
   Filter onlyLl128 = parse(nullptr, "reducescatter:LL128");
   EXPECT_EQ(decide(hopperModel(8, /*ll128Ok=*/false), onlyLl128, CollId::kReduceScatter, 4096, &d), ncclInvalidUsage);

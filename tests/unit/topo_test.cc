@@ -680,9 +680,9 @@ NvmlReturn fakeAncestor(NvmlDevice, NvmlDevice, int* level) {
 }
 
 NvmlApi fakeApi(bool withRemoteType) {
-  return NvmlApi{fakeInit,        fakeErrorString, fakeByBusId,
-                 fakeNvlinkState, fakeRemotePci,   withRemoteType ? fakeRemoteType : nullptr,
-                 fakeP2p,         fakeAncestor,    nullptr};
+  return NvmlApi{
+      fakeInit, fakeErrorString, fakeByBusId, fakeNvlinkState, fakeRemotePci, withRemoteType ? fakeRemoteType : nullptr,
+      fakeP2p,  fakeAncestor,    nullptr,     nullptr};
 }
 
 class NvmlDetectTest : public TopoTest {
