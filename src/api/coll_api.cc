@@ -1,19 +1,31 @@
 // Collective entry points: each goes to launch/enqueue (checks, queue, launch). Point-to-point and
-// the AlltoAll/Gather/Scatter family are in p2p_api.cc.
+// the AlltoAll/Gather/Scatter family are in p2p_api.cc, the nccl*Config variants in
+// coll_config_api.cc.
 #include "api/api_guard.h"
+#include "api/coll_calls.h"
 #include "api/export.h"
 #include "core/comm.h"
 #include "launch/enqueue.h"
 #include "util/check.h"
 
+namespace braid::api {
+
+ncclResult_t collective(const char* caller, CollId coll, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                        const ncclCollConfig_t* config) {
+  return queueingApiGuard(caller, [&] {
+    CollTask task{coll, sendbuff, recvbuff, count, datatype, op, root, stream};
+    return enqueueColl(comm, task, caller, config);
+  });
+}
+
+}  // namespace braid::api
+
 namespace {
 
 ncclResult_t collective(const char* caller, braid::CollId coll, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return braid::queueingApiGuard(caller, [&] {
-    braid::CollTask task{coll, sendbuff, recvbuff, count, datatype, op, root, stream};
-    return braid::enqueueColl(comm, task, caller);
-  });
+  return braid::api::collective(caller, coll, sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
 }
 
 }  // namespace

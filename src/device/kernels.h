@@ -62,7 +62,7 @@ inline cudaError_t loadAll(std::initializer_list<cudaError_t (*)()> loaders) {
 template <typename Args>
 cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, const LaunchOptions& launch,
                              cudaStream_t stream, const Args& args) {
-  cudaLaunchAttribute attrs[3]{};
+  cudaLaunchAttribute attrs[4]{};
   unsigned nAttrs = 0;
   if (launch.pdl) {
     attrs[nAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -74,6 +74,11 @@ cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, cons
     attrs[nAttrs++].val.clusterDim = {static_cast<unsigned>(cluster), 1, 1};
     attrs[nAttrs].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
     attrs[nAttrs++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
+  }
+  if (launch.completionEvent != nullptr) {
+    attrs[nAttrs].id = cudaLaunchAttributeLaunchCompletionEvent;
+    attrs[nAttrs].val.launchCompletionEvent.event = launch.completionEvent;
+    attrs[nAttrs++].val.launchCompletionEvent.flags = 0;
   }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));

@@ -16,9 +16,12 @@ namespace braid {
 // this many (the largest size up to it that divides the grid), scheduled spread over the GPU, as
 // NCCL does. A cluster's CTAs share a GPC. On 4 H200, Broadcast of 1 GiB on 32 channels moved
 // 335 GB/s without clusters and 363 with clusters of 4 (NCCL 2.28.9: 309 without, 360 with).
+// completionEvent (ncclCollConfig_t::launchCompletionEvent; null: none): recorded once every CTA of
+// the kernel has begun (cudaLaunchAttributeLaunchCompletionEvent, CUDA 12.3 and later drivers).
 struct LaunchOptions {
   bool pdl = false;
   int clusterSize = 0;
+  cudaEvent_t completionEvent = nullptr;
 };
 
 // The cluster size of a grid of `blocks` CTAs: the largest one up to `wanted` that divides it (the

@@ -7,8 +7,21 @@
 #include <cstddef>
 
 #include "device/dev_types.h"
+#include "plan/plan.h"
 
 namespace braid {
+
+// What a nccl*Config call asks of its operation (launch/coll_config.h reads ncclCollConfig_t into
+// it); the defaults are the plain call's. Each queued operation keeps its own: collectives launch
+// one kernel each, so operations of one group never share a plan.
+struct CollOptions {
+  plan::OpConstraints plan{};  // channels, cluster size, algorithm selection
+  // CTAPolicy, resolved (the call's, else the communicator's). Braid's kernels have one shape per
+  // plan whatever it says (see README: per-call configuration), so it is logged, not applied.
+  int ctaPolicy = NCCL_CTA_POLICY_DEFAULT;
+  // launchCompletionEvent: recorded once every CTA of the operation's (last) kernel has begun.
+  cudaEvent_t launchEvent = nullptr;
+};
 
 struct CollTask {
   CollId coll;
@@ -23,6 +36,7 @@ struct CollTask {
   // bytes, or where kernels read it (ncclScalarDevice).
   uint64_t scalarBits = 0;
   const void* scalarPtr = nullptr;
+  CollOptions options{};
 };
 
 // Whether its op is a ncclRedOpCreatePreMulSum one.

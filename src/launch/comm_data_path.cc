@@ -115,6 +115,9 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   path->collLaunch_.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
   path->clusters_ = hopper;
   path->plainLaunch_.pdl = path->collLaunch_.pdl;
+  int driver = 0;
+  CUDACHECK(cudaDriverGetVersion(&driver));
+  path->launchEventAttr_ = driver >= 12030;
   *out = std::move(path);
   return ncclSuccess;
 }
@@ -182,24 +185,29 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
   INFO(kLogColl, "%s: sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p",
        plan::collName(task.coll), task.sendbuff, task.recvbuff, task.count, static_cast<int>(task.dtype),
        static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
+  // Planned before the launch order is touched: a refused plan (a forced algSelection, NCCL_ALGO
+  // leaving nothing) leaves no half-made launch behind.
+  plan::Decision decision = registered.decision;
+  if (nranks > 1 && !registered.direct) NCCLCHECK(planOf(task, modelFor(task), &decision));
   ScopedDevice device(comm_->cudaDev_);
   const std::unique_lock<std::mutex> lock = launchLock();
   LaunchOrder& order = this->order();
   NCCLCHECK(order.before(task.stream));
+  const cudaEvent_t launchEvent = task.options.launchEvent;
   if (nranks == 1 && hasUserOp(task)) {
     // One rank with a PreMulSum op: the premultiplication still applies.
-    CUDACHECK(launchOneRankKernel(workOf(task, nranks), plainLaunch_, task.stream));
+    LaunchOptions launch;
+    NCCLCHECK(withLaunchEvent(plainLaunch_, launchEvent, task.stream, &launch));
+    CUDACHECK(launchOneRankKernel(workOf(task, nranks), launch, task.stream));
   } else if (nranks == 1) {
-    // One rank: a copy (any other reduction of one value is that value).
+    // One rank: a copy (any other reduction of one value is that value). No kernel: a launch event
+    // is recorded where the copy begins, as NCCL records one without launch-completion events.
+    if (launchEvent != nullptr) CUDACHECK(cudaEventRecord(launchEvent, task.stream));
     if (task.sendbuff != task.recvbuff) {
       CUDACHECK(cudaMemcpyAsync(task.recvbuff, task.sendbuff, task.count * dtypeSize(task.dtype),
                                 cudaMemcpyDeviceToDevice, task.stream));
     }
   } else {
-    plan::Decision decision = registered.decision;
-    if (!registered.direct) {
-      NCCLCHECK(plan::decide(modelFor(task), filter_, task.coll, collBytes(task, nranks), &decision));
-    }
     DevKernelArgs args{};
     args.comm = device_->devComm();
     args.work = workOf(task, nranks);
@@ -216,10 +224,12 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     } else {
       progress_.noteLaunch(task, work.nChannels, &work);
     }
-    TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us)", plan::collName(task.coll),
-          collBytes(task, nranks), plan::algoName(decision.algo), plan::protoName(decision.proto), decision.nChannels,
-          decision.nThreads, decision.chunkBytes, decision.estimatedUs);
-    LaunchOptions launch = collLaunch_;
+    TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us), CTA policy %d",
+          plan::collName(task.coll), collBytes(task, nranks), plan::algoName(decision.algo),
+          plan::protoName(decision.proto), decision.nChannels, decision.nThreads, decision.chunkBytes,
+          decision.estimatedUs, task.options.ctaPolicy);
+    LaunchOptions launch;
+    NCCLCHECK(withLaunchEvent(collLaunch_, launchEvent, task.stream, &launch));
     launch.clusterSize = clusters_ ? decision.clusterSize : 0;
     CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,
                                      registered.direct ? &registered.peers : nullptr));
@@ -227,6 +237,17 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
   }
   NCCLCHECK(order.after(task.stream));
   if (!order.launchCaptured()) progress_.noteRecorded();
+  return ncclSuccess;
+}
+
+ncclResult_t CommDataPath::withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
+                                           LaunchOptions* out) const {
+  if (event != nullptr && launchEventAttr_) {
+    base.completionEvent = event;
+  } else if (event != nullptr) {
+    CUDACHECK(cudaEventRecord(event, stream));
+  }
+  *out = base;
   return ncclSuccess;
 }
 

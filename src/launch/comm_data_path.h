@@ -73,12 +73,23 @@ class CommDataPath final : public DataPathBase {
   UserRedOps& redOps() { return redOps_; }
   // Queues a checked, non-empty send or receive; launched after the group's collectives.
   void enqueueP2p(const P2pTask& task) { p2pQueue_.push_back(task); }
+  // The launch-completion event the queued sends and receives carry (null: none; P2pTask::launchEvent).
+  cudaEvent_t queuedP2pLaunchEvent() const {
+    for (const P2pTask& t : p2pQueue_) {
+      if (t.launchEvent != nullptr) return t.launchEvent;
+    }
+    return nullptr;
+  }
 
   // The model an operation is planned on (the plan offers no Direct for a user PreMulSum op).
   plan::CommModel modelFor(const CollTask& task) const {
     plan::CommModel model = model_;
     model.userPreMulSum = hasUserOp(task);
     return model;
+  }
+  // An operation's plan on `model` (modelFor, or its zero-copy variant), within its options.
+  [[nodiscard]] ncclResult_t planOf(const CollTask& task, const plan::CommModel& model, plan::Decision* out) const {
+    return plan::decide(model, filter_, task.options.plan, task.coll, collBytes(task, comm_->nranks_), out);
   }
 
   bool needsConnect(ConnectScope scope) const override;
@@ -111,6 +122,11 @@ class CommDataPath final : public DataPathBase {
 
   explicit CommDataPath(ncclComm* comm) : comm_(comm) {}
   [[nodiscard]] ncclResult_t launchOne(const CollTask& task, const RegisteredLaunch& registered);
+  // `base` with an operation's launch-completion event (null: none) for its kernel on `stream`.
+  // Where the driver has no launch-completion events (before CUDA 12.3) the event is recorded on
+  // the stream now, before the launch, as NCCL does there.
+  [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
+                                             LaunchOptions* out) const;
   [[nodiscard]] ncclResult_t wakeProxyOnReplays(const std::vector<CollTask>& tasks, const std::vector<P2pTask>& p2p);
   // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
   // with the peers that decides it (collective, in the connect phase).
@@ -174,17 +190,20 @@ class CommDataPath final : public DataPathBase {
   [[nodiscard]] ncclResult_t launchP2p(const std::vector<P2pTask>& tasks);
   // The kernels of `tasks` and the copies of `selfPairs` (one kernel, or rounds of them and then the
   // copies), on `stream`, between the order's before() and after(); `queues` are those of `tasks`.
+  // launchEvent (null: none): the launch-completion event of the group's sends and receives, which
+  // their last kernel records (before the copies if they launch none).
   [[nodiscard]] ncclResult_t launchP2pKernels(const std::vector<P2pTask>& tasks, const P2pSelfPairs& selfPairs,
-                                              cudaStream_t stream);
+                                              cudaStream_t stream, cudaEvent_t launchEvent = nullptr);
   [[nodiscard]] ncclResult_t launchP2pKernels(const std::vector<P2pTask>& tasks, const P2pQueues& queues,
-                                              size_t longestQueue, const P2pSelfPairs& selfPairs, cudaStream_t stream);
+                                              size_t longestQueue, const P2pSelfPairs& selfPairs, cudaStream_t stream,
+                                              cudaEvent_t launchEvent);
   // In-place AlltoAll (p2p_stage.cc): the batches of a group with staged sends (none: nothing
   // staged), their staging memory made; and their launch.
   plan::StagePlan p2pStagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const;
   [[nodiscard]] ncclResult_t planP2pStaging(const std::vector<P2pTask>& tasks, size_t longestQueue,
                                             P2pStaging* staging);
   [[nodiscard]] ncclResult_t launchStagedP2p(const P2pStaging& staging, const P2pSelfPairs& selfPairs,
-                                             cudaStream_t stream);
+                                             cudaStream_t stream, cudaEvent_t launchEvent = nullptr);
   bool needsP2pCountCheck() const;              // p2p_check.cc
   [[nodiscard]] ncclResult_t checkP2pCounts();  // of p2pQueue_
   [[nodiscard]] ncclResult_t matchSelfP2p(const std::vector<P2pTask>& tasks,
@@ -235,6 +254,7 @@ class CommDataPath final : public DataPathBase {
   LaunchOptions collLaunch_;
   LaunchOptions plainLaunch_;
   bool clusters_ = false;
+  bool launchEventAttr_ = false;  // the driver records launch-completion events (CUDA 12.3 and later)
   // Point-to-point: per peer, whether its connections exist; this rank's detected links, the slot
   // of a point-to-point FIFO and the channels per peer (initP2pPlan, once per communicator).
   std::vector<char> p2pConnected_;

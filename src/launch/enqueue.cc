@@ -3,6 +3,7 @@
 #include "core/comm.h"
 #include "core/group.h"
 #include "launch/coll_args.h"
+#include "launch/coll_config.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -41,10 +42,14 @@ ncclResult_t launchAsGroup(ncclComm* comm) {
 
 }  // namespace
 
-ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller) {
+ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller, const ncclCollConfig_t* config) {
   NCCLCHECK(commCheckUsable(comm, caller));
-  NCCLCHECK(checkCollArgs(comm, task, caller));
   CollTask queued = task;
+  if (config != nullptr) {
+    const CollConfigTarget target{plan::collName(task.coll), false, task.coll};
+    NCCLCHECK(readCollConfig(config, collConfigCommOf(*comm), target, caller, &queued.options));
+  }
+  NCCLCHECK(checkCollArgs(comm, task, caller));
   if (hasUserOp(task)) {
     // Resolved now: the op may be destroyed before the group launches.
     PreMulSumOp op;
@@ -60,8 +65,20 @@ ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* calle
   return launchAsGroup(comm);
 }
 
+ncclResult_t p2pConfigEvent(const ncclComm* comm, const ncclCollConfig_t* config, const char* name, const char* caller,
+                            cudaEvent_t* launchEvent) {
+  *launchEvent = nullptr;
+  if (config == nullptr) return ncclSuccess;
+  NCCLCHECK(commCheckUsable(comm, caller));
+  CollOptions options;
+  NCCLCHECK(readCollConfig(config, collConfigCommOf(*comm), CollConfigTarget{name, true, CollId::kAllReduce}, caller,
+                           &options));
+  *launchEvent = options.launchEvent;
+  return ncclSuccess;
+}
+
 ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t count, ncclDataType_t dtype, int peer,
-                        cudaStream_t stream, const char* caller, bool staged) {
+                        cudaStream_t stream, const char* caller, bool staged, cudaEvent_t launchEvent) {
   NCCLCHECK(commCheckUsable(comm, caller));
   size_t bytes = 0;
   NCCLCHECK(checkP2pArgs(comm, buff, send ? "sendbuff" : "recvbuff", count, dtype, peer, caller, &bytes));
@@ -70,8 +87,19 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
   CommDataPath* path = nullptr;
   NCCLCHECK(dataPath(comm, &path));
+  const cudaEvent_t queuedEvent = path->queuedP2pLaunchEvent();
+  if (launchEvent != nullptr && queuedEvent != nullptr && queuedEvent != launchEvent) {
+    WARN(
+        "%s: config->launchCompletionEvent %p: this group's sends and receives on communicator %p (rank %d) already "
+        "carry event %p; they launch together, so at most one launch-completion event per communicator and group "
+        "applies to them (as in NCCL)",
+        caller, static_cast<void*>(launchEvent), static_cast<void*>(comm), comm->rank_,
+        static_cast<void*>(queuedEvent));
+    return ncclInvalidUsage;
+  }
   P2pTask task{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream};
   task.staged = staged && send && peer != comm->rank_;  // a self pair in place is no copy at all
+  task.launchEvent = launchEvent;
   path->enqueueP2p(task);
   return launchAsGroup(comm);
 }

@@ -315,10 +315,12 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
   const std::unique_lock<std::mutex> lock = launchLock();  // to the end: joinStreams reads the order too
   NCCLCHECK(order().before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
+  cudaEvent_t launchEvent = nullptr;  // one per group at most (enqueueP2p)
+  for (const P2pTask& t : tasks) launchEvent = t.launchEvent != nullptr ? t.launchEvent : launchEvent;
   if (staging.batches.empty()) {
-    NCCLCHECK(launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream));
+    NCCLCHECK(launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent));
   } else {
-    NCCLCHECK(launchStagedP2p(staging, selfPairs, stream));
+    NCCLCHECK(launchStagedP2p(staging, selfPairs, stream, launchEvent));
   }
   for (const P2pTask& t : tasks) {
     if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
@@ -328,21 +330,23 @@ ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
 }
 
 ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const SelfPairs& selfPairs,
-                                            cudaStream_t stream) {
+                                            cudaStream_t stream, cudaEvent_t launchEvent) {
   size_t longestQueue = 0;
   const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
-  return launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream);
+  return launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent);
 }
 
 ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const Queues& queues,
-                                            size_t longestQueue, const SelfPairs& selfPairs, cudaStream_t stream) {
+                                            size_t longestQueue, const SelfPairs& selfPairs, cudaStream_t stream,
+                                            cudaEvent_t launchEvent) {
   const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
   P2pLaunchArgs whole;
   const bool oneKernel =
       queues.empty() || whole.build(queues, 0, selfPairs, device_->p2pPeers(), p2pPeerChannels_, balance);
 
-  // One kernel moving `args`; `noted` are its operations, for the progress board.
-  auto launchKernel = [&](P2pLaunchArgs& args, const std::vector<P2pTask>& noted) -> ncclResult_t {
+  // One kernel moving `args`; `noted` are its operations, for the progress board. The last one
+  // records the launch event.
+  auto launchKernel = [&](P2pLaunchArgs& args, const std::vector<P2pTask>& noted, bool last) -> ncclResult_t {
     uint64_t seq = 0;
     DevWaitNotes* waitNotes = nullptr;
     // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
@@ -351,12 +355,14 @@ ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, c
     } else {
       progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
+    LaunchOptions launch = plainLaunch_;
+    if (last) NCCLCHECK(withLaunchEvent(plainLaunch_, launchEvent, stream, &launch));
     CUDACHECK(args.launch(device_->deviceAbortFlag(), p2pSlotBytes_, device_->p2pTickets(), waitNotes, seq,
-                          stepsInGroupWords(), plainLaunch_, stream));
+                          stepsInGroupWords(), launch, stream));
     return ncclSuccess;
   };
 
-  if (!queues.empty() && oneKernel) return launchKernel(whole, tasks);
+  if (!queues.empty() && oneKernel) return launchKernel(whole, tasks, true);
   const size_t rounds = (longestQueue + plan::kP2pOpsPerRound - 1) / plan::kP2pOpsPerRound;
   if (rounds > 0) {
     INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", comm_->rank_, tasks.size(), rounds);
@@ -370,8 +376,10 @@ ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, c
       WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
       return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
     }
-    NCCLCHECK(launchKernel(args, roundTasks));
+    NCCLCHECK(launchKernel(args, roundTasks, r + 1 == rounds));
   }
+  // Only self copies: no kernel, the event is recorded where they begin.
+  if (rounds == 0 && launchEvent != nullptr) CUDACHECK(cudaEventRecord(launchEvent, stream));
   for (const auto& [send, recv] : selfPairs) {
     if (send->buff != recv->buff && send->bytes > 0) {
       CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));

@@ -103,7 +103,7 @@ ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, siz
 }
 
 ncclResult_t CommDataPath::launchStagedP2p(const P2pStaging& staging, const P2pSelfPairs& selfPairs,
-                                           cudaStream_t stream) {
+                                           cudaStream_t stream, cudaEvent_t launchEvent) {
   const P2pStageBatch& first = staging.batches.front();
   for (size_t i = 0; i < first.copyFrom.size(); i++) {
     CUDACHECK(cudaMemcpyAsync(first.copyTo[i].buff, first.copyFrom[i].buff, first.copyFrom[i].bytes,
@@ -115,7 +115,8 @@ ncclResult_t CommDataPath::launchStagedP2p(const P2pStaging& staging, const P2pS
       const P2pStageBatch& next = staging.batches[b + 1];
       for (size_t i = 0; i < next.copyFrom.size(); i++) pairs.emplace_back(&next.copyFrom[i], &next.copyTo[i]);
     }
-    NCCLCHECK(launchP2pKernels(staging.batches[b].tasks, pairs, stream));
+    const bool last = b + 1 == staging.batches.size();
+    NCCLCHECK(launchP2pKernels(staging.batches[b].tasks, pairs, stream, last ? launchEvent : nullptr));
   }
   return ncclSuccess;
 }

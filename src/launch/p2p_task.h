@@ -30,6 +30,9 @@ struct P2pTask {
   // A send whose buffer a receive of the same group also writes (in-place ncclAlltoAll): it is
   // copied before the launch and sent from the copy (launch/p2p_stage.cc).
   bool staged = false;
+  // launchCompletionEvent of the AlltoAll, Gather or Scatter Config call it belongs to (null: none):
+  // the group's last point-to-point kernel records it as its CTAs have all begun.
+  cudaEvent_t launchEvent = nullptr;
 };
 
 // Self sends matched with their self receives (send, receive), each pair one device copy; staging

@@ -115,8 +115,7 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
       r.recv = r.send = nullptr;
       continue;
     }
-    NCCLCHECK(
-        plan::decide(plan::zeroCopyModel(model_, task.coll), filter_, task.coll, collBytes(task, nranks), &r.decision));
+    NCCLCHECK(planOf(task, plan::zeroCopyModel(model_, task.coll), &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
     reg::Registration*& shared = peersRead ? r.send : r.recv;
     if (graph && shared == nullptr) {

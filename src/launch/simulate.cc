@@ -33,7 +33,7 @@ ncclResult_t CommDataPath::simulatePending(double* us) {
   for (const CollTask& task : colls) {
     if (task.count == 0 || nranks == 1) continue;  // one rank: a device copy at most
     plan::Decision decision{};
-    NCCLCHECK(plan::decide(modelFor(task), filter_, task.coll, collBytes(task, nranks), &decision));
+    NCCLCHECK(planOf(task, modelFor(task), &decision));
     total += decision.estimatedUs;
   }
   if (!p2p.empty()) {

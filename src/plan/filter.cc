@@ -114,6 +114,31 @@ ncclResult_t parseVariable(const char* var, const char* text, const char* const 
   return ncclSuccess;
 }
 
+// Whether `allowed` (a collective's NCCL_ALGO row) holds an algorithm Braid has for it: Ring,
+// Direct, or for AllReduce Tree.
+bool hasBraidAlgorithm(int coll, const bool (&allowed)[kNumAlgos]) {
+  return allowed[kAlgoRing] || allowed[kAlgoDirect] ||
+         (coll == static_cast<int>(CollId::kAllReduce) && allowed[kAlgoTree]);
+}
+
+// One WARN at parse time naming the NCCL_ALGO string and every collective it leaves without an
+// algorithm Braid has: each of them will be refused when called (decide() WARNs again then).
+void warnCollectivesWithoutAlgorithm(const char* text, const Filter& filter) {
+  std::string left;
+  for (int c = 0; c < kNumColls; ++c) {
+    if (hasBraidAlgorithm(c, filter.algo[c])) continue;
+    if (!left.empty()) left += ", ";
+    left += kCollNames[c];
+  }
+  if (left.empty()) return;
+  WARN(
+      "NCCL_ALGO=\"%s\" leaves %s without any algorithm Braid has (Ring, Direct; Tree for AllReduce): those "
+      "collectives will fail with ncclInvalidUsage. As in NCCL 2.31 and later, a collective that a string of "
+      "\"function:\" entries does not name gets no algorithm; name each collective you use, or begin with a list for "
+      "all of them (\"ring;allreduce:tree\")",
+      text, left.c_str());
+}
+
 }  // namespace
 
 ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out) {
@@ -127,6 +152,7 @@ ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out)
   }
   bool protoNamed[kNumColls];
   NCCLCHECK(parseVariable("NCCL_PROTO", protoEnv, kProtoNames, "protocol", filter.proto, protoNamed));
+  if (algoEnv != nullptr) warnCollectivesWithoutAlgorithm(algoEnv, filter);
   *out = filter;
   return ncclSuccess;
 }

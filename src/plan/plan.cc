@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <string>
 
+#include "plan/selection.h"
 #include "plan/tuning_constants.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -93,17 +95,21 @@ int protoMaxChannels(const CommModel& model, ProtoId proto) {
 }
 
 // Simple, or a thread count the user set: fewer channels, then fewer threads, while a thread would
-// get less than its threshold of bytes. LL and LL128 otherwise: growChannelsThenThreads.
-void fitChannelsAndThreads(CommModel model, ProtoId proto, size_t bytes, int* nChannels, int* nThreads) {
+// get less than its threshold of bytes. LL and LL128 otherwise: growChannelsThenThreads. Never
+// fewer channels than minChannels (an operation's config) where the protocol has that many.
+void fitChannelsAndThreads(CommModel model, ProtoId proto, size_t bytes, int minChannels, int* nChannels,
+                           int* nThreads) {
   model.maxChannels = protoMaxChannels(model, proto);
+  const int floor = std::clamp(minChannels, 1, model.maxChannels);
   uint64_t perThread = kThreadThresholdBytes[proto] * (proto == kProtoLL ? model.nranks : 1);
   if (proto != kProtoSimple && !threadsOverridden(model, proto)) {
     growChannelsThenThreads(model, proto, bytes, perThread, nChannels, nThreads);
+    *nChannels = std::max(*nChannels, floor);
     return;
   }
   int nc = model.maxChannels;
   int nt = startThreads(model, proto);
-  while (nc > 1 && bytes < static_cast<uint64_t>(nc) * nt * perThread) --nc;
+  while (nc > floor && bytes < static_cast<uint64_t>(nc) * nt * perThread) --nc;
   while (nt / 2 >= kMinAutoThreads && nt % 64 == 0 && bytes < static_cast<uint64_t>(nc) * nt * perThread) nt /= 2;
   *nChannels = nc;
   *nThreads = nt;
@@ -139,11 +145,12 @@ uint64_t directPeerBytes(CollId coll, int nranks, size_t bytes) {
   return perRank ? ceilDiv(bytes, static_cast<uint64_t>(nranks)) : bytes;
 }
 
-void fitDirect(const CommModel& model, CollId coll, size_t bytes, Decision* d) {
+void fitDirect(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
   uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
   uint64_t recvBytes = std::max<uint64_t>(peerBytes * (model.nranks - 1), 1);
   uint64_t channels = ceilDiv(recvBytes, kDirectBytesPerCta);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
+  nc = std::max(nc, std::clamp(minChannels, 1, model.maxDirectChannels));
   int nt = kDirectThreads;
   while (nt * 2 <= kMaxDirectThreads && recvBytes >= static_cast<uint64_t>(nc) * nt * 2 * 16) nt *= 2;
   d->nChannels = nc;
@@ -206,6 +213,98 @@ Decision oneRankDecision(const CommModel& model, size_t bytes) {
   return d;
 }
 
+// The model within op's channel caps and cluster size.
+CommModel constrainedModel(const CommModel& model, const OpConstraints& op) {
+  CommModel m = model;
+  const int cap = std::max(op.maxChannels, 1);
+  m.maxChannels = std::min(m.maxChannels, cap);
+  m.maxDirectChannels = std::min(m.maxDirectChannels, cap);
+  m.nTreeChannels = std::min(m.nTreeChannels, cap);
+  if (op.cgaClusterSize != kClusterOfComm) m.cgaClusterSize = op.cgaClusterSize;
+  return m;
+}
+
+// Whether the filter, the communicator and `rows` (0: any) allow (algo, proto) for coll.
+bool candidateAllowed(const CommModel& model, const Filter& filter, uint64_t rows, CollId coll, AlgoId algo,
+                      ProtoId proto) {
+  const int c = static_cast<int>(coll);
+  if (!filter.algo[c][algo] || !filter.proto[c][proto] || !protoUsable(model, proto)) return false;
+  if (algo == kAlgoTree && (coll != CollId::kAllReduce || model.nTreeChannels <= 0 || proto == kProtoLL128)) {
+    return false;
+  }
+  if (algo == kAlgoDirect && (!directUsable(model) || proto != kProtoLL)) return false;
+  return rows == 0 || selectionAllows(rows, algo, proto);
+}
+
+// The Ring, Tree and Direct candidates the filter and the communicator allow, by name (for WARNs).
+std::string usableSummary(const CommModel& model, const Filter& filter, CollId coll) {
+  std::string names;
+  for (AlgoId algo : {kAlgoRing, kAlgoTree, kAlgoDirect}) {
+    for (int p = 0; p < kNumProtos; ++p) {
+      if (!candidateAllowed(model, filter, 0, coll, algo, static_cast<ProtoId>(p))) continue;
+      if (!names.empty()) names += ", ";
+      names += std::string(algoName(algo)) + "/" + protoName(static_cast<ProtoId>(p));
+    }
+  }
+  return names.empty() ? "nothing" : names;
+}
+
+// The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
+// when there is none.
+bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, CollId coll, size_t bytes,
+                   Decision* d) {
+  bool found = false;
+  auto offer = [&](AlgoId algo, ProtoId proto, double us) {
+    if (found && us >= d->estimatedUs) return;
+    d->algo = algo;
+    d->proto = proto;
+    d->estimatedUs = us;
+    found = true;
+  };
+  auto allowed = [&](AlgoId algo, ProtoId proto) { return candidateAllowed(model, filter, rows, coll, algo, proto); };
+  for (int p = 0; p < kNumProtos; ++p) {
+    ProtoId proto = static_cast<ProtoId>(p);
+    if (allowed(kAlgoRing, proto)) {
+      offer(kAlgoRing, proto, estimateUs(model, coll, proto, protoMaxChannels(model, proto), bytes));
+    }
+  }
+  for (ProtoId proto : {kProtoLL, kProtoSimple}) {
+    int channels = std::min(protoMaxChannels(model, proto), model.nTreeChannels);
+    if (allowed(kAlgoTree, proto)) offer(kAlgoTree, proto, estimateTreeUs(model, proto, channels, bytes));
+  }
+  if (allowed(kAlgoDirect, kProtoLL)) {
+    offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
+  }
+  return found;
+}
+
+void warnNothingLeft(const CommModel& model, CollId coll) {
+  WARN(
+      "NCCL_ALGO / NCCL_PROTO leave no usable algorithm and protocol for %s on this communicator (Braid has Ring "
+      "with %s%s, %s, and %s)",
+      collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts take LL only with BRAID_NET_LL=1)",
+      model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
+      directUsable(model)   ? "Direct with LL"
+      : model.userPreMulSum ? "no Direct for a ncclRedOpCreatePreMulSum op"
+                            : "no Direct here: some pair is neither NVLink P2P nor on another host with LL",
+      model.nTreeChannels > 0 ? "Tree with LL or Simple for AllReduce" : "no Tree here: one host");
+}
+
+// Channels, threads and chunk of d's algorithm and protocol, at least minChannels where they have them.
+void fitDecision(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
+  if (d->algo == kAlgoDirect) {
+    fitDirect(model, coll, bytes, minChannels, d);
+  } else if (d->algo == kAlgoTree) {
+    CommModel treeModel = model;
+    treeModel.maxChannels = std::min(model.maxChannels, model.nTreeChannels);
+    fitChannelsAndThreads(treeModel, d->proto, bytes, minChannels, &d->nChannels, &d->nThreads);
+    d->chunkBytes = chooseTreeChunk(model, d->proto, d->nChannels, bytes);
+  } else {
+    fitChannelsAndThreads(model, d->proto, bytes, minChannels, &d->nChannels, &d->nThreads);
+    d->chunkBytes = chooseChunk(model, coll, d->proto, d->nChannels, d->nThreads, bytes);
+  }
+}
+
 }  // namespace
 
 // Write-direct (peers write into receive buffers) takes half the channels: the next rank's buffer
@@ -261,40 +360,35 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
 }
 
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {
-  NCCLCHECK(checkModel(model, coll));
-  if (model.nranks == 1) {
-    *out = oneRankDecision(model, bytes);
+  return decide(model, filter, OpConstraints{}, coll, bytes, out);
+}
+
+ncclResult_t decide(const CommModel& commModel, const Filter& filter, const OpConstraints& op, CollId coll,
+                    size_t bytes, Decision* out) {
+  NCCLCHECK(checkModel(commModel, coll));
+  if (commModel.nranks == 1) {
+    *out = oneRankDecision(commModel, bytes);
     logDecision(coll, bytes, *out);
     return ncclSuccess;
   }
-  int c = static_cast<int>(coll);
+  const CommModel model = constrainedModel(commModel, op);
   Decision d{};
-  bool found = false;
-  auto offer = [&](AlgoId algo, ProtoId proto, double us) {
-    if (found && us >= d.estimatedUs) return;
-    d.algo = algo;
-    d.proto = proto;
-    d.estimatedUs = us;
-    found = true;
-  };
-  auto allowed = [&](ProtoId proto) { return filter.proto[c][proto] && protoUsable(model, proto); };
-  if (filter.algo[c][kAlgoRing]) {
-    for (int p = 0; p < kNumProtos; ++p) {
-      ProtoId proto = static_cast<ProtoId>(p);
-      if (allowed(proto)) {
-        offer(kAlgoRing, proto, estimateUs(model, coll, proto, protoMaxChannels(model, proto), bytes));
-      }
+  bool found = pickCandidate(model, filter, op.selectionRows, coll, bytes, &d);
+  if (!found && op.selectionRows != 0) {
+    if (op.forceSelection) {
+      WARN(
+          "config->algSelection \"%s\" leaves %s no usable algorithm and protocol on this communicator (it selects %s; "
+          "NCCL_ALGO / NCCL_PROTO and the communicator allow %s); set forceAlgSelection = 0 to fall back to the "
+          "automatic choice",
+          op.selectionText.c_str(), collName(coll), selectionNames(op.selectionRows).c_str(),
+          usableSummary(model, filter, coll).c_str());
+      return ncclInvalidUsage;
     }
+    INFO(kLogTuning, "config->algSelection \"%s\" leaves %s no usable algorithm here; automatic choice instead",
+         op.selectionText.c_str(), collName(coll));
+    found = pickCandidate(model, filter, 0, coll, bytes, &d);
   }
-  if (coll == CollId::kAllReduce && model.nTreeChannels > 0 && filter.algo[c][kAlgoTree]) {
-    for (ProtoId proto : {kProtoLL, kProtoSimple}) {
-      int channels = std::min(protoMaxChannels(model, proto), model.nTreeChannels);
-      if (allowed(proto)) offer(kAlgoTree, proto, estimateTreeUs(model, proto, channels, bytes));
-    }
-  }
-  if (directUsable(model) && filter.algo[c][kAlgoDirect] && allowed(kProtoLL)) {
-    offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
-  }
+  const int c = static_cast<int>(coll);
   if (!found && !filter.algoNamed[c] &&
       std::none_of(std::begin(filter.algo[c]), std::end(filter.algo[c]), [](bool a) { return a; })) {
     WARN(
@@ -304,28 +398,10 @@ ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, s
     return ncclInvalidUsage;
   }
   if (!found) {
-    WARN(
-        "NCCL_ALGO / NCCL_PROTO leave no usable algorithm and protocol for %s on this communicator (Braid has Ring "
-        "with %s%s, %s, and %s)",
-        collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts take LL only with BRAID_NET_LL=1)",
-        model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
-        directUsable(model)   ? "Direct with LL"
-        : model.userPreMulSum ? "no Direct for a ncclRedOpCreatePreMulSum op"
-                              : "no Direct here: some pair is neither NVLink P2P nor on another host with LL",
-        model.nTreeChannels > 0 ? "Tree with LL or Simple for AllReduce" : "no Tree here: one host");
+    warnNothingLeft(model, coll);
     return ncclInvalidUsage;
   }
-  if (d.algo == kAlgoDirect) {
-    fitDirect(model, coll, bytes, &d);
-  } else if (d.algo == kAlgoTree) {
-    CommModel treeModel = model;
-    treeModel.maxChannels = std::min(model.maxChannels, model.nTreeChannels);
-    fitChannelsAndThreads(treeModel, d.proto, bytes, &d.nChannels, &d.nThreads);
-    d.chunkBytes = chooseTreeChunk(model, d.proto, d.nChannels, bytes);
-  } else {
-    fitChannelsAndThreads(model, d.proto, bytes, &d.nChannels, &d.nThreads);
-    d.chunkBytes = chooseChunk(model, coll, d.proto, d.nChannels, d.nThreads, bytes);
-  }
+  fitDecision(model, coll, bytes, op.minChannels, &d);
   d.clusterSize = chooseClusterSize(model, coll, d);
   *out = d;
   logDecision(coll, bytes, d);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "device/dev_types.h"
 
@@ -48,6 +49,8 @@ struct Filter {
 //   As in NCCL 2.31 and later, once NCCL_ALGO has any entry, a collective that no entry covers has no
 //   algorithm at all ("allreduce:tree" leaves Broadcast none, and Broadcast then fails with
 //   ncclInvalidUsage and a WARN saying why); NCCL_PROTO keeps the older rule (unnamed: every protocol).
+//   One WARN at parse time names the NCCL_ALGO string and every collective it leaves without an
+//   algorithm Braid has.
 // A malformed string or an unknown name: one WARN naming the variable and the bad token, and
 // ncclInvalidArgument; *out is written only on success.
 [[nodiscard]] ncclResult_t parseFilter(const char* algoEnv, const char* protoEnv, Filter* out);
@@ -95,6 +98,25 @@ struct Decision {
   int clusterSize;      // thread-block clusters of this many CTAs where the GPU has them (0: none)
 };
 
+// What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
+// nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
+// nothing, so decide() without them is the plain call's decision.
+constexpr int kClusterOfComm = -2;  // OpConstraints::cgaClusterSize: CommModel::cgaClusterSize decides
+struct OpConstraints {
+  // Channels (CTAs) of the operation: at least minChannels where the chosen algorithm and protocol
+  // have that many (else all they have), at most maxChannels; both >= 1.
+  int minChannels = 1;
+  int maxChannels = kMaxChannels;
+  int cgaClusterSize = kClusterOfComm;  // 0-8, or kClusterOfComm
+  // algSelection: the rows (plan/selection.h) this operation may use, on top of the filter (0: no
+  // restriction). With forceSelection, a selection that leaves the operation no usable algorithm
+  // and protocol on this communicator is refused; without, the operation falls back to the
+  // automatic choice (an INFO line says so). selectionText is the caller's string, for messages.
+  uint64_t selectionRows = 0;
+  bool forceSelection = true;
+  std::string selectionText;
+};
+
 // bytes = the operation's nccl-tests "size": count*elemsize for AllReduce/Broadcast/Reduce,
 // sendcount*elemsize*nranks for AllGather, recvcount*elemsize*nranks for ReduceScatter.
 // nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
@@ -107,6 +129,12 @@ struct Decision {
 // maxDirectChannels outside 0..kMaxDirectChannels, bandwidth <= 0): WARN, ncclInternalError.
 [[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes,
                                   Decision* out);
+// The same within `op`'s constraints: channels within [minChannels, maxChannels] (the model's
+// channels of each algorithm capped at maxChannels before the costs are compared), op's cluster
+// size, and only (algorithm, protocol) pairs its selection allows. A forced selection that leaves
+// nothing: WARN naming config->algSelection and the collective, ncclInvalidUsage.
+[[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, const OpConstraints& op, CollId coll,
+                                  size_t bytes, Decision* out);
 
 // The model a zero-copy (registered) ring of `coll` is planned on: half the channels where the
 // zero-copy path keeps the copy path's bandwidth on them (write-direct; read-direct ReduceScatter on

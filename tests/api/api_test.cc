@@ -103,6 +103,35 @@ TEST(Api, BadConfigsAreInvalidArguments) {
   EXPECT_NE(std::string::npos, lastError().find("CTAPolicy"));
 }
 
+// The nccl*Config calls exist and check the communicator before their config (which a NULL
+// communicator leaves unread, a bad one included), naming themselves.
+TEST(Api, ConfigCallsCheckTheirCommunicator) {
+  ncclCollConfig_t bad = NCCL_COLLCONFIG_INITIALIZER;
+  bad.magic = 0;
+  const ncclCollConfig_t* const badConfig = &bad;
+  for (const ncclCollConfig_t* config : {static_cast<const ncclCollConfig_t*>(nullptr), badConfig}) {
+    EXPECT_EQ(ncclInvalidArgument,
+              ncclAllReduceConfig(nullptr, nullptr, 1, ncclFloat, ncclSum, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclAllReduceConfig: comm is NULL"));
+    EXPECT_EQ(ncclInvalidArgument, ncclBroadcastConfig(nullptr, nullptr, 1, ncclFloat, 0, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclBroadcastConfig"));
+    EXPECT_EQ(ncclInvalidArgument,
+              ncclReduceConfig(nullptr, nullptr, 1, ncclFloat, ncclSum, 0, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclReduceConfig"));
+    EXPECT_EQ(ncclInvalidArgument, ncclAllGatherConfig(nullptr, nullptr, 1, ncclFloat, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclAllGatherConfig"));
+    EXPECT_EQ(ncclInvalidArgument,
+              ncclReduceScatterConfig(nullptr, nullptr, 1, ncclFloat, ncclSum, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclReduceScatterConfig"));
+    EXPECT_EQ(ncclInvalidArgument, ncclAlltoAllConfig(nullptr, nullptr, 1, ncclFloat, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclAlltoAllConfig"));
+    EXPECT_EQ(ncclInvalidArgument, ncclGatherConfig(nullptr, nullptr, 1, ncclFloat, 0, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclGatherConfig"));
+    EXPECT_EQ(ncclInvalidArgument, ncclScatterConfig(nullptr, nullptr, 1, ncclFloat, 0, nullptr, nullptr, config));
+    EXPECT_NE(std::string::npos, lastError().find("ncclScatterConfig"));
+  }
+}
+
 TEST(Api, GroupEndWithoutStartIsInvalidUsage) {
   EXPECT_EQ(ncclInvalidUsage, ncclGroupEnd());
   EXPECT_EQ(ncclSuccess, ncclGroupStart());

@@ -345,6 +345,17 @@ TEST_F(CollFilters, AlgoTreeRunsAllReduceAndLeavesBroadcastNothing) {
             }));
 }
 
+// NCCL 2.31 and later: NCCL_ALGO entries that name functions give every other collective no
+// algorithm. Broadcast is refused; AllReduce, named, runs on its ring (then, in expectRefused).
+TEST_F(CollFilters, AlgoNamingOneCollectiveLeavesTheOthersNothing) {
+  if (againstReference()) GTEST_SKIP() << "depends on the reference library's version (2.31 changed it)";
+  ScopedSetenv env("NCCL_ALGO", "allreduce:ring");
+  EXPECT_EQ(0, withComms(2, [](ArgEnv& e) {
+              return expectRefused(e, ncclBroadcast(e.send, e.recv, kCount, ncclFloat32, 0, e.comm, e.stream),
+                                   ncclInvalidUsage, "broadcast", "Broadcast under NCCL_ALGO=allreduce:ring");
+            }));
+}
+
 TEST_F(CollFilters, ProtoExcludingEveryProtocolLeavesNothing) {
   ScopedSetenv env("NCCL_PROTO", "^LL,LL128,Simple");
   EXPECT_EQ(0, withComms(2, [](ArgEnv& e) {

@@ -61,6 +61,10 @@ Filter parse(const char* algo, const char* proto) {
   return f;
 }
 
+// Records a marker as the last error, so that a later logLastError() == kMarker shows no WARN since.
+constexpr const char* kMarker = "plan_test marker";
+void markLastError() { WARN("%s", kMarker); }
+
 Decision decideOk(const CommModel& m, const Filter& f, CollId coll, size_t bytes) {
   Decision d{};
   EXPECT_EQ(decide(m, f, coll, bytes, &d), ncclSuccess) << collName(coll) << " " << bytes;
@@ -147,6 +151,44 @@ TEST(PlanFilter, PrefixedFirstEntryAndOtherCollectives) {
   EXPECT_FALSE(f.proto[kBroadcast][kProtoLL]);
   EXPECT_TRUE(f.proto[kBroadcast][kProtoSimple]);
   EXPECT_TRUE(f.proto[kAllReduce][kProtoLL]);
+  std::string warn = logLastError();
+  EXPECT_NE(warn.find("NCCL_ALGO=\"allreduce:ring\""), std::string::npos) << warn;
+  EXPECT_NE(warn.find("leaves Broadcast, Reduce, AllGather, ReduceScatter without"), std::string::npos) << warn;
+
+  Filter g = parse("reduce:^ring;allgather:direct", nullptr);
+  int reduce = static_cast<int>(CollId::kReduce);
+  int allgather = static_cast<int>(CollId::kAllGather);
+  for (int a = 0; a < kNumAlgos; ++a) {
+    EXPECT_EQ(g.algo[reduce][a], a != kAlgoRing);
+    EXPECT_EQ(g.algo[allgather][a], a == kAlgoDirect);
+    EXPECT_FALSE(g.algo[kAllReduce][a]);
+  }
+}
+
+// A first entry for every collective, then per-collective entries: nothing is zero-filled, no WARN.
+TEST(PlanFilter, UnprefixedFirstEntryStillCoversEveryCollective) {
+  markLastError();
+  Filter f = parse("ring;allreduce:tree", nullptr);
+  for (int c = 0; c < kNumColls; ++c) {
+    for (int a = 0; a < kNumAlgos; ++a) EXPECT_EQ(f.algo[c][a], a == (c == kAllReduce ? kAlgoTree : kAlgoRing));
+  }
+  EXPECT_STREQ(logLastError(), kMarker);
+}
+
+// The WARN names every collective left without an algorithm Braid has, also without a prefix:
+// "tree" is AllReduce's only, "nvls" none of Braid's.
+TEST(PlanFilter, WarnsAboutCollectivesWithoutBraidAlgorithms) {
+  markLastError();
+  (void)parse("tree", nullptr);
+  std::string warn = logLastError();
+  EXPECT_NE(warn.find("leaves Broadcast, Reduce, AllGather, ReduceScatter without"), std::string::npos) << warn;
+  markLastError();
+  (void)parse("nvls,pat", nullptr);
+  warn = logLastError();
+  EXPECT_NE(warn.find("Broadcast, Reduce, AllGather, ReduceScatter, AllReduce"), std::string::npos) << warn;
+  markLastError();
+  (void)parse("allreduce:tree;broadcast:ring;reduce:ring;allgather:direct;reducescatter:ring,direct", nullptr);
+  EXPECT_STREQ(logLastError(), kMarker);
 }
 
 TEST(PlanFilter, CaseInsensitiveAndWhitespace) {
