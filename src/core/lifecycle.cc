@@ -130,6 +130,7 @@ ncclResult_t commCheckUsable(const ncclComm* comm, const char* caller) {
 ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
   NCCLCHECK(commCheckHandle(comm, caller));
   const CommState state = comm->state_.load();
+  if (state == CommState::kReady && comm->suspended_.load()) return commCheckUsable(comm, caller);  // says why
   if (state == CommState::kRevoked || state == CommState::kReady) {
     // Even with a dead peer, but not while its bootstrap is busy in the background (a revoked
     // parent with a dead peer keeps that error during its shrink, so the count says so).

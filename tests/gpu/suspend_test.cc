@@ -105,12 +105,16 @@ struct CapturedWork {
   }
 };
 
-// Every call a suspended communicator refuses, and the misuse around suspension.
+// Every call a suspended communicator refuses (collective ones refused locally, before any message).
 int checkRefusals(ncclComm_t comm, cudaStream_t s, uint32_t* buf) {
   CHILD_EXPECT(ncclAllReduce(buf, buf, 16, ncclUint32, ncclSum, comm, s) == ncclInvalidUsage);
   CHILD_EXPECT(ncclSend(buf, 16, ncclUint32, 0, comm, s) == ncclInvalidUsage);
   CHILD_EXPECT(ncclCommSuspend(comm, NCCL_SUSPEND_MEM) == ncclInvalidUsage);  // already suspended
   CHILD_EXPECT(ncclCommFinalize(comm) == ncclInvalidUsage);
+  ncclComm_t child = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.splitShare = 1;  // would reuse connections whose memory is gone
+  CHILD_EXPECT(ncclCommSplit(comm, 0, 0, &child, &config) == ncclInvalidUsage && child == nullptr);
   int count = 0;
   CHILD_NCCL(ncclCommCount(comm, &count));  // queries still answer
   return 0;
