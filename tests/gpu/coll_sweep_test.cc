@@ -650,8 +650,9 @@ TEST_P(CollSweep, RealValuedFloats) {
   sweep(Mode::kProcesses, cases);
 }
 
-// Pointers aligned only to the element (one element past a cudaMalloc'd pointer).
-TEST_P(CollSweep, BuffersAlignedOnlyToTheElement) {
+// Pointers aligned only to the element (one element past a cudaMalloc'd pointer): the Simple
+// protocol's unaligned paths (element by element, or by words for copies), LL's partial packs.
+std::vector<Case> casesAlignedOnlyToTheElement(int nranks) {
   std::vector<Case> cases;
   for (Coll coll : allColls()) {
     Shape shape;
@@ -661,10 +662,12 @@ TEST_P(CollSweep, BuffersAlignedOnlyToTheElement) {
     }
     shape.counts = {7, 1023, 4097, kMiB + 3};
     shape.offsetElems = 1;
-    addCases(coll, nranks(), shape, &cases);
+    addCases(coll, nranks, shape, &cases);
   }
-  sweep(Mode::kProcesses, cases);
+  return cases;
 }
+
+TEST_P(CollSweep, BuffersAlignedOnlyToTheElement) { sweep(Mode::kProcesses, casesAlignedOnlyToTheElement(nranks())); }
 
 // Every collective on a stream created with cudaStreamNonBlocking, from processes and from one
 // thread driving every GPU.
@@ -715,6 +718,13 @@ class CollSweepAcrossHosts : public CollSweep {
 
 // Every collective; 4 ranks: 2 hosts of 2 and 4 hosts of 1; 2 ranks: 2 of 1.
 TEST_P(CollSweepAcrossHosts, AllColls) { sweepEveryLayout(reducedSweepAllColls(nranks())); }
+
+// Buffers aligned only to the element, with Simple forced: the GPU copies between unaligned user
+// buffers and aligned host FIFOs (also where every rank has a GPU of its own: 1 rank per host).
+TEST_P(CollSweepAcrossHosts, BuffersAlignedOnlyToTheElementSimple) {
+  ScopedSetenv simple("NCCL_PROTO", "Simple");
+  sweep(Mode::kProcesses, casesAlignedOnlyToTheElement(nranks()), cudaStreamDefault, hostSizes().back());
+}
 
 // LL over the network (BRAID_NET_LL=1), forced for every size: the proxies ship LL slots and copy
 // them into the receivers' LL FIFOs (device/dev_types.h). The largest hosts that fit (2 of 2 on 4

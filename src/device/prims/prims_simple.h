@@ -10,7 +10,8 @@
 //   2. bar.sync(workers): the acquire by worker 0 plus the barrier order every worker's FIFO reads and
 //      writes after the handshake (and ld.acquire invalidates the SM's L1, so no stale line is read).
 //   3. every worker copies/reduces its share of the step with 16-byte accesses, kSimpleUnroll packs per source
-//      in flight per thread (or element by element when a user pointer is not 16-byte aligned).
+//      in flight per thread (or, when a user pointer is not 16-byte aligned, element by element, or by
+//      the widest words all pointers allow for a copy, with as many in flight).
 //   4. bar.sync(workers); worker 0 stores sendDone = sendStep + 1 / recvDone = recvStep + 1 in shared
 //      memory with st.release.cta. The barrier orders all workers' payload stores before it.
 // Poster (one thread): ld.acquire.cta of sendDone/recvDone; for a new sendDone: fence.acq_rel.sys then
@@ -91,23 +92,70 @@ __device__ __forceinline__ void reduceCopyPacks(const Fn& fn, int tid, int nthre
   }
 }
 
-// The same, element by element over [begin, end): unaligned user pointers and the sub-16-byte tail.
+// One element of reduceCopyElems: v = [post](fifoIn && userIn ? reduce([preIn](fifoIn), [pre](userIn)) : either).
+template <typename T, typename Fn>
+__device__ __forceinline__ T reduceElem(const Fn& fn, bool hasFifoIn, T fifoV, bool hasUserIn, T userV, bool pre,
+                                        bool preIn, bool post) {
+  T v = fifoV;
+  if (Fn::kHasPreOp && preIn && hasFifoIn) v = fn.preOp(v);
+  if (hasUserIn) {
+    if (Fn::kHasPreOp && pre) userV = fn.preOp(userV);
+    v = hasFifoIn ? fn(v, userV) : userV;
+  }
+  if (Fn::kHasPostOp && post) v = fn.postOp(v);
+  return v;
+}
+
+// The same, element by element over [begin, end): pointers that are not all 16-byte aligned, and
+// the sub-16-byte tail. Unrolled as the packs are, kU elements per source in flight per thread (one
+// access each, coalesced across the warp): one element at a time is bound by load latency and ran
+// unaligned collectives at about half their aligned speed (as NCCL does, more elements in flight
+// make up for the narrower accesses).
 template <typename T, typename Fn>
 __device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
                                                 T* userOut, T* fifoOut, int64_t begin, int64_t end, bool pre,
                                                 bool preIn, bool post) {
-  for (int64_t i = begin + tid; i < end; i += nthreads) {
-    T v = fifoIn != nullptr ? fifoIn[i] : T();
-    if (Fn::kHasPreOp && preIn && fifoIn != nullptr) v = fn.preOp(v);
-    if (userIn != nullptr) {
-      T s = userIn[i];
-      if (Fn::kHasPreOp && pre) s = fn.preOp(s);
-      v = fifoIn != nullptr ? fn(v, s) : s;
+  constexpr int kU = 16;
+  const bool hasFifoIn = fifoIn != nullptr;
+  const bool hasUserIn = userIn != nullptr;
+  const int64_t warpElems = 32 * kU;
+  const int64_t fullEnd = begin + (end - begin) / warpElems * warpElems;
+  for (int64_t base = begin + static_cast<int64_t>(tid / 32) * warpElems + tid % 32; base < fullEnd;
+       base += static_cast<int64_t>(nthreads / 32) * warpElems) {
+    T f[kU];
+    T u[kU];
+#pragma unroll
+    for (int k = 0; k < kU; k++) {
+      f[k] = hasFifoIn ? fifoIn[base + k * 32] : T();
+      u[k] = hasUserIn ? userIn[base + k * 32] : T();
     }
-    if (Fn::kHasPostOp && post) v = fn.postOp(v);
+#pragma unroll
+    for (int k = 0; k < kU; k++) {
+      const T v = reduceElem<T, Fn>(fn, hasFifoIn, f[k], hasUserIn, u[k], pre, preIn, post);
+      if (userOut != nullptr) userOut[base + k * 32] = v;
+      if (fifoOut != nullptr) fifoOut[base + k * 32] = v;
+    }
+  }
+  for (int64_t i = fullEnd + tid; i < end; i += nthreads) {
+    const T v = reduceElem<T, Fn>(fn, hasFifoIn, hasFifoIn ? fifoIn[i] : T(), hasUserIn, hasUserIn ? userIn[i] : T(),
+                                  pre, preIn, post);
     if (userOut != nullptr) userOut[i] = v;
     if (fifoOut != nullptr) fifoOut[i] = v;
   }
+}
+
+// A copy (one source, no pre- or post-op) of elements narrower than the alignment every pointer
+// has: the bytes move unchanged in words of W bytes, then the tail as elements. A point-to-point
+// operation moves bytes, so a buffer at a 4-byte offset goes by 4-byte words, not byte by byte.
+template <typename W, typename T, typename Fn>
+__device__ __forceinline__ void copyWords(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
+                                          T* userOut, T* fifoOut, int64_t nelem) {
+  const int64_t words = nelem * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(W));
+  reduceCopyElems<W, FuncSum<W>>(FuncSum<W>(), tid, nthreads, reinterpret_cast<const W*>(fifoIn),
+                                 reinterpret_cast<const W*>(userIn), reinterpret_cast<W*>(userOut),
+                                 reinterpret_cast<W*>(fifoOut), 0, words, false, false, false);
+  const int64_t done = words * static_cast<int64_t>(sizeof(W) / sizeof(T));
+  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, done, nelem, false, false, false);
 }
 
 template <typename T, typename Fn>
@@ -117,15 +165,24 @@ __device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthr
   // FIFO slots are aligned, but with registered buffers fifoIn / fifoOut are user buffers too.
   const uintptr_t userBits = reinterpret_cast<uintptr_t>(userIn) | reinterpret_cast<uintptr_t>(userOut) |
                              reinterpret_cast<uintptr_t>(fifoIn) | reinterpret_cast<uintptr_t>(fifoOut);
-  int64_t vecElems = 0;
   if (userBits % 16 == 0) {
     const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
     reduceCopyPacks<T, Fn>(fn, tid, nthreads, reinterpret_cast<const uint4*>(fifoIn),
                            reinterpret_cast<const uint4*>(userIn), reinterpret_cast<uint4*>(userOut),
                            reinterpret_cast<uint4*>(fifoOut), nPacks, pre, preIn, post);
-    vecElems = nPacks * 16 / static_cast<int64_t>(sizeof(T));
+    const int64_t vecElems = nPacks * 16 / static_cast<int64_t>(sizeof(T));
+    reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, preIn, post);
+    return;
   }
-  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, preIn, post);
+  const bool copyOnly =
+      (fifoIn == nullptr || userIn == nullptr) && !(Fn::kHasPreOp && (pre || preIn)) && !(Fn::kHasPostOp && post);
+  if (copyOnly && sizeof(T) < 8 && userBits % 8 == 0) {
+    copyWords<uint64_t, T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, nelem);
+  } else if (copyOnly && sizeof(T) < 4 && userBits % 4 == 0) {
+    copyWords<uint32_t, T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, nelem);
+  } else {
+    reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, 0, nelem, pre, preIn, post);
+  }
 }
 
 __device__ __forceinline__ void simpleWait(ProtoState& s, bool recv, bool send) {
