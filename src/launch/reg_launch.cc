@@ -79,11 +79,15 @@ ncclResult_t CommDataPath::dropReleasedPeerMappings() {
 bool CommDataPath::needsRegExchange() const {
   if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks) return false;
   if (connected_ && !topo_.allNvlinkP2p) return false;
-  // Every eager operation asks: without local registrations that is one check per operation.
+  // Every eager operation asks: without local registrations that is one check per operation. An
+  // operation smaller than kZeroCopyMinBytes takes the copy path however its buffers are
+  // registered, so it costs no exchange (a registered 8-byte AllReduce took 15.6 us with one,
+  // 5.5-7.7 without, 4 H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue_) {
-    if (local && (registry_.find(task.recvbuff, collRecvBytes(task, comm_->nranks_)) != nullptr ||
-                  registry_.find(task.sendbuff, collSendBytes(task, comm_->nranks_)) != nullptr)) {
+    if (local && collBytes(task, comm_->nranks_) >= kZeroCopyMinBytes &&
+        (registry_.find(task.recvbuff, collRecvBytes(task, comm_->nranks_)) != nullptr ||
+         registry_.find(task.sendbuff, collSendBytes(task, comm_->nranks_)) != nullptr)) {
       return true;
     }
     if (graphRegisters(task)) return true;
@@ -104,6 +108,7 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   for (size_t i = 0; i < queue_.size(); i++) {
     const CollTask& task = queue_[i];
     RegisteredLaunch& r = registeredQueue_[i];
+    if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsRegExchange)
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
