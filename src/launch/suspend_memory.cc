@@ -2,6 +2,7 @@
 // device blocks (transport/suspend.h) and the staging memory go, and come back at the same
 // addresses; DevComm, the ring orders and the point-to-point tables (a few KiB) stay, so the
 // kernels that CUDA graphs captured before the suspension run unchanged after the resume.
+#include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
 #include "launch/comm_data_path.h"
 #include "transport/suspend.h"
@@ -39,12 +40,14 @@ bool CommDataPath::suspendable(std::string* why) const {
 
 ncclResult_t CommDataPath::suspendMemory() {
   ScopedDevice device(comm_->cudaDev_);
+  RelaxedCaptureMode relaxed;  // another thread may be capturing a graph meanwhile
   NCCLCHECK(transport::suspendConnections(connectionList(connections_)));
   return device_->suspend();
 }
 
 ncclResult_t CommDataPath::resumeMemory() {
   ScopedDevice device(comm_->cudaDev_);
+  RelaxedCaptureMode relaxed;
   NCCLCHECK(device_->resume());
   transport::SuspendContext ctx{comm_->rank_, comm_->cudaDev_, comm_->commHash_, comm_->bootstrap_.get(),
                                 &comm_->abortFlag_};
