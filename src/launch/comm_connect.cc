@@ -78,8 +78,8 @@ ncclResult_t CommDataPath::buildRings() {
   const bool acrossHosts =
       std::any_of(row.begin(), row.end(), [](const topo::Link& l) { return l.path == topo::PathType::kNet; });
   if (acrossHosts) {
-    NCCLCHECK(ensureNetwork());
-    const float netGBps = static_cast<float>(network_->bandwidthGBps(topo::netChannelCount(params)));
+    NCCLCHECK(net_.open(comm_));
+    const float netGBps = static_cast<float>(net_.network()->bandwidthGBps(topo::netChannelCount(params)));
     for (topo::Link& l : row) {
       if (l.path == topo::PathType::kNet) l.netGBps = netGBps;
     }
@@ -91,26 +91,6 @@ ncclResult_t CommDataPath::buildRings() {
   topo::logConnections(rank, ranks, topo_);
   const std::string& dumpFile = paramString(ParamId::kTopoDumpFile);
   if (!dumpFile.empty() && rank == 0) NCCLCHECK(topo::dumpTopology(dumpFile, ranks, topo_));
-  return ncclSuccess;
-}
-
-ncclResult_t CommDataPath::ensureNetwork() {
-  if (proxy_ != nullptr) return ncclSuccess;
-  NCCLCHECK(net::Network::open(comm_->commHash_, &network_));
-  ncclComm* comm = comm_;
-  char name[64];
-  std::snprintf(name, sizeof(name), "rank %d proxy", comm_->rank_);
-  // The peer watch says when our launches have ended, which lets an idle proxy sleep long
-  // (proxy/proxy.h, "Idle").
-  if (paramInt(ParamId::kPeerWatchMs) > 0) netLaunches_ = std::make_unique<LaunchCounts>();
-  proxy_ = std::make_unique<proxy::Proxy>(
-      name,
-      [comm](ncclResult_t error) {
-        ncclResult_t expected = ncclSuccess;
-        comm->asyncError_.compare_exchange_strong(expected, error);
-      },
-      netLaunches_.get());
-  comm_->netLaunches_.store(netLaunches_.get());
   return ncclSuccess;
 }
 
@@ -128,8 +108,8 @@ transport::Context CommDataPath::transportContext() const {
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
   ctx.abortFlag = &comm_->abortFlag_;
-  ctx.network = network_.get();
-  ctx.proxy = proxy_.get();
+  ctx.network = net_.network();
+  ctx.proxy = net_.proxy();
   ctx.netLl = topo_.llOk;  // with a NET hop, only when BRAID_NET_LL allows LL on it
   return ctx;
 }

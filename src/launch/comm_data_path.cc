@@ -124,7 +124,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
 
 CommDataPath::~CommDataPath() {
   // Destroy after the work finished: the peers' proxies learn that our connections end in order.
-  if (proxy_ != nullptr && !aborted_) proxy_->farewell();
+  net_.farewell();
   if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
 }
 
@@ -153,30 +153,20 @@ ncclResult_t CommDataPath::launchPending() {
   registered.resize(tasks.size());  // no exchange ran: every operation takes the copy path
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
-  if (proxy_ != nullptr && (!tasks.empty() || !p2p.empty())) {
-    proxy_->kick();  // wake it before the kernels need it
-    NCCLCHECK(wakeProxyOnReplays(tasks, p2p));
+  if (tasks.empty() && p2p.empty()) return ncclSuccess;
+  if (net_.isOpen()) {
+    std::vector<cudaStream_t> streams;
+    for (const CollTask& t : tasks) streams.push_back(t.stream);
+    for (const P2pTask& t : p2p) streams.push_back(t.stream);
+    NCCLCHECK(net_.beforeLaunch(streams));
   }
   ncclResult_t result = ncclSuccess;
   for (size_t i = 0; i < tasks.size() && result == ncclSuccess; i++) result = launchOne(tasks[i], registered[i]);
   if (result == ncclSuccess && !p2p.empty()) result = launchP2p(p2p);
   // After the launches recorded the latest event (util/launch_counts.h); a failed one counts too:
   // what it launched before failing is covered by that event as well.
-  if (netLaunches_ != nullptr && (!tasks.empty() || !p2p.empty())) netLaunches_->issued.fetch_add(1);
+  net_.afterLaunch();
   return result;
-}
-
-// Captured launches get a host node that kicks the proxy at each replay (launch/replay_wake.h), one
-// per stream of the group that is being captured.
-ncclResult_t CommDataPath::wakeProxyOnReplays(const std::vector<CollTask>& tasks, const std::vector<P2pTask>& p2p) {
-  std::vector<cudaStream_t> streams;
-  streams.reserve(tasks.size() + p2p.size());
-  for (const CollTask& t : tasks) streams.push_back(t.stream);
-  for (const P2pTask& t : p2p) streams.push_back(t.stream);
-  std::sort(streams.begin(), streams.end());
-  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
-  for (cudaStream_t stream : streams) NCCLCHECK(addReplayWake(stream, proxy_->kicker()));
-  return ncclSuccess;
 }
 
 ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunch& registered) {
@@ -271,7 +261,7 @@ ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
 }
 
 void CommDataPath::signalAbort() {
-  aborted_ = true;
+  net_.noteAbort();
   device_->signalAbort();
   if (shared_ != nullptr) {
     // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.

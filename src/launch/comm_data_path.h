@@ -21,16 +21,15 @@
 #include "launch/coll_task.h"
 #include "launch/device_state.h"
 #include "launch/launch_order.h"
+#include "launch/network_link.h"
 #include "launch/p2p_stage.h"
 #include "launch/p2p_task.h"
 #include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
 #include "launch/shared_connections.h"
-#include "net/network.h"
 #include "plan/p2p_stage.h"
 #include "plan/plan.h"
-#include "proxy/proxy.h"
 #include "register/registry.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
@@ -127,7 +126,6 @@ class CommDataPath final : public DataPathBase {
   // the stream now, before the launch, as NCCL does there.
   [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
                                              LaunchOptions* out) const;
-  [[nodiscard]] ncclResult_t wakeProxyOnReplays(const std::vector<CollTask>& tasks, const std::vector<P2pTask>& p2p);
   // Registration (reg_launch.cc): whether a queued collective may go zero-copy, and the exchange
   // with the peers that decides it (collective, in the connect phase).
   bool needsRegExchange() const;
@@ -210,8 +208,6 @@ class CommDataPath final : public DataPathBase {
                                           std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const;
   [[nodiscard]] ncclResult_t joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before);
   [[nodiscard]] ncclResult_t buildRings();
-  // The network and the proxy thread, made the first time a connection crosses hosts.
-  [[nodiscard]] ncclResult_t ensureNetwork();
   transport::Context transportContext() const;
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
   [[nodiscard]] ncclResult_t connectDirect(transport::Context ctx, DevComm* dev);
@@ -225,12 +221,8 @@ class CommDataPath final : public DataPathBase {
   plan::Filter filter_{};
   bool connected_ = false;
   topo::Topology topo_{};
-  // Declared before connections_, which use them: destroyed after them (proxy before network, and
-  // the launch counts, which the proxy reads, after it).
-  std::unique_ptr<net::Network> network_;
-  std::unique_ptr<LaunchCounts> netLaunches_;  // null without a peer watch to say when they end
-  std::unique_ptr<proxy::Proxy> proxy_;
-  bool aborted_ = false;  // signalAbort() came: no farewell to the peers (proxy/proxy.h)
+  // Declared before connections_, which use it: destroyed after them.
+  NetworkLink net_;
   // Rings, then direct channels, then trees and point-to-point peers, own or reused from the group.
   std::vector<std::shared_ptr<transport::Connections>> connections_;
   std::vector<std::shared_ptr<const void>> stepHolders_;  // of the shared connections it uses

@@ -75,7 +75,7 @@ ncclResult_t CommDataPath::connectP2p() {
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   for (int peer : peers) {
-    if (comm_->peers_[peer].hostHash != comm_->peers_[comm_->rank_].hostHash) NCCLCHECK(ensureNetwork());
+    if (comm_->peers_[peer].hostHash != comm_->peers_[comm_->rank_].hostHash) NCCLCHECK(net_.open(comm_));
   }
   transport::Context ctx = transportContext();
   ctx.buffBytes[kProtoLL] = 0;

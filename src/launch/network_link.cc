@@ -1,0 +1,42 @@
+#include "launch/network_link.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/comm.h"
+#include "launch/replay_wake.h"
+#include "util/check.h"
+#include "util/params.h"
+
+namespace braid {
+
+ncclResult_t NetworkLink::open(ncclComm* comm) {
+  if (proxy_ != nullptr) return ncclSuccess;
+  NCCLCHECK(net::Network::open(comm->commHash_, &network_));
+  char name[64];
+  std::snprintf(name, sizeof(name), "rank %d proxy", comm->rank_);
+  // The peer watch says when our launches have ended, which lets an idle proxy sleep long
+  // (proxy/proxy.h, "Idle").
+  if (paramInt(ParamId::kPeerWatchMs) > 0) netLaunches_ = std::make_unique<LaunchCounts>();
+  proxy_ = std::make_unique<proxy::Proxy>(
+      name,
+      [comm](ncclResult_t error) {
+        ncclResult_t expected = ncclSuccess;
+        comm->asyncError_.compare_exchange_strong(expected, error);
+      },
+      netLaunches_.get());
+  comm->netLaunches_.store(netLaunches_.get());
+  return ncclSuccess;
+}
+
+ncclResult_t NetworkLink::beforeLaunch(const std::vector<cudaStream_t>& streams) {
+  if (proxy_ == nullptr) return ncclSuccess;
+  proxy_->kick();  // wake it before the kernels need it
+  std::vector<cudaStream_t> unique = streams;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  for (cudaStream_t stream : unique) NCCLCHECK(addReplayWake(stream, proxy_->kicker()));
+  return ncclSuccess;
+}
+
+}  // namespace braid
