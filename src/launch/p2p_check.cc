@@ -13,6 +13,7 @@
 #include "launch/coll_task.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
+#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 
