@@ -17,6 +17,7 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/text.h"
 
 namespace braid {
 
@@ -29,20 +30,11 @@ constexpr int kIdleSliceMs = 200;
 // Bound on writing one reply: ranks wait for it, so it only blocks if a rank is stuck.
 constexpr std::chrono::milliseconds kReplySendTimeout(2000);
 
-// "3", "3,5", "0-3,7": sorted rank numbers with runs collapsed, for messages.
-std::string formatRanks(std::vector<int> ranks) {
+// "3", "3,5", "0-3,7": the ranks sorted, each once, runs collapsed.
+std::string sortedRankText(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string text;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!text.empty()) text += ",";
-    text += std::to_string(ranks[i]);
-    if (j > i) text += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return text;
+  return rankList(ranks, {",", true});
 }
 
 std::string formatText(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -171,7 +163,7 @@ void RootJob::run() {
         fail(ncclRemoteError,
              formatText("rank%s %s of %d never checked in after %.3g s; check that every rank calls "
                         "ncclCommInitRank with the same unique id(s) and that none failed or hangs before it",
-                        plural(missing.size()), formatRanks(missing).c_str(), first_.nranks,
+                        plural(missing.size()), sortedRankText(missing).c_str(), first_.nranks,
                         deadline_.timeoutSeconds()));
       }
       return;
@@ -207,7 +199,7 @@ void RootJob::run() {
       fail(ncclRemoteError,
            formatText("%s closed its connection to the root before the rendezvous completed (it "
                       "exited, aborted or failed); rank%s %s of %d had not checked in yet",
-                      describe(in).c_str(), plural(missing.size()), formatRanks(missing).c_str(), first_.nranks));
+                      describe(in).c_str(), plural(missing.size()), sortedRankText(missing).c_str(), first_.nranks));
     }
     if (failed_ ? answered_ >= expected_ : complete()) {
       if (!failed_) replyAll();

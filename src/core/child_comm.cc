@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/tags.h"
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group.h"
@@ -16,13 +17,6 @@
 #include "util/log.h"
 
 namespace braid {
-namespace {
-
-// The child's unique id, from its first member to the others over the parent's bootstrap.
-constexpr int kChildIdTag = 0x42530001;
-
-}  // namespace
-
 ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller, ncclComm** out) {
   auto child = std::make_unique<ncclComm>();
   NCCLCHECK(parseConfigInherited(config, parent->config_, caller, &child->config_));
@@ -55,10 +49,10 @@ ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<in
   if (me == members.begin()) {
     NCCLCHECK(bootstrapGetRootUniqueId(id));
     for (size_t i = 1; i < members.size(); i++) {
-      NCCLCHECK(parent->bootstrap_->send(members[i], kChildIdTag, id, sizeof(*id)));
+      NCCLCHECK(parent->bootstrap_->send(members[i], tags::kChildId, id, sizeof(*id)));
     }
   } else {
-    NCCLCHECK(parent->bootstrap_->recv(members.front(), kChildIdTag, id, sizeof(*id)));
+    NCCLCHECK(parent->bootstrap_->recv(members.front(), tags::kChildId, id, sizeof(*id)));
   }
   child->rank_ = static_cast<int>(me - members.begin());
   child->nranks_ = static_cast<int>(members.size());

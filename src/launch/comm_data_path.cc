@@ -13,6 +13,7 @@
 #include "device/reduce/work_scalar.h"
 #include "launch/replay_wake.h"
 #include "util/check.h"
+#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 

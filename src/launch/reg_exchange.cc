@@ -13,6 +13,7 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/text.h"
 
 namespace braid {
 namespace {
@@ -55,12 +56,6 @@ bool accessibleHere(const CudaDriver* drv, int cudaDev, uint64_t ptr) {
   unsigned long long flags = 0;
   CUresult res = drv->cuMemGetAccess(&flags, &here, static_cast<CUdeviceptr>(ptr));
   return res == CUDA_SUCCESS && flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-}
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
-  return s;
 }
 
 }  // namespace

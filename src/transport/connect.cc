@@ -108,7 +108,7 @@ class ScopedStream {
 Role opposite(Role role) { return role == Role::kSend ? Role::kRecv : Role::kSend; }
 const char* roleName(Role role) { return role == Role::kSend ? "send" : "recv"; }
 int descTag(const Context& ctx, Role senderRole, Kind kind) {
-  return kTransportTagBase + ctx.tagOffset + static_cast<int>(kind) * 2 + static_cast<int>(senderRole);
+  return connectTag(ctx, kind, static_cast<int>(senderRole));
 }
 
 // State of one connectChannels call.

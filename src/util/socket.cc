@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <utility>
 
 #include "util/check.h"
 #include "util/log.h"
@@ -80,30 +81,8 @@ ncclResult_t transferErrorResult(int err) {
 
 }  // namespace
 
-Socket::Socket(int fd, const SocketAddress& local, const SocketAddress& peer) : fd_(fd), local_(local), peer_(peer) {}
-
-Socket::Socket(Socket&& other) noexcept { *this = std::move(other); }
-
-Socket& Socket::operator=(Socket&& other) noexcept {
-  if (this != &other) {
-    close();
-    fd_ = other.fd_;
-    magic_ = other.magic_;
-    type_ = other.type_;
-    local_ = other.local_;
-    peer_ = other.peer_;
-    description_ = std::move(other.description_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-void Socket::close() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
+Socket::Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer)
+    : fd_(std::move(fd)), local_(local), peer_(peer) {}
 
 std::string Socket::peerName() const {
   std::string addr = socketAddressToString(peer_);
@@ -116,7 +95,8 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
     WARN("Cannot listen on %s: not an IPv4 or IPv6 address", where.c_str());
     return ncclInvalidArgument;
   }
-  Socket sock(::socket(local.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), local, SocketAddress{});
+  Socket sock(UniqueFd(::socket(local.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), local,
+              SocketAddress{});
   if (!sock.valid()) {
     int err = errno;
     WARN("Cannot create a socket to listen on %s: %s (errno %d)", where.c_str(), strerror(err), err);
@@ -124,16 +104,16 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
   }
   // SO_REUSEADDR lets a fixed port (NCCL_COMM_ID) be bound again while old connections linger.
   int one = 1;
-  (void)setsockopt(sock.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  (void)setsockopt(sock.fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   socklen_t len = socketAddressLength(local);
-  if (::bind(sock.fd_, &local.sa, len) != 0 || ::listen(sock.fd_, SOMAXCONN) != 0) {
+  if (::bind(sock.fd_.get(), &local.sa, len) != 0 || ::listen(sock.fd_.get(), SOMAXCONN) != 0) {
     int err = errno;
     WARN("Cannot listen on %s: %s (errno %d)%s", where.c_str(), strerror(err), err,
          err == EADDRNOTAVAIL ? ": no local interface has this address" : "");
     return ncclSystemError;
   }
   len = sizeof(sock.local_);
-  if (::getsockname(sock.fd_, &sock.local_.sa, &len) != 0) {
+  if (::getsockname(sock.fd_.get(), &sock.local_.sa, &len) != 0) {
     int err = errno;
     WARN("getsockname on the listener for %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
     return ncclSystemError;
@@ -154,7 +134,7 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
       WARN("Timed out after %.3g s %s %s", deadline.timeoutSeconds(), what, peerName().c_str());
       return ncclRemoteError;
     }
-    pollfd pfd{fd_, events, 0};
+    pollfd pfd{fd_.get(), events, 0};
     int n = ::poll(&pfd, 1, deadline.sliceMs());
     if (n < 0 && errno != EINTR) {
       int err = errno;
@@ -177,24 +157,25 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
   const int64_t retries = std::max<int64_t>(0, paramInt(ParamId::kSocketRetryCnt));
   const int64_t sleepMs = std::max<int64_t>(0, paramInt(ParamId::kSocketRetrySleepMsec));
   for (int64_t attempt = 0;; ++attempt) {
-    Socket sock(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), SocketAddress{}, remote);
+    Socket sock(UniqueFd(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), SocketAddress{},
+                remote);
     if (!sock.valid()) {
       int err = errno;
       WARN("Cannot create a socket to connect to %s: %s (errno %d)", where.c_str(), strerror(err), err);
       return ncclSystemError;
     }
     sock.setDescription(peerDescription);
-    setNoDelay(sock.fd_);
+    setNoDelay(sock.fd_.get());
     int err = 0;
-    if (::connect(sock.fd_, &remote.sa, socketAddressLength(remote)) != 0) err = errno;
+    if (::connect(sock.fd_.get(), &remote.sa, socketAddressLength(remote)) != 0) err = errno;
     if (err == EINPROGRESS) {
       NCCLCHECK(sock.waitReady(POLLOUT, deadline, "connecting to"));
       socklen_t len = sizeof(err);
-      if (::getsockopt(sock.fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (::getsockopt(sock.fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     }
     if (err == 0) {
       socklen_t len = sizeof(sock.local_);
-      (void)::getsockname(sock.fd_, &sock.local_.sa, &len);
+      (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
       char handshake[kSocketHandshakeBytes];
       encodeHandshake(magic, type, handshake);
       NCCLCHECK(sock.sendAll(handshake, sizeof(handshake), deadline));
@@ -222,17 +203,17 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
 }
 
 void Socket::setUnansweredTimeout(int64_t ms) {
-  if (ms <= 0 || fd_ < 0) return;
+  if (ms <= 0 || !fd_.valid()) return;
   const unsigned int userTimeout = static_cast<unsigned int>(std::min<int64_t>(ms, INT32_MAX));
   // Probe an idle connection after half the timeout, then every quarter: the kernel aborts at the
   // first probe check past the timeout, so a silent peer is noticed within about 1.25x of it.
   const int idleS = static_cast<int>(std::clamp<int64_t>(ms / 2000, 1, 32767));
   const int intervalS = static_cast<int>(std::clamp<int64_t>(ms / 4000, 1, 32767));
   const int one = 1;
-  if (setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
-      setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
-      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idleS, sizeof(idleS)) != 0 ||
-      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &intervalS, sizeof(intervalS)) != 0) {
+  if (setsockopt(fd_.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
+      setsockopt(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPIDLE, &idleS, sizeof(idleS)) != 0 ||
+      setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPINTVL, &intervalS, sizeof(intervalS)) != 0) {
     int err = errno;
     INFO(kSocketLogSubsys, "Could not set a %" PRId64 " ms timeout on the connection to %s: %s (errno %d)", ms,
          peerName().c_str(), strerror(err), err);
@@ -268,7 +249,7 @@ ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
   for (;;) {
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
     if (n >= 0) {
       *sent += static_cast<size_t>(n);
       return ncclSuccess;
@@ -285,7 +266,7 @@ ncclResult_t Socket::recvOnce(void* data, size_t bytes, size_t* got, bool* close
   *got = 0;
   *closed = false;
   for (;;) {
-    ssize_t n = ::recv(fd_, data, bytes, 0);
+    ssize_t n = ::recv(fd_.get(), data, bytes, 0);
     if (n > 0) {
       *got = static_cast<size_t>(n);
       return ncclSuccess;
@@ -415,7 +396,7 @@ ncclResult_t SocketAcceptor::progress() {
     }
     setNoDelay(fd);
     Pending p;
-    p.socket = Socket(fd, listener_.localAddress(), peer);
+    p.socket = Socket(UniqueFd(fd), listener_.localAddress(), peer);
     p.buffer.resize(kSocketHandshakeBytes + helloBytes_);
     p.expires = Deadline::Clock::now() + handshakeTimeout_;
     pending_.push_back(std::move(p));

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "util/unique_fd.h"
+
 namespace braid {
 
 // sockaddr of either family, 28 bytes: the layout NCCL stores at bytes 8-35 of a unique id.
@@ -86,15 +88,14 @@ class Deadline {
 class Socket {
  public:
   Socket() = default;
-  ~Socket() { close(); }
-  Socket(Socket&& other) noexcept;
-  Socket& operator=(Socket&& other) noexcept;
+  Socket(Socket&& other) noexcept = default;
+  Socket& operator=(Socket&& other) noexcept = default;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  void close();
+  bool valid() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
+  void close() { fd_.reset(); }
 
   // For a listener: the bound address with its real port. For a connection: our end.
   const SocketAddress& localAddress() const { return local_; }
@@ -146,10 +147,10 @@ class Socket {
   void setUnansweredTimeout(int64_t ms);
 
  private:
-  Socket(int fd, const SocketAddress& local, const SocketAddress& peer);
+  Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer);
   [[nodiscard]] ncclResult_t waitReady(short events, const Deadline& deadline, const char* what);
 
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t magic_ = 0;  // listener: the handshake it accepts
   SocketType type_ = SocketType::kBootstrap;
   SocketAddress local_{};

@@ -100,4 +100,22 @@ const char* resultText(ncclResult_t result) {
   }
 }
 
+std::string rankList(const std::vector<int>& ranks, RankListFormat format) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    if (format.collapseRuns) {
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+    }
+    if (i > 0) out += format.separator;
+    out += std::to_string(ranks[i]);
+    if (j > i) {
+      out += j == i + 1 ? format.separator : "-";
+      out += std::to_string(ranks[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 }  // namespace braid
