@@ -1,4 +1,4 @@
-// What costs at a kernel's start, before the first data moves (docs/performance.md, 2026-11-22):
+// What costs at a kernel's start, before the first data moves (docs/performance-log.md, 2026-11-22):
 // a non-inlined call with scalar arguments, an indirect call, a struct passed by reference (so
 // built in local memory), and the same struct indexed by a run-time index with no call at all.
 // One CTA of 256 threads per launch, 4000 launches each, %globaltimer around the code by thread 0.

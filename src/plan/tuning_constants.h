@@ -44,7 +44,7 @@ constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 // kDirectReduceLatencyUs where the receivers reduce; bandwidth is the ring LL bus bandwidth times
 // kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1 connections).
 // Fitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
-// docs/performance.md of 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
+// docs/performance-log.md, 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
 // ReduceScatter 7.8 and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s
 // when it reduces and 45-90 when it copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and
 // AllGather / ReduceScatter 9.5 up to 128 KiB.
@@ -130,7 +130,7 @@ constexpr double kChainHopFactor = 0.3;
 // two-rank AllGather or ReduceScatter ring of Simple steps runs without: on 2 H200 clusters of 4
 // cost them 7-11% at 256 MiB and 4-6% at 1 GiB (AllGather 268 against 290 GB/s, ReduceScatter
 // 258 against 289 at 256 MiB; clusters of 2 lost half as much), where AllReduce and Reduce moved
-// within -1% to +4% (docs/performance.md, 2026-11-23).
+// within -1% to +4% (docs/performance-log.md, 2026-11-23).
 constexpr int kClusterCtas = 4;
 
 }  // namespace braid::plan
