@@ -127,7 +127,7 @@ struct Ptrs {
   char* region;  // start of the checked region
 };
 
-// DESIGN §5 in-place layouts: AllGather sendbuff = recvbuff + rank*count; ReduceScatter
+// NCCL's in-place layouts: AllGather sendbuff = recvbuff + rank*count; ReduceScatter
 // recvbuff = sendbuff + rank*count; the others sendbuff == recvbuff.
 Ptrs casePtrs(const RankCtx& ctx, const Case& c) {
   size_t es = braid::dtypeSize(c.type);
