@@ -14,6 +14,7 @@
 #include "cuda/scoped_device.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
@@ -100,7 +101,8 @@ void endExchange(ncclComm* parent, ncclResult_t result) {
 ncclResult_t exchangeInBackground(ncclComm* parent, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
                                   int cudaDev, ncclUniqueId* id) {
   ScopedDevice device(cudaDev);  // the parent's data path may join a share group
-  const ncclResult_t result = exchange(id);
+  // Guarded here, not only on the thread: the parent's exchange must end whatever happens.
+  const ncclResult_t result = guardThread("child id exchange", [&] { return exchange(id); });
   endExchange(parent, result);
   return result;
 }
@@ -129,7 +131,7 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
       if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
       parent->childExchange_ = std::thread([parent, exchange, cudaDev] {
         ncclUniqueId id;
-        (void)exchangeInBackground(parent, exchange, cudaDev, &id);
+        (void)guardThread("child id exchange", [&] { return exchangeInBackground(parent, exchange, cudaDev, &id); });
       });
       return ncclInProgress;
     }

@@ -9,6 +9,7 @@
 #include "core/group_job.h"
 #include "util/log.h"
 #include "util/text.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 
@@ -77,7 +78,7 @@ ncclResult_t GroupContext::launchInBackground() {
   comms.swap(pendingLaunches_);
   for (ncclComm* comm : comms) comm->asyncError_ = ncclInProgress;
   std::shared_ptr<AsyncGroupJob> job = AsyncGroupJob::start([comms] {
-    const ncclResult_t result = launchComms(comms, nullptr);
+    const ncclResult_t result = guardThread("nonblocking group", [&] { return launchComms(comms, nullptr); });
     for (ncclComm* comm : comms) {
       ncclResult_t expected = ncclInProgress;  // a dead peer's error, set meanwhile, stays
       comm->asyncError_.compare_exchange_strong(expected, result);
@@ -138,7 +139,7 @@ ncclResult_t GroupContext::runConcurrently(std::vector<DeferredJob>& jobs) {
   threads.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); i++) {
     threads.emplace_back([&, i] {
-      ncclResult_t result = jobs[i].run();
+      const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
       if (result != ncclSuccess && !cancelled.exchange(true)) {
         firstError = result;
         for (size_t j = 0; j < jobs.size(); j++) {

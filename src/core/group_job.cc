@@ -3,12 +3,15 @@
 #include <thread>
 #include <utility>
 
+#include "util/thread_guard.h"
+
 namespace braid {
 
 std::shared_ptr<AsyncGroupJob> AsyncGroupJob::start(std::function<void()> work) {
   auto job = std::make_shared<AsyncGroupJob>();
   std::thread([job, work = std::move(work)] {
-    work();
+    // `work` reports its own errors; a throw must still end the job, or destroy would wait forever.
+    (void)guardThread("nonblocking group", work);
     {
       std::lock_guard<std::mutex> lock(job->mutex_);
       job->done_ = true;

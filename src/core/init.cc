@@ -20,6 +20,7 @@
 #include "cuda/cuda_driver.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
@@ -165,7 +166,7 @@ ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
 
 ncclResult_t startInBackground(ncclComm* comm, std::function<ncclResult_t()> job) {
   comm->background_ = std::thread([comm, job = std::move(job)] {
-    const ncclResult_t result = job();
+    const ncclResult_t result = guardThread("nonblocking init", job);
     if (result != ncclSuccess && comm->state_.load() == CommState::kInitializing) {
       comm->state_ = CommState::kFailed;
       comm->asyncError_ = result;

@@ -26,4 +26,13 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // for the layers below the API that name a result in a WARN.
 const char* resultText(ncclResult_t result);
 
+// What a peer sent (a host name, a diagnosis, any bytes off the wire), made safe to print in a log
+// line: control characters, DEL and bytes >= 0x80 become "\xNN", so a peer cannot start a forged log
+// line or send terminal escape codes; at most `maxBytes` input bytes are kept (then "..."), and the
+// input stops at its first NUL. Every log site that prints a peer-supplied string goes through it.
+constexpr size_t kPeerTextMaxBytes = 128;
+std::string peerText(std::string_view text, size_t maxBytes = kPeerTextMaxBytes);
+// The same for a fixed-size char field that may lack its terminating NUL.
+std::string peerText(const char* field, size_t fieldBytes, size_t maxBytes = kPeerTextMaxBytes);
+
 }  // namespace braid
