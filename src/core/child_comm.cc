@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
@@ -129,10 +130,17 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
     beginExchange(parent);
     if (child == nullptr) {
       if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
-      parent->childExchange_ = std::thread([parent, exchange, cudaDev] {
+      auto body = [parent, exchange, cudaDev] {
         ncclUniqueId id;
         (void)guardThread("child id exchange", [&] { return exchangeInBackground(parent, exchange, cudaDev, &id); });
-      });
+      };
+      try {
+        parent->childExchange_ = std::thread(body);
+      } catch (const std::system_error& e) {
+        // No thread to spare: the exchange runs in this call, and ends the parent's exchange as usual.
+        WARN("Cannot start a thread for the child communicator's id exchange (%s); exchanging in this call", e.what());
+        body();
+      }
       return ncclInProgress;
     }
     return startInBackground(child, [parent, child, exchange, cudaDev, caller] {

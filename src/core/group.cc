@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <system_error>
 #include <thread>
 
 #include "core/comm.h"
@@ -138,15 +139,23 @@ ncclResult_t GroupContext::runConcurrently(std::vector<DeferredJob>& jobs) {
   std::vector<std::thread> threads;
   threads.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); i++) {
-    threads.emplace_back([&, i] {
-      const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
-      if (result != ncclSuccess && !cancelled.exchange(true)) {
-        firstError = result;
-        for (size_t j = 0; j < jobs.size(); j++) {
-          if (j != i) jobs[j].cancel();
+    try {
+      threads.emplace_back([&, i] {
+        const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
+        if (result != ncclSuccess && !cancelled.exchange(true)) {
+          firstError = result;
+          for (size_t j = 0; j < jobs.size(); j++) {
+            if (j != i) jobs[j].cancel();
+          }
         }
-      }
-    });
+      });
+    } catch (const std::system_error& e) {
+      // The jobs started wait for this one's ranks: cancel them all, then join what runs.
+      WARN("Cannot start a thread for communicator creation %zu of %zu in the group: %s", i + 1, jobs.size(), e.what());
+      if (!cancelled.exchange(true)) firstError = ncclSystemError;
+      for (DeferredJob& job : jobs) job.cancel();
+      break;
+    }
   }
   for (std::thread& t : threads) t.join();
   return firstError;

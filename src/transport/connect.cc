@@ -32,6 +32,7 @@
 #include "util/log.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
+#include "util/text.h"
 
 namespace braid::transport {
 namespace {
@@ -207,6 +208,11 @@ ncclResult_t recvDescs(Session* s) {
     NCCLCHECK(s->ctx.bootstrap->recv(g.peer, descTag(s->ctx, opposite(g.role), g.kind), &desc, sizeof(desc)));
     NCCLCHECK(checkDesc(*s, g, desc));
     desc.udsName[sizeof(desc.udsName) - 1] = '\0';
+    if (peerText(desc.udsName) != desc.udsName) {
+      WARN("%s: the peer sent the Unix socket name %s, which is not printable text", g.what.c_str(),
+           peerText(desc.udsName).c_str());
+      return ncclInternalError;
+    }
     g.peerUds = desc.udsName;
     g.peerCudaDev = desc.cudaDev;
     g.peerInfo = desc.block;

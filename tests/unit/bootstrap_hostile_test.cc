@@ -275,13 +275,18 @@ pid_t startRank0(const ncclUniqueId& id, int* ready) {
     ::close(fds[0]);
     rlimit limit{rlim_t{6} << 30, rlim_t{6} << 30};  // claims beyond this would throw std::bad_alloc
     (void)::setrlimit(RLIMIT_AS, &limit);
-    std::unique_ptr<Bootstrap> bs;
-    ncclResult_t rc = Bootstrap::create(&id, 1, 0, 2, nullptr, &bs);
-    if (rc != ncclSuccess) _exit(100 + rc);
-    char byte = 1;
-    if (::write(fds[1], &byte, 1) != 1) _exit(99);
-    char data[8];
-    _exit(static_cast<int>(bs->recv(1, 5, data, sizeof(data))));
+    // Nothing may return into the test framework from this child, not even an exception.
+    try {
+      std::unique_ptr<Bootstrap> bs;
+      ncclResult_t rc = Bootstrap::create(&id, 1, 0, 2, nullptr, &bs);
+      if (rc != ncclSuccess) _exit(100 + rc);
+      char byte = 1;
+      if (::write(fds[1], &byte, 1) != 1) _exit(99);
+      char data[8];
+      _exit(static_cast<int>(bs->recv(1, 5, data, sizeof(data))));
+    } catch (...) {
+      _exit(98);
+    }
   }
   ::close(fds[1]);
   *ready = fds[0];
