@@ -157,6 +157,10 @@ ncclResult_t checkArguments(const ncclUniqueId* ids, int nIds, int rank, int nra
     WARN("Bootstrap: rank %d is not in [0, nranks=%d)", rank, nranks);
     return ncclInvalidArgument;
   }
+  if (nranks > kBootstrapMaxRanks) {
+    WARN("Bootstrap: nranks=%d is more than the %d ranks a communicator may have", nranks, kBootstrapMaxRanks);
+    return ncclInvalidArgument;
+  }
   if (nIds < 1 || nIds > nranks) {
     WARN("Bootstrap: %d unique ids for %d ranks: need between 1 and nranks", nIds, nranks);
     return ncclInvalidArgument;

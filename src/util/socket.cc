@@ -490,6 +490,7 @@ ncclResult_t SocketAcceptor::progress() {
       if (recovery == AcceptRecovery::kFailed) return ncclSystemError;
       if (recovery == AcceptRecovery::kBackedOff) break;
       ++accepted;  // a descriptor was freed: try again, within this call's bound
+      continue;
     }
     ++accepted;
     setNoDelay(fd);

@@ -25,6 +25,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
+#include "core/board_server.h"
 #include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -227,6 +228,16 @@ TEST_F(BootstrapHostileTest, MalformedCheckInsAreRefusedAndTheJobGoesOn) {
   for (std::string line; std::getline(file, line);) EXPECT_NE(line.rfind("00:00 host:1:1", 0), 0u) << line;
 }
 
+TEST_F(BootstrapHostileTest, TooManyRanksIsRefusedLocally) {
+  ncclUniqueId id;
+  ASSERT_EQ(bootstrapGetUniqueId(&id), ncclSuccess);
+  std::unique_ptr<Bootstrap> bs;
+  EXPECT_EQ(Bootstrap::create(&id, 1, 0, kBootstrapMaxRanks + 1, nullptr, &bs), ncclInvalidArgument);
+  const std::string warn = logLastError();
+  EXPECT_NE(warn.find("more than the 1048576 ranks"), std::string::npos) << warn;
+  for (ncclResult_t rc : runRealRanks(id, 1)) EXPECT_EQ(rc, ncclSuccess);  // lets the id's root finish
+}
+
 // A peer that takes a rank's place and then sends message headers that claim huge sizes: the
 // rank refuses them at the header (an error for its operation), it allocates nothing for them,
 // and it does not crash. The rank runs under an address-space limit that the claims exceed.
@@ -351,6 +362,69 @@ TEST_F(BootstrapHostileTest, RootSurvivesDescriptorExhaustion) {
   bool sawDescriptors = false;
   for (const std::string& w : warns) sawDescriptors = sawDescriptors || w.find("EMFILE") != std::string::npos;
   EXPECT_TRUE(sawDescriptors) << "the flood did not exhaust the root's descriptors";
+}
+
+// The board server (core/board_server.cc) under the same flood: it keeps answering. The request
+// and answer layouts are the server's wire format, repeated here.
+TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
+  int addrPipe[2], ctlPipe[2];
+  ASSERT_EQ(::pipe(addrPipe), 0);
+  ASSERT_EQ(::pipe(ctlPipe), 0);
+  fflush(stdout);
+  fflush(stderr);
+  const std::string log = dir_ + "/board.log";
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(addrPipe[0]);
+    ::close(ctlPipe[1]);
+    setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
+    logReset();
+    const SocketAddress address = boardServerAddress();
+    int open = 0;
+    for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) open += entry.path().empty() ? 0 : 1;
+    rlimit limit{static_cast<rlim_t>(open + 16), static_cast<rlim_t>(open + 16)};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(3);
+    if (::write(addrPipe[1], &address, sizeof(address)) != static_cast<ssize_t>(sizeof(address))) _exit(4);
+    char byte;
+    while (::read(ctlPipe[0], &byte, 1) > 0) {
+    }
+    _exit(0);
+  }
+  ::close(addrPipe[1]);
+  ::close(ctlPipe[0]);
+  SocketAddress server{};
+  ASSERT_TRUE(readFull(addrPipe[0], &server, sizeof(server)));
+  ::close(addrPipe[0]);
+  ASSERT_TRUE(socketAddressIsValid(server));
+  std::vector<int> flood;
+  for (int i = 0; i < 300; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(::connect(fd, &server.sa, socketAddressLength(server)), 0) << "connection " << i;
+    flood.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  constexpr uint64_t kBoardServerMagic = 0x4252414944425244ull;
+  struct {
+    uint64_t commHash;
+    int32_t rank, nRanks;
+  } request{0x1234, 0, 1};
+  struct {
+    uint64_t magic;
+    int64_t nowNs;
+    uint64_t bytes;
+  } answer{};
+  Socket sock;
+  ASSERT_EQ(Socket::connect(server, kBoardServerMagic, SocketType::kRas, "board server", false, soon(), &sock),
+            ncclSuccess);
+  ASSERT_EQ(sock.sendAll(&request, sizeof(request), soon()), ncclSuccess);
+  ASSERT_EQ(sock.recvAll(&answer, sizeof(answer), soon()), ncclSuccess);
+  EXPECT_EQ(answer.magic, kBoardServerMagic);
+  EXPECT_EQ(answer.bytes, 0u);  // it has no such board, and says so
+  for (int fd : flood) ::close(fd);
+  ::close(ctlPipe[1]);
+  EXPECT_EQ(waitChild(pid, 5000), 0);
+  EXPECT_LE(warnLines(log).size(), 3u);
 }
 
 }  // namespace
