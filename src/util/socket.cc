@@ -443,13 +443,17 @@ SocketAcceptor::AcceptRecovery SocketAcceptor::acceptFailed(int err) {
   return AcceptRecovery::kBackedOff;
 }
 
+void SocketAcceptor::markReady(Pending* p) {
+  AcceptedConnection done;
+  done.hello.assign(p->buffer.begin() + kSocketHandshakeBytes, p->buffer.end());
+  done.socket = std::move(p->socket);
+  ready_.push_back(std::move(done));
+}
+
 void SocketAcceptor::admit(Pending p) {
   if (!readPending(&p)) return;
   if (p.received == p.buffer.size()) {
-    AcceptedConnection done;
-    done.hello.assign(p.buffer.begin() + kSocketHandshakeBytes, p.buffer.end());
-    done.socket = std::move(p.socket);
-    ready_.push_back(std::move(done));
+    markReady(&p);
     return;
   }
   if (pending_.size() >= maxPending_) {
@@ -468,10 +472,7 @@ ncclResult_t SocketAcceptor::progress() {
       continue;
     }
     if (p.received == p.buffer.size()) {
-      AcceptedConnection done;
-      done.hello.assign(p.buffer.begin() + kSocketHandshakeBytes, p.buffer.end());
-      done.socket = std::move(p.socket);
-      ready_.push_back(std::move(done));
+      markReady(&p);
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }

@@ -219,6 +219,8 @@ class SocketAcceptor {
   enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap };
   // Reads what is available; false when the connection must be dropped.
   bool readPending(Pending* pending);
+  // Moves a connection whose handshake and hello are complete to the ready queue.
+  void markReady(Pending* pending);
   // Reads a new connection at once (a real peer has usually sent everything with its connect),
   // then queues it as ready or pending, or drops it.
   void admit(Pending pending);
