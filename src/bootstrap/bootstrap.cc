@@ -47,6 +47,7 @@
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
+#include "util/text.h"
 
 namespace braid {
 
@@ -139,7 +140,8 @@ ncclResult_t awaitRoot(const Rendezvous& rv, Socket* sock, RootReply* reply) {
   *reply = frame.reply;
   if (reply->result != ncclSuccess) {
     reply->message[sizeof(reply->message) - 1] = '\0';
-    WARN("Rank %d of %d: %s failed the rendezvous: %s", rv.rank, rv.nranks, name.c_str(), reply->message);
+    WARN("Rank %d of %d: %s failed the rendezvous: %s", rv.rank, rv.nranks, name.c_str(),
+         peerText(reply->message, sizeof(reply->message), sizeof(reply->message)).c_str());
     bool known = reply->result > ncclSuccess && reply->result < ncclNumResults;
     return known ? static_cast<ncclResult_t>(reply->result) : ncclInternalError;
   }
@@ -153,6 +155,10 @@ ncclResult_t checkArguments(const ncclUniqueId* ids, int nIds, int rank, int nra
   }
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     WARN("Bootstrap: rank %d is not in [0, nranks=%d)", rank, nranks);
+    return ncclInvalidArgument;
+  }
+  if (nranks > kBootstrapMaxRanks) {
+    WARN("Bootstrap: nranks=%d is more than the %d ranks a communicator may have", nranks, kBootstrapMaxRanks);
     return ncclInvalidArgument;
   }
   if (nIds < 1 || nIds > nranks) {

@@ -1,6 +1,8 @@
 // Bootstrap operations over direct connections (the model is described in bootstrap_impl.h).
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "bootstrap/bootstrap_impl.h"
@@ -11,8 +13,13 @@ namespace braid {
 
 namespace {
 
-// A header claiming more than this is a corrupted stream, not a message to allocate for.
-constexpr uint64_t kMaxMessageBytes = 1ull << 36;
+// Messages that arrive before their receive is posted wait in memory: together they may hold at
+// most this much (bootstrap messages are control data: the largest, an allGather slot of every
+// rank's links, stays far below it at kBootstrapMaxRanks). A message whose receive is posted is
+// bounded by that receive's size instead.
+constexpr uint64_t kMaxQueuedBytes = 1ull << 30;
+// Payload buffers start this small and double as bytes arrive.
+constexpr size_t kFirstPayloadChunk = 64 << 10;
 
 bool validKind(uint32_t kind) {
   return kind >= static_cast<uint32_t>(PeerMsgKind::kUser) && kind <= static_cast<uint32_t>(PeerMsgKind::kBroadcast);
@@ -117,6 +124,58 @@ ncclResult_t BootstrapImpl::adopt(AcceptedConnection conn) {
   return ncclSuccess;
 }
 
+bool BootstrapImpl::Posted::matches(int from, const PeerMsgHeader& header) const {
+  return active && peer == from && static_cast<uint32_t>(kind) == header.kind && tag == header.tag;
+}
+
+ncclResult_t BootstrapImpl::checkHeader(int peer, const PeerMsgHeader& header) {
+  if (!validKind(header.kind)) {
+    WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (kind %u, %" PRIu64 " bytes)", rank(),
+         nranks(), peer, header.kind, header.bytes);
+    return ncclInternalError;
+  }
+  Posted& p = posted_;
+  if (p.matches(peer, header)) {
+    // This message is the receive's; a later one with the same tag is for a later receive.
+    p.active = false;
+    if (header.bytes == p.bytes) return ncclSuccess;
+    WARN("Rank %d of %d: bootstrap %s: rank %d sent %" PRIu64 " bytes but this rank expects %zu%s", rank(), nranks(),
+         p.op, peer, header.bytes, p.bytes, header.bytes > p.bytes ? " (message truncated)" : "");
+    return ncclInvalidUsage;
+  }
+  if (header.bytes > kMaxQueuedBytes - std::min<uint64_t>(queuedBytes_, kMaxQueuedBytes)) {
+    WARN("Rank %d of %d: rank %d sent a bootstrap message of %" PRIu64
+         " bytes (kind %u, tag %d) that no receive "
+         "waits for, with %zu bytes queued already: more than the %" PRIu64
+         " bytes this rank holds for early "
+         "messages; refused",
+         rank(), nranks(), peer, header.bytes, header.kind, header.tag, queuedBytes_, kMaxQueuedBytes);
+    return ncclInternalError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t BootstrapImpl::readPayload(Inbound* in, bool* closed) {
+  std::vector<char>& data = in->message.data;
+  const size_t bytes = static_cast<size_t>(in->header.bytes);
+  while (in->payloadGot < bytes && !*closed) {
+    if (in->payloadGot == data.size()) {
+      const size_t grown = std::min(bytes, std::max(kFirstPayloadChunk, 2 * data.size()));
+      try {
+        data.resize(grown);
+      } catch (const std::bad_alloc&) {
+        WARN("Rank %d of %d: out of memory receiving a %zu-byte bootstrap message from rank %d", rank(), nranks(),
+             bytes, in->message.peer);
+        return ncclSystemError;
+      }
+    }
+    const size_t before = in->payloadGot;
+    NCCLCHECK(in->socket.recvSome(data.data(), data.size(), &in->payloadGot, closed));
+    if (in->payloadGot == before) break;  // would block
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t BootstrapImpl::readAvailable(int peer) {
   Inbound& in = in_[static_cast<size_t>(peer)];
   for (;;) {
@@ -124,19 +183,21 @@ ncclResult_t BootstrapImpl::readAvailable(int peer) {
     if (in.headerGot < sizeof(in.header)) {
       NCCLCHECK(in.socket.recvSome(&in.header, sizeof(in.header), &in.headerGot, &closed));
       if (in.headerGot == sizeof(in.header)) {
-        if (!validKind(in.header.kind) || in.header.bytes > kMaxMessageBytes) {
-          WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (kind %u, %" PRIu64 " bytes)", rank(),
-               nranks(), peer, in.header.kind, in.header.bytes);
-          return ncclInternalError;
+        const ncclResult_t bad = checkHeader(peer, in.header);
+        if (bad != ncclSuccess) {
+          // The payload is not read, so the stream is out of step: nothing more can come from it.
+          in.socket.close();
+          in.closed = true;
+          return bad;
         }
-        in.message =
-            Message{peer, static_cast<PeerMsgKind>(in.header.kind), in.header.tag, std::vector<char>(in.header.bytes)};
+        in.message = Message{peer, static_cast<PeerMsgKind>(in.header.kind), in.header.tag, {}};
         in.payloadGot = 0;
+        queuedBytes_ += static_cast<size_t>(in.header.bytes);
       }
     }
     if (in.headerGot == sizeof(in.header) && !closed) {
-      NCCLCHECK(in.socket.recvSome(in.message.data.data(), in.message.data.size(), &in.payloadGot, &closed));
-      if (in.payloadGot == in.message.data.size()) {
+      NCCLCHECK(readPayload(&in, &closed));
+      if (in.payloadGot == in.header.bytes) {
         queue_.push_back(std::move(in.message));
         in.headerGot = 0;
         continue;  // there may be more
@@ -148,7 +209,7 @@ ncclResult_t BootstrapImpl::readAvailable(int peer) {
             "Rank %d of %d: rank %d closed its bootstrap connection in the middle of a message (%zu of %zu header "
             "bytes, %zu of %zu payload bytes): it exited or aborted",
             rank(), nranks(), peer, in.headerGot, sizeof(in.header), in.payloadGot,
-            in.headerGot == sizeof(in.header) ? in.message.data.size() : size_t{0});
+            in.headerGot == sizeof(in.header) ? static_cast<size_t>(in.header.bytes) : size_t{0});
         return ncclRemoteError;
       }
       // Data always comes before the end of stream, so every message it sent is queued already.
@@ -165,6 +226,7 @@ bool BootstrapImpl::takeMessage(int peer, PeerMsgKind kind, int tag, Message* ou
     if (it->peer == peer && it->kind == kind && it->tag == tag) {
       *out = std::move(*it);
       queue_.erase(it);
+      queuedBytes_ -= std::min(queuedBytes_, out->data.size());
       return true;
     }
   }
@@ -203,6 +265,7 @@ ncclResult_t BootstrapImpl::sendTo(int peer, PeerMsgKind kind, int tag, const vo
   if (peer == rank()) {
     const char* p = static_cast<const char*>(data);
     queue_.push_back(Message{peer, kind, tag, std::vector<char>(p, p + bytes)});
+    queuedBytes_ += bytes;
     return ncclSuccess;
   }
   Deadline deadline = opDeadline();
@@ -216,6 +279,16 @@ ncclResult_t BootstrapImpl::recvFrom(int peer, PeerMsgKind kind, int tag, void* 
   NCCLCHECK(checkPeer(peer, op));
   Deadline deadline = opDeadline();
   Message message;
+  // Cleared on every return: a message that arrives with no receive waiting is checked against
+  // the queue's bound instead.
+  struct PostedScope {
+    Posted* p;
+    ~PostedScope() { p->active = false; }
+  } scope{&posted_};
+  posted_ = Posted{true, peer, kind, tag, bytes, op};
+  // A matching message whose header is in already (its payload still coming) is this receive's.
+  const Inbound& from = in_[static_cast<size_t>(peer)];
+  if (from.headerGot == sizeof(from.header) && posted_.matches(peer, from.header)) posted_.active = false;
   while (!takeMessage(peer, kind, tag, &message)) {
     if (in_[static_cast<size_t>(peer)].closed) {
       WARN(

@@ -16,6 +16,13 @@ namespace braid {
 
 constexpr uint32_t kBootstrapProtocol = 0x42520001;  // "BR" v1
 
+// Bounds on what a peer may claim, checked before anything is allocated or indexed from it: a
+// check-in or hello naming more ranks is refused (NCCL's own rank count is an int, but no job
+// comes near this), and the root never waits longer than kBootstrapMaxRootTimeoutMs for a job
+// whatever the first rank's NCCL_BOOTSTRAP_TIMEOUT says.
+constexpr int32_t kBootstrapMaxRanks = 1 << 20;
+constexpr int32_t kBootstrapMaxRootTimeoutMs = 3600 * 1000;
+
 // Rank -> root, right after the socket handshake. Fixed size: the root's SocketAcceptor reads it
 // as the connection's greeting.
 enum class CheckInKind : uint32_t {

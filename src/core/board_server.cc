@@ -13,6 +13,7 @@
 #include "util/net_if.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
@@ -93,7 +94,9 @@ SocketAddress startServer() {
   }
   const SocketAddress address = listener.localAddress();
   // Detached: it holds no state of the library, and the process may exit while it waits.
-  std::thread(serve, SocketAcceptor(std::move(listener), sizeof(BoardRequest))).detach();
+  std::thread([acceptor = SocketAcceptor(std::move(listener), sizeof(BoardRequest))]() mutable {
+    (void)guardThread("board server", [&] { serve(std::move(acceptor)); });
+  }).detach();
   INFO(kLogInit, "board server listening on %s", socketAddressToString(address).c_str());
   return address;
 }

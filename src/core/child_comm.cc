@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
@@ -15,6 +16,7 @@
 #include "cuda/scoped_device.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller, ncclComm** out) {
@@ -94,7 +96,8 @@ void endExchange(ncclComm* parent, ncclResult_t result) {
 ncclResult_t exchangeInBackground(ncclComm* parent, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
                                   int cudaDev, ncclUniqueId* id) {
   ScopedDevice device(cudaDev);  // the parent's data path may join a share group
-  const ncclResult_t result = exchange(id);
+  // Guarded here, not only on the thread: the parent's exchange must end whatever happens.
+  const ncclResult_t result = guardThread("child id exchange", [&] { return exchange(id); });
   endExchange(parent, result);
   return result;
 }
@@ -121,10 +124,17 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
     beginExchange(parent);
     if (child == nullptr) {
       if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
-      parent->childExchange_ = std::thread([parent, exchange, cudaDev] {
+      auto body = [parent, exchange, cudaDev] {
         ncclUniqueId id;
-        (void)exchangeInBackground(parent, exchange, cudaDev, &id);
-      });
+        (void)guardThread("child id exchange", [&] { return exchangeInBackground(parent, exchange, cudaDev, &id); });
+      };
+      try {
+        parent->childExchange_ = std::thread(body);
+      } catch (const std::system_error& e) {
+        // No thread to spare: the exchange runs in this call, and ends the parent's exchange as usual.
+        WARN("Cannot start a thread for the child communicator's id exchange (%s); exchanging in this call", e.what());
+        body();
+      }
       return ncclInProgress;
     }
     return startInBackground(child, [parent, child, exchange, cudaDev, caller] {

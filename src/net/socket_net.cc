@@ -277,6 +277,15 @@ ncclResult_t SocketNetListener::listen(const SocketAddress& local, SocketNetHand
   return ncclSuccess;
 }
 
+void SocketNetListener::dropOldestPartial() {
+  auto oldest = std::min_element(partial_.begin(), partial_.end(),
+                                 [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+  if (oldest == partial_.end()) return;
+  INFO(kLogNet, "net/socket: dropped an incomplete connection (%d of %zu sockets) to make room: more than %zu are open",
+       oldest->second.arrived, oldest->second.sockets.size(), kMaxPartial);
+  partial_.erase(oldest);
+}
+
 ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
   out->reset();
   NCCLCHECK(acceptor_.progress());
@@ -289,8 +298,12 @@ ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
            socketAddressToString(c.socket.peerAddress()).c_str(), hello.index, hello.nSocks);
       continue;
     }
+    if (partial_.count(hello.connId) == 0 && partial_.size() >= kMaxPartial) dropOldestPartial();
     Partial& p = partial_[hello.connId];
-    if (p.sockets.empty()) p.sockets.resize(hello.nSocks + 1);
+    if (p.sockets.empty()) {
+      p.sockets.resize(hello.nSocks + 1);
+      p.order = nextOrder_++;
+    }
     if (p.sockets.size() != hello.nSocks + 1 || p.sockets[hello.index].valid()) continue;  // inconsistent: ignore
     p.sockets[hello.index] = std::move(c.socket);
     if (++p.arrived < static_cast<int>(p.sockets.size())) continue;

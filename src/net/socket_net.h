@@ -138,12 +138,19 @@ class SocketNetListener {
   [[nodiscard]] ncclResult_t accept(std::unique_ptr<SocketNetConn>* out);
 
  private:
+  // Connections whose sockets have not all arrived are capped: a peer that opens sockets for many
+  // connection ids and never completes them loses its oldest ones instead of the process's fds.
+  static constexpr size_t kMaxPartial = 64;
   struct Partial {
     std::vector<Socket> sockets;  // [0] control, [1..nSocks] data
     int arrived = 0;
+    uint64_t order = 0;  // when its first socket arrived
   };
+  // Drops the partial connection whose first socket arrived first, with an INFO line.
+  void dropOldestPartial();
   SocketAcceptor acceptor_;
   std::map<uint64_t, Partial> partial_;  // by connection id
+  uint64_t nextOrder_ = 0;
 };
 
 // Connects to a listener with nSocks data sockets. Blocking only for TCP's own connect, which a

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "util/check.h"
@@ -326,8 +327,12 @@ ncclResult_t Socket::recvMsg(void* data, size_t capacity, size_t* received, cons
   return ncclSuccess;
 }
 
-SocketAcceptor::SocketAcceptor(Socket listener, size_t helloBytes, std::chrono::milliseconds handshakeTimeout)
-    : listener_(std::move(listener)), helloBytes_(helloBytes), handshakeTimeout_(handshakeTimeout) {}
+SocketAcceptor::SocketAcceptor(Socket listener, size_t helloBytes, std::chrono::milliseconds handshakeTimeout,
+                               size_t maxPending)
+    : listener_(std::move(listener)),
+      helloBytes_(helloBytes),
+      handshakeTimeout_(handshakeTimeout),
+      maxPending_(std::max<size_t>(maxPending, 1)) {}
 
 void SocketAcceptor::close() {
   pending_.clear();
@@ -380,8 +385,81 @@ bool SocketAcceptor::readPending(Pending* p) {
   return true;
 }
 
+bool SocketAcceptor::dropOldestPending(WarnCause cause, const std::string& why) {
+  if (pending_.empty()) return false;
+  const std::string from = socketAddressToString(pending_.front().socket.peerAddress());
+  if (warnLimit_.allow(cause)) {
+    WARN(
+        "Listener %s: dropping the connection from %s, still in its handshake, because %s (%zu such drops "
+        "not reported before this one); a peer may be flooding this port",
+        socketAddressToString(listener_.localAddress()).c_str(), from.c_str(), why.c_str(),
+        warnLimit_.suppressedBefore());
+  }
+  pending_.erase(pending_.begin());
+  return true;
+}
+
+SocketAcceptor::AcceptRecovery SocketAcceptor::acceptFailed(int err) {
+  const std::string where = socketAddressToString(listener_.localAddress());
+  if (err == EMFILE || err == ENFILE) {
+    // Out of descriptors: the oldest half-open connection is the best one to give up.
+    if (dropOldestPending(kWarnNoDescriptors, "no file descriptor is left (EMFILE/ENFILE) for a new connection")) {
+      return AcceptRecovery::kRetry;
+    }
+    if (warnLimit_.allow(kWarnNoDescriptors)) {
+      WARN("accept() on %s failed: %s (errno %d): raise the open file limit (ulimit -n); retrying every %d ms",
+           where.c_str(), strerror(err), err, kAcceptBackoffMs);
+    }
+  } else if (err == ENOBUFS || err == ENOMEM) {
+    if (warnLimit_.allow(kWarnNoMemory)) {
+      WARN("accept() on %s failed: %s (errno %d): the system is short of memory; retrying every %d ms", where.c_str(),
+           strerror(err), err, kAcceptBackoffMs);
+    }
+  } else {
+    WARN("accept() on %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
+    return AcceptRecovery::kFailed;
+  }
+  // Nothing can be accepted until something is freed: wait rather than spin on the queued connection.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kAcceptBackoffMs));
+  return AcceptRecovery::kBackedOff;
+}
+
+void SocketAcceptor::markReady(Pending* p) {
+  AcceptedConnection done;
+  done.hello.assign(p->buffer.begin() + kSocketHandshakeBytes, p->buffer.end());
+  done.socket = std::move(p->socket);
+  ready_.push_back(std::move(done));
+}
+
+void SocketAcceptor::admit(Pending p) {
+  if (!readPending(&p)) return;
+  if (p.received == p.buffer.size()) {
+    markReady(&p);
+    return;
+  }
+  if (pending_.size() >= maxPending_) {
+    (void)dropOldestPending(kWarnPendingCap,
+                            "more than " + std::to_string(maxPending_) + " connections are in their handshake");
+  }
+  pending_.push_back(std::move(p));
+}
+
 ncclResult_t SocketAcceptor::progress() {
-  for (;;) {
+  // Pending connections first: complete ones leave, so a full table below holds only slow ones.
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    if (!readPending(&p)) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (p.received == p.buffer.size()) {
+      markReady(&p);
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+  for (int accepted = 0; accepted < kMaxAcceptsPerProgress;) {
     SocketAddress peer{};
     socklen_t len = sizeof(peer);
     int fd = ::accept4(listener_.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -390,32 +468,19 @@ ncclResult_t SocketAcceptor::progress() {
       if (err == EAGAIN || err == EWOULDBLOCK) break;
       // The peer gave up between its SYN and our accept: nothing to do.
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
-      WARN("accept() on %s failed: %s (errno %d)%s", socketAddressToString(listener_.localAddress()).c_str(),
-           strerror(err), err, err == EMFILE || err == ENFILE ? ": raise the open file limit (ulimit -n)" : "");
-      return ncclSystemError;
+      const AcceptRecovery recovery = acceptFailed(err);
+      if (recovery == AcceptRecovery::kFailed) return ncclSystemError;
+      if (recovery == AcceptRecovery::kBackedOff) break;
+      ++accepted;  // a descriptor was freed: try again, within this call's bound
+      continue;
     }
+    ++accepted;
     setNoDelay(fd);
     Pending p;
     p.socket = Socket(UniqueFd(fd), listener_.localAddress(), peer);
     p.buffer.resize(kSocketHandshakeBytes + helloBytes_);
     p.expires = Deadline::Clock::now() + handshakeTimeout_;
-    pending_.push_back(std::move(p));
-  }
-  for (size_t i = 0; i < pending_.size();) {
-    Pending& p = pending_[i];
-    if (!readPending(&p)) {
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    if (p.received == p.buffer.size()) {
-      AcceptedConnection done;
-      done.hello.assign(p.buffer.begin() + kSocketHandshakeBytes, p.buffer.end());
-      done.socket = std::move(p.socket);
-      ready_.push_back(std::move(done));
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    ++i;
+    admit(std::move(p));
   }
   return ncclSuccess;
 }

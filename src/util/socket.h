@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "util/rate_limit.h"
 #include "util/unique_fd.h"
 
 namespace braid {
@@ -173,11 +174,25 @@ struct AcceptedConnection {
 // handshake and `helloBytes` greeting are read as they arrive, so a silent or garbage peer cannot
 // stall a server that waits for many others. Connections whose handshake does not match, that
 // close early, or that take longer than `handshakeTimeout` are dropped with an INFO line.
+// Hostile or broken peers cannot stop the listener:
+// - at most `maxPending` connections wait in their handshake; a new one beyond that drops the
+//   oldest, so silent connections cannot exhaust the process's descriptors;
+// - accept() failing for lack of descriptors (EMFILE, ENFILE) drops the oldest pending connection
+//   to make room, or, with none, backs off kAcceptBackoffMs; lack of memory (ENOBUFS, ENOMEM)
+//   backs off too. The listener keeps serving either way;
+// - each of these causes WARNs at most once per 10 s per listener (RateLimit).
+// Only a failure of the listening socket itself (a closed or invalid fd) makes progress() fail.
 class SocketAcceptor {
  public:
+  static constexpr size_t kDefaultMaxPending = 128;
+  static constexpr int kAcceptBackoffMs = 20;
+  // Connections accepted per progress() call, so that a flood cannot keep one call busy forever.
+  static constexpr int kMaxAcceptsPerProgress = 64;
+
   SocketAcceptor() = default;
   SocketAcceptor(Socket listener, size_t helloBytes,
-                 std::chrono::milliseconds handshakeTimeout = std::chrono::milliseconds(5000));
+                 std::chrono::milliseconds handshakeTimeout = std::chrono::milliseconds(5000),
+                 size_t maxPending = kDefaultMaxPending);
 
   bool valid() const { return listener_.valid(); }
   const Socket& listener() const { return listener_; }
@@ -201,12 +216,27 @@ class SocketAcceptor {
     size_t received = 0;
     Deadline::Clock::time_point expires;
   };
+  enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap };
   // Reads what is available; false when the connection must be dropped.
   bool readPending(Pending* pending);
+  // Moves a connection whose handshake and hello are complete to the ready queue.
+  void markReady(Pending* pending);
+  // Reads a new connection at once (a real peer has usually sent everything with its connect),
+  // then queues it as ready or pending, or drops it.
+  void admit(Pending pending);
+  // Closes the oldest connection still in its handshake (a rate-limited WARN says why); false if
+  // there is none.
+  bool dropOldestPending(WarnCause cause, const std::string& why);
+  enum class AcceptRecovery { kRetry, kBackedOff, kFailed };
+  // Handles a failed accept(): kRetry once a descriptor was freed, kBackedOff after a pause,
+  // kFailed (WARNed) when the listener itself failed.
+  AcceptRecovery acceptFailed(int err);
 
   Socket listener_;
   size_t helloBytes_ = 0;
   std::chrono::milliseconds handshakeTimeout_{5000};
+  size_t maxPending_ = kDefaultMaxPending;
+  RateLimit warnLimit_;
   std::vector<Pending> pending_;
   std::deque<AcceptedConnection> ready_;
 };

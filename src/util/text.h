@@ -39,4 +39,13 @@ struct RankListFormat {
 // between neighbours only, so sort first for the shortest text.
 std::string rankList(const std::vector<int>& ranks, RankListFormat format = {});
 
+// What a peer sent (a host name, a diagnosis, any bytes off the wire), made safe to print in a log
+// line: control characters, DEL and bytes >= 0x80 become "\xNN", so a peer cannot start a forged log
+// line or send terminal escape codes; at most `maxBytes` input bytes are kept (then "..."), and the
+// input stops at its first NUL. Every log site that prints a peer-supplied string goes through it.
+constexpr size_t kPeerTextMaxBytes = 128;
+std::string peerText(std::string_view text, size_t maxBytes = kPeerTextMaxBytes);
+// The same for a fixed-size char field that may lack its terminating NUL.
+std::string peerText(const char* field, size_t fieldBytes, size_t maxBytes = kPeerTextMaxBytes);
+
 }  // namespace braid
