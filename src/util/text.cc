@@ -119,7 +119,6 @@ std::string rankList(const std::vector<int>& ranks, RankListFormat format) {
   return out;
 }
 
-
 std::string peerText(std::string_view text, size_t maxBytes) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
