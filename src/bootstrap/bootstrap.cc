@@ -132,18 +132,17 @@ ncclResult_t awaitRoot(const Rendezvous& rv, Socket* sock, RootReply* reply) {
     pollfd pfd{sock->fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, rv.rootDeadline.sliceMs());
   }
-  if (frame.length != sizeof(RootReply)) {
-    WARN("Rank %d of %d: %s sent a %llu-byte reply, expected %zu: mismatched Braid builds?", rv.rank, rv.nranks,
-         name.c_str(), static_cast<unsigned long long>(frame.length), sizeof(RootReply));
+  ncclResult_t result = ncclSuccess;
+  std::string why;
+  if (parseRootReplyFrame(reinterpret_cast<const uint8_t*>(&frame), sizeof(frame), reply, &result, &why) !=
+      ncclSuccess) {
+    WARN("Rank %d of %d: %s sent %s", rv.rank, rv.nranks, name.c_str(), why.c_str());
     return ncclInternalError;
   }
-  *reply = frame.reply;
-  if (reply->result != ncclSuccess) {
-    reply->message[sizeof(reply->message) - 1] = '\0';
+  if (result != ncclSuccess) {
     WARN("Rank %d of %d: %s failed the rendezvous: %s", rv.rank, rv.nranks, name.c_str(),
          peerText(reply->message, sizeof(reply->message), sizeof(reply->message)).c_str());
-    bool known = reply->result > ncclSuccess && reply->result < ncclNumResults;
-    return known ? static_cast<ncclResult_t>(reply->result) : ncclInternalError;
+    return result;
   }
   return ncclSuccess;
 }

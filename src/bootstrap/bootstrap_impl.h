@@ -74,7 +74,7 @@ class BootstrapImpl final : public Bootstrap {
   // byte is allocated for it: a message for the receive being waited for must have its size; any
   // other message (it arrived before its receive was posted) must fit kMaxQueuedBytes with what is
   // queued already.
-  [[nodiscard]] ncclResult_t checkHeader(int peer, const PeerMsgHeader& header);
+  [[nodiscard]] ncclResult_t checkHeader(int peer, const PeerMsgHeader& received);
   // Reads payload into in->message, growing it only as bytes arrive (a header's claim costs
   // nothing until the bytes come).
   [[nodiscard]] ncclResult_t readPayload(Inbound* in, bool* closed);

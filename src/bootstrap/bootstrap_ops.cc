@@ -13,17 +13,9 @@ namespace braid {
 
 namespace {
 
-// Messages that arrive before their receive is posted wait in memory: together they may hold at
-// most this much (bootstrap messages are control data: the largest, an allGather slot of every
-// rank's links, stays far below it at kBootstrapMaxRanks). A message whose receive is posted is
-// bounded by that receive's size instead.
-constexpr uint64_t kMaxQueuedBytes = 1ull << 30;
+constexpr uint64_t kMaxQueuedBytes = kBootstrapMaxQueuedBytes;
 // Payload buffers start this small and double as bytes arrive.
 constexpr size_t kFirstPayloadChunk = 64 << 10;
-
-bool validKind(uint32_t kind) {
-  return kind >= static_cast<uint32_t>(PeerMsgKind::kUser) && kind <= static_cast<uint32_t>(PeerMsgKind::kBroadcast);
-}
 
 }  // namespace
 
@@ -101,15 +93,15 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
 }
 
 ncclResult_t BootstrapImpl::adopt(AcceptedConnection conn) {
-  PeerHello hello;
-  std::memcpy(&hello, conn.hello.data(), sizeof(hello));
+  PeerHello hello{};
   std::string from = socketAddressToString(conn.socket.peerAddress());
-  if (hello.protocol != kBootstrapProtocol || hello.nranks != nranks() || hello.rank < 0 || hello.rank >= nranks() ||
-      hello.rank == rank()) {
+  std::string why;
+  if (parsePeerHello(reinterpret_cast<const uint8_t*>(conn.hello.data()), conn.hello.size(), rank(), nranks(), &hello,
+                     &why) != ncclSuccess) {
     WARN(
-        "Rank %d of %d: inconsistent bootstrap connection from %s: it says rank %d of %d, protocol 0x%x (this "
-        "library speaks 0x%x); every rank must use the same Braid library and nranks",
-        rank(), nranks(), from.c_str(), hello.rank, hello.nranks, hello.protocol, kBootstrapProtocol);
+        "Rank %d of %d: inconsistent bootstrap connection from %s: %s; every rank must use the same Braid library "
+        "and nranks",
+        rank(), nranks(), from.c_str(), why.c_str());
     return ncclInvalidUsage;
   }
   Inbound& slot = in_[static_cast<size_t>(hello.rank)];
@@ -128,10 +120,12 @@ bool BootstrapImpl::Posted::matches(int from, const PeerMsgHeader& header) const
   return active && peer == from && static_cast<uint32_t>(kind) == header.kind && tag == header.tag;
 }
 
-ncclResult_t BootstrapImpl::checkHeader(int peer, const PeerMsgHeader& header) {
-  if (!validKind(header.kind)) {
-    WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (kind %u, %" PRIu64 " bytes)", rank(),
-         nranks(), peer, header.kind, header.bytes);
+ncclResult_t BootstrapImpl::checkHeader(int peer, const PeerMsgHeader& received) {
+  PeerMsgHeader header{};
+  std::string why;
+  if (parsePeerMsgHeader(reinterpret_cast<const uint8_t*>(&received), sizeof(received), &header, &why) != ncclSuccess) {
+    WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (%s, %" PRIu64 " bytes)", rank(), nranks(),
+         peer, why.c_str(), received.bytes);
     return ncclInternalError;
   }
   Posted& p = posted_;
@@ -143,7 +137,7 @@ ncclResult_t BootstrapImpl::checkHeader(int peer, const PeerMsgHeader& header) {
          p.op, peer, header.bytes, p.bytes, header.bytes > p.bytes ? " (message truncated)" : "");
     return ncclInvalidUsage;
   }
-  if (header.bytes > kMaxQueuedBytes - std::min<uint64_t>(queuedBytes_, kMaxQueuedBytes)) {
+  if (!peerMsgFitsQueue(header.bytes, queuedBytes_)) {
     WARN("Rank %d of %d: rank %d sent a bootstrap message of %" PRIu64
          " bytes (kind %u, tag %d) that no receive "
          "waits for, with %zu bytes queued already: more than the %" PRIu64

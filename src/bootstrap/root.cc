@@ -114,9 +114,6 @@ class RootJob {
   };
 
   void handleCheckIn(AcceptedConnection conn);
-  // Why a check-in cannot be from a rank of any job (fields out of range), or empty. Such a
-  // check-in is refused alone: it neither starts nor fails the job.
-  static std::string malformed(const RootCheckIn& in);
   void refuse(AcceptedConnection* conn, const RootCheckIn& in, const std::string& why);
   void startJob(const RootCheckIn& in);
   // Records the failure (the first one wins), WARNs once and tells every connected rank.
@@ -223,22 +220,6 @@ std::string RootJob::describe(const RootCheckIn& in) const {
   return formatText("rank %d (pid %d on %s)", in.rank, in.pid, peerText(in.host, sizeof(in.host)).c_str());
 }
 
-std::string RootJob::malformed(const RootCheckIn& in) {
-  if (in.kind != static_cast<uint32_t>(CheckInKind::kMember) &&
-      in.kind != static_cast<uint32_t>(CheckInKind::kStitch)) {
-    return formatText("unknown check-in kind %u", in.kind);
-  }
-  if (in.nranks < 1 || in.nranks > kBootstrapMaxRanks) {
-    return formatText("nranks=%d is outside 1-%d", in.nranks, kBootstrapMaxRanks);
-  }
-  if (in.nroots < 1 || in.nroots > in.nranks || in.root < 0 || in.root >= in.nroots) {
-    return formatText("id %d of %d does not fit nranks=%d", in.root, in.nroots, in.nranks);
-  }
-  if (in.rank < 0 || in.rank >= in.nranks) return formatText("rank %d is outside [0, %d)", in.rank, in.nranks);
-  if (!socketAddressIsValid(in.listen)) return "its listener address is not IPv4 or IPv6";
-  return "";
-}
-
 void RootJob::refuse(AcceptedConnection* conn, const RootCheckIn& in, const std::string& why) {
   const std::string from = socketAddressToString(conn->socket.peerAddress());
   if (refusals_.allow(0)) {
@@ -257,7 +238,7 @@ void RootJob::refuse(AcceptedConnection* conn, const RootCheckIn& in, const std:
 }
 
 void RootJob::startJob(const RootCheckIn& in) {
-  // The fields were checked (malformed()); the timeout is the sender's choice, so it is capped.
+  // The fields were checked (parseRootCheckIn()); the timeout is the sender's choice, so it is capped.
   started_ = true;
   first_ = in;
   startTime_ = Deadline::Clock::now();
@@ -270,10 +251,13 @@ void RootJob::startJob(const RootCheckIn& in) {
 }
 
 void RootJob::handleCheckIn(AcceptedConnection conn) {
-  RootCheckIn in;
-  std::memcpy(&in, conn.hello.data(), sizeof(in));
-  in.host[sizeof(in.host) - 1] = '\0';
+  RootCheckIn in{};
+  std::string bad;
+  const bool wellFormed = parseRootCheckIn(reinterpret_cast<const uint8_t*>(conn.hello.data()), conn.hello.size(), &in,
+                                           &bad) == ncclSuccess;
   conn.socket.setDescription(formatText("rank %d", in.rank));
+  // Another protocol fails the job (a mixed installation); a check-in that cannot be from a rank of
+  // any job (fields out of range) is refused alone: it neither starts nor fails the job.
   if (in.protocol != kBootstrapProtocol) {
     if (!failed_) {
       fail(ncclInvalidUsage, formatText("%s speaks bootstrap protocol 0x%x, this root 0x%x: every process must "
@@ -283,8 +267,7 @@ void RootJob::handleCheckIn(AcceptedConnection conn) {
     reject(&conn.socket);
     return;
   }
-  const std::string bad = malformed(in);
-  if (!bad.empty()) {
+  if (!wellFormed) {
     refuse(&conn, in, bad);
     return;
   }

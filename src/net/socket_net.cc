@@ -12,13 +12,6 @@
 namespace braid::net {
 namespace {
 
-// Sent by each socket of a connection right after the handshake.
-struct Hello {
-  uint64_t connId;
-  uint32_t index;   // 0: the control socket; 1..nSocks: data socket index - 1
-  uint32_t nSocks;  // data sockets of the connection
-};
-
 constexpr size_t kHeaderBytes = 2 * sizeof(uint64_t);
 // Receive side, control socket: the buffer of one read, and the payload remainder from which a
 // receive reads straight into the request instead (a copy through the buffer would cost more than
@@ -35,6 +28,12 @@ uint64_t randomWord() {
 }
 
 }  // namespace
+
+bool parseSocketNetHello(const uint8_t* data, size_t size, SocketNetHello* out) {
+  if (data == nullptr || size != sizeof(SocketNetHello)) return false;
+  std::memcpy(out, data, sizeof(SocketNetHello));
+  return out->nSocks >= 1 && out->nSocks <= kSocketNetMaxSocks && out->index <= out->nSocks;
+}
 
 int socketNetThreadsPerConn() {
   return static_cast<int>(std::clamp<int64_t>(paramInt(ParamId::kSocketNthreads), 0, kSocketNetMaxThreads));
@@ -272,7 +271,7 @@ ncclResult_t SocketNetListener::listen(const SocketAddress& local, SocketNetHand
   handle->magic = magic;
   handle->addr = listener.localAddress();
   auto l = std::make_unique<SocketNetListener>();
-  l->acceptor_ = SocketAcceptor(std::move(listener), sizeof(Hello));
+  l->acceptor_ = SocketAcceptor(std::move(listener), sizeof(SocketNetHello));
   *out = std::move(l);
   return ncclSuccess;
 }
@@ -291,9 +290,8 @@ ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
   NCCLCHECK(acceptor_.progress());
   AcceptedConnection c;
   while (acceptor_.takeReady(&c)) {
-    Hello hello{};
-    std::memcpy(&hello, c.hello.data(), sizeof(hello));
-    if (hello.nSocks < 1 || hello.nSocks > kSocketNetMaxSocks || hello.index > hello.nSocks) {
+    SocketNetHello hello{};
+    if (!parseSocketNetHello(reinterpret_cast<const uint8_t*>(c.hello.data()), c.hello.size(), &hello)) {
       INFO(kLogNet, "net/socket: dropped a connection from %s with a bad hello (socket %u of %u)",
            socketAddressToString(c.socket.peerAddress()).c_str(), hello.index, hello.nSocks);
       continue;
@@ -326,7 +324,7 @@ ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::un
   std::vector<Socket> sockets(nSocks + 1);
   for (int i = 0; i <= nSocks; i++) {
     NCCLCHECK(Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, peer, false, deadline, &sockets[i]));
-    const Hello hello{connId, static_cast<uint32_t>(i), static_cast<uint32_t>(nSocks)};
+    const SocketNetHello hello{connId, static_cast<uint32_t>(i), static_cast<uint32_t>(nSocks)};
     NCCLCHECK(sockets[i].sendAll(&hello, sizeof(hello), deadline));
   }
   Socket ctrl = std::move(sockets[0]);

@@ -50,6 +50,19 @@ constexpr size_t kSocketNetMinPartBytes = size_t{64} * 1024;  // a larger messag
 constexpr int kSocketNetMaxSocks = 64;
 constexpr int kSocketNetMaxThreads = 16;
 
+// Sent by each socket of a connection right after the handshake: the listener groups a
+// connection's sockets by connId and places each by index.
+struct SocketNetHello {
+  uint64_t connId;
+  uint32_t index;   // 0: the control socket; 1..nSocks: data socket index - 1
+  uint32_t nSocks;  // data sockets of the connection
+};
+
+// A hello the listener can place: its exact size, 1..kSocketNetMaxSocks data sockets and an index
+// within them (so index < nSocks + 1, the size of the connection's socket list). Pure: the
+// listener and the fuzz harness of tests/fuzz/ call it on the received bytes.
+[[nodiscard]] bool parseSocketNetHello(const uint8_t* data, size_t size, SocketNetHello* out);
+
 // What a listener publishes for connectors; fits in a plugin handle (128 bytes).
 struct SocketNetHandle {
   uint64_t magic;

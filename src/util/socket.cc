@@ -28,12 +28,6 @@ void setNoDelay(int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-void encodeHandshake(uint64_t magic, SocketType type, char* out) {
-  uint32_t typeWord = static_cast<uint32_t>(type);
-  std::memcpy(out, &magic, sizeof(magic));
-  std::memcpy(out + sizeof(magic), &typeWord, sizeof(typeWord));
-}
-
 // Errors after which another connection attempt can succeed.
 bool connectErrorIsTransient(int err, bool retryRefused) {
   switch (err) {
@@ -81,6 +75,20 @@ ncclResult_t transferErrorResult(int err) {
 }
 
 }  // namespace
+
+void encodeSocketHandshake(uint64_t magic, SocketType type, uint8_t* out) {
+  const uint32_t typeWord = static_cast<uint32_t>(type);
+  std::memcpy(out, &magic, sizeof(magic));
+  std::memcpy(out + sizeof(magic), &typeWord, sizeof(typeWord));
+}
+
+ncclResult_t parseSocketHandshake(const uint8_t* data, size_t size, SocketHandshake* out) {
+  static_assert(sizeof(out->magic) + sizeof(out->type) == kSocketHandshakeBytes, "the handshake is packed");
+  if (data == nullptr || size < kSocketHandshakeBytes) return ncclInvalidUsage;
+  std::memcpy(&out->magic, data, sizeof(out->magic));
+  std::memcpy(&out->type, data + sizeof(out->magic), sizeof(out->type));
+  return ncclSuccess;
+}
 
 Socket::Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer)
     : fd_(std::move(fd)), local_(local), peer_(peer) {}
@@ -177,8 +185,8 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
     if (err == 0) {
       socklen_t len = sizeof(sock.local_);
       (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
-      char handshake[kSocketHandshakeBytes];
-      encodeHandshake(magic, type, handshake);
+      uint8_t handshake[kSocketHandshakeBytes];
+      encodeSocketHandshake(magic, type, handshake);
       NCCLCHECK(sock.sendAll(handshake, sizeof(handshake), deadline));
       *out = std::move(sock);
       return ncclSuccess;
@@ -363,11 +371,12 @@ bool SocketAcceptor::readPending(Pending* p) {
   }
   // Check the handshake as soon as it is complete, so a stranger is dropped before its hello.
   if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes) {
-    uint64_t magic = 0;
-    uint32_t type = 0;
-    std::memcpy(&magic, p->buffer.data(), sizeof(magic));
-    std::memcpy(&type, p->buffer.data() + sizeof(magic), sizeof(type));
-    if (magic != listener_.magic() || type != static_cast<uint32_t>(listener_.type())) {
+    SocketHandshake h{};
+    const ncclResult_t parsed =
+        parseSocketHandshake(reinterpret_cast<const uint8_t*>(p->buffer.data()), p->received, &h);
+    const uint64_t magic = h.magic;
+    const uint32_t type = h.type;
+    if (parsed != ncclSuccess || !socketHandshakeMatches(h, listener_.magic(), listener_.type())) {
       INFO(kSocketLogSubsys,
            "Dropping connection from %s on %s: handshake magic 0x%" PRIx64 " type %u, expected 0x%" PRIx64
            " type %u (a stale or foreign peer, or a garbage unique id)",

@@ -164,6 +164,21 @@ class Socket {
 // The handshake is sent packed: the 8-byte magic, then the 4-byte type.
 constexpr size_t kSocketHandshakeBytes = 12;
 
+struct SocketHandshake {
+  uint64_t magic;
+  uint32_t type;  // a SocketType, as sent: any value a stranger chose
+};
+
+// Writes the handshake a connecting socket sends; `out` holds kSocketHandshakeBytes.
+void encodeSocketHandshake(uint64_t magic, SocketType type, uint8_t* out);
+// Reads the first kSocketHandshakeBytes of `data` (a listener checks them as soon as they are in,
+// before the hello that follows). ncclInvalidUsage when fewer bytes than that are given.
+[[nodiscard]] ncclResult_t parseSocketHandshake(const uint8_t* data, size_t size, SocketHandshake* out);
+// Whether a parsed handshake is the one a listener of `magic` and `type` accepts.
+inline bool socketHandshakeMatches(const SocketHandshake& h, uint64_t magic, SocketType type) {
+  return h.magic == magic && h.type == static_cast<uint32_t>(type);
+}
+
 // A connection that passed the handshake, with the fixed-size greeting its peer sent right after.
 struct AcceptedConnection {
   Socket socket;
