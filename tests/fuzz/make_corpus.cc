@@ -151,6 +151,22 @@ bool socketNetHellos(const std::filesystem::path& dir) {
   return ok;
 }
 
+bool udsDatagrams(const std::filesystem::path& dir) {
+  // A registration's descriptor note as the registration exchange sends it ({int32 rank, int32
+  // pad, uint64 serial}, one descriptor), after the harness's two bytes: descriptors, expected size.
+  struct Note {
+    int32_t rank;
+    int32_t pad;
+    uint64_t serial;
+  };
+  const Bytes note = bytesOf(Note{3, 0, 17});
+  bool ok = write(dir, "note", concat(Bytes{1, sizeof(Note)}, note));
+  ok &= write(dir, "note_two_fds", concat(Bytes{2, sizeof(Note)}, note));
+  ok &= write(dir, "note_no_fd", concat(Bytes{0, sizeof(Note)}, note));
+  ok &= write(dir, "note_short", concat(Bytes{1, sizeof(Note) + 4}, note));
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,6 +181,7 @@ int main(int argc, char** argv) {
   ok &= peerStreams(root / "bootstrap_peer_fuzz");
   ok &= boardWire(root / "board_wire_fuzz");
   ok &= socketNetHellos(root / "socket_net_hello_fuzz");
+  ok &= udsDatagrams(root / "uds_datagram_fuzz");
   if (!ok) std::fprintf(stderr, "could not write every corpus file under %s\n", argv[1]);
   return ok ? 0 : 1;
 }
