@@ -228,9 +228,15 @@ def check(out=print, require_braid=False):
         return 1
     report_other_mappings(lib, out)
     ok = gpu_sanity(lib, out)
+    braid_serves = serving and lib.kind == "Braid"
+    if braid_serves:
+        out("Result: Braid serves NCCL calls in this process%s" % ("" if ok else ", but the sanity AllReduce failed"))
+    elif serving:
+        out("Result: %s serves NCCL calls in this process, not Braid: run the program under braid-run" % lib.kind)
+    else:
+        out("Result: no NCCL library serves this process; braid-run would preload Braid's")
     if not ok:
         return 1
-    if require_braid and not (serving and lib.kind == "Braid"):
-        out("Braid does not serve NCCL calls here (--require-braid)")
+    if require_braid and not braid_serves:
         return 3
     return 0
