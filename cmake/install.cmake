@@ -10,14 +10,15 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 if(BRAID_PYTHON_WHEEL OR BRAID_PREBUILT_LIBNCCL)
-  install(FILES $<TARGET_FILE:nccl> DESTINATION ${CMAKE_INSTALL_LIBDIR} RENAME libnccl.so.2)
-  # install(FILES) is not stripped by `cmake --install --strip` (only targets are); the wheel is.
+  install(PROGRAMS $<TARGET_FILE:nccl> DESTINATION ${CMAKE_INSTALL_LIBDIR} RENAME libnccl.so.2)  # mode 755
+  # install(PROGRAMS) is not stripped by `cmake --install --strip` (only targets are); the wheel is.
+  set(installed "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libnccl.so.2")
   install(CODE "
     if(CMAKE_INSTALL_DO_STRIP)
-      execute_process(COMMAND \"${CMAKE_STRIP}\" \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libnccl.so.2\"
-                      COMMAND_ERROR_IS_FATAL ANY)
+      execute_process(COMMAND \"${CMAKE_STRIP}\" \"${installed}\" COMMAND_ERROR_IS_FATAL ANY)
     endif()")
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/wheel/libnccl.so "/* GNU ld script: -lnccl links libnccl.so.2 */\nINPUT(libnccl.so.2)\n")
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/wheel/libnccl.so
+       "/* GNU ld script: -lnccl links libnccl.so.2 */\nINPUT(libnccl.so.2)\n")
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/wheel/libnccl.so DESTINATION ${CMAKE_INSTALL_LIBDIR})
 else()  # cmake --install of a build tree
   install(TARGETS nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

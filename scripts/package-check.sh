@@ -70,7 +70,8 @@ compile_with_pkg_config() { # compile_with_pkg_config PCDIR OUT
   "$2"
 }
 phase "allreduce.cc with pkg-config (installed tree)"
-compile_with_pkg_config "$prefix/lib/pkgconfig" "$work/allreduce-pc" >"$work/pc.run" || { cat "$work/pc.run"; fail "pkg-config build"; }
+compile_with_pkg_config "$prefix/lib/pkgconfig" "$work/allreduce-pc" >"$work/pc.run" ||
+  { cat "$work/pc.run"; fail "pkg-config build"; }
 cat "$work/pc.run"
 
 phase "wheel (packaging $lib)"
@@ -133,6 +134,7 @@ echo "the wheel's library: $(exports "$pkglib" | wc -l) exports, as $lib"
   compile_with_pkg_config "$(python -m braid_nccl --pkgconfig-dir)" "$work/allreduce-wheel" >"$work/pcw.run" ||
     { cat "$work/pcw.run"; fail "pkg-config build against the wheel"; }
   cat "$work/pcw.run"
-  readelf -d "$work/allreduce-wheel" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "allreduce-wheel does not need libnccl.so.2"
+  readelf -d "$work/allreduce-wheel" | grep -q 'NEEDED.*\[libnccl.so.2\]' ||
+    fail "allreduce-wheel does not need libnccl.so.2"
 )
 echo "package-check: OK in $((SECONDS - t0)) s"

@@ -21,7 +21,8 @@ LIB = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
 
 class LaunchEnvTest(unittest.TestCase):
     def test_empty_environment(self):
-        self.assertEqual(launch_env({}, "/x/libnccl.so.2"), [("LD_PRELOAD", "/x/libnccl.so.2"), ("NCCL_NVLS_ENABLE", "0")])
+        expected = [("LD_PRELOAD", "/x/libnccl.so.2"), ("NCCL_NVLS_ENABLE", "0")]
+        self.assertEqual(launch_env({}, "/x/libnccl.so.2"), expected)
 
     def test_prepends_to_existing_preload(self):
         env = {"LD_PRELOAD": "/a/liba.so /b/libb.so:/c/libc.so"}
@@ -71,18 +72,21 @@ class LauncherProcessTest(unittest.TestCase):
     child = "import os; print(os.environ['LD_PRELOAD']); print(os.environ.get('NCCL_NVLS_ENABLE'))"
 
     def test_print_env(self):
-        r = run(["-m", "braid_nccl.run", "--lib", LIB, "--print-env"], {"LD_PRELOAD": "/a.so"}, ["NCCL_NVLS_ENABLE"])
+        r = run(["-m", "braid_nccl.run", "--lib", LIB, "--print-env"], {"LD_PRELOAD": "/a.so"},
+                ["NCCL_NVLS_ENABLE"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "export LD_PRELOAD=%s:/a.so\nexport NCCL_NVLS_ENABLE=0\n" % shlex.quote(LIB))
 
     def test_child_and_grandchild_inherit(self):
         grandchild = "import subprocess, sys; subprocess.run([sys.executable, '-c', %r], check=True)" % self.child
-        r = run(["-m", "braid_nccl.run", "--lib", LIB, sys.executable, "-c", grandchild], drop=["LD_PRELOAD", "NCCL_NVLS_ENABLE"])
+        r = run(["-m", "braid_nccl.run", "--lib", LIB, sys.executable, "-c", grandchild],
+                drop=["LD_PRELOAD", "NCCL_NVLS_ENABLE"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split(), [LIB, "0"])
 
     def test_library_override_variable_and_user_nvls(self):
-        r = run(["-m", "braid_nccl.run", "--", sys.executable, "-c", self.child], {_env.LIBRARY_OVERRIDE_VAR: LIB, "NCCL_NVLS_ENABLE": "1"})
+        r = run(["-m", "braid_nccl.run", "--", sys.executable, "-c", self.child],
+                {_env.LIBRARY_OVERRIDE_VAR: LIB, "NCCL_NVLS_ENABLE": "1"})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split()[0].split(":")[0], LIB)
         self.assertEqual(r.stdout.split()[1], "1")
@@ -100,7 +104,8 @@ class LauncherProcessTest(unittest.TestCase):
             self.assertIn("does not exist", r.stderr)
 
     def test_check_under_braid_run(self):
-        r = run(["-m", "braid_nccl.run", "--lib", LIB, sys.executable, "-m", "braid_nccl", "--check", "--require-braid"], drop=["LD_PRELOAD"])
+        check = [sys.executable, "-m", "braid_nccl", "--check", "--require-braid"]
+        r = run(["-m", "braid_nccl.run", "--lib", LIB] + check, drop=["LD_PRELOAD"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("path:    %s" % os.path.realpath(LIB), r.stdout)
         self.assertIn("loaded:  LD_PRELOAD", r.stdout)
