@@ -33,8 +33,18 @@ def _open_by_soname():
     return None, None
 
 
+# Names the CUDA runtime library --check uses, instead of looking for one.
+CUDART_OVERRIDE_VAR = "BRAID_CHECK_CUDART"
+
+
 def load_cudart(allow_torch=True):
     """(CDLL, where it came from) for a CUDA runtime library, or (None, reason)."""
+    override = os.environ.get(CUDART_OVERRIDE_VAR)
+    if override:
+        try:
+            return ctypes.CDLL(override), override
+        except OSError as e:
+            return None, "%s=%s: %s" % (CUDART_OVERRIDE_VAR, override, e)
     lib, name = _open_by_soname()
     if lib is not None:
         return lib, name

@@ -1,9 +1,10 @@
 """braid-run's environment and `python -m braid_nccl --check`, without a GPU.
 
-    launcher_test.py /path/to/libnccl.so.2      (PYTHONPATH must hold the repository's python/)
+    launcher_test.py LIBNCCL [FAKE]     (PYTHONPATH must hold the repository's python/)
 
 The pure functions first (LD_PRELOAD order, defaults the user overrides, refused paths), then the
-launcher and the check as child processes preloading the given library.
+launcher and the check as child processes preloading LIBNCCL (Braid's), then the check's sanity
+AllReduce against FAKE, a host-memory stand-in for libcudart and libnccl.so.2 (fake_cuda_nccl.c).
 """
 
 import os
@@ -17,6 +18,7 @@ from braid_nccl import _env, _inspect
 from braid_nccl._env import LauncherError, apply_env, format_exports, launch_env
 
 LIB = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
+FAKE = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
 
 
 class LaunchEnvTest(unittest.TestCase):
@@ -124,6 +126,45 @@ class LauncherProcessTest(unittest.TestCase):
         if not served:
             self.assertIn("This package's library:", r.stdout)
             self.assertIn("library: Braid", r.stdout)
+
+
+@unittest.skipIf(FAKE is None, "no stand-in library given")
+class SanityAllReduceTest(unittest.TestCase):
+    """The GPU half of --check (ctypes calls, polling, the exact compare), run on host memory."""
+
+    def check(self, **env):
+        env = dict({"LD_PRELOAD": FAKE, "BRAID_CHECK_CUDART": FAKE}, **env)
+        return run(["-m", "braid_nccl", "--check"], env, drop=["FAKE_GPUS", "FAKE_NCCL_CORRUPT", "FAKE_NCCL_INIT_FAIL"])
+
+    def test_two_ranks_pass(self):
+        r = self.check()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("path:    %s" % os.path.realpath(FAKE), r.stdout)
+        self.assertIn("GPUs: 2 (runtime %s); sanity AllReduce" % FAKE, r.stdout)
+        self.assertIn("on 2 ranks, devices 0,1", r.stdout)
+        self.assertIn("OK: every element equals the sum", r.stdout)
+        self.assertIn("Result: unknown serves NCCL calls in this process, not Braid", r.stdout)
+
+    def test_one_gpu_runs_one_rank(self):
+        r = self.check(FAKE_GPUS="1")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("on 1 rank, devices 0", r.stdout)
+
+    def test_no_gpu(self):
+        r = self.check(FAKE_GPUS="0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("GPUs: none", r.stdout)
+        self.assertNotIn("sanity AllReduce:", r.stdout)
+
+    def test_wrong_result_fails(self):
+        r = self.check(FAKE_NCCL_CORRUPT="1")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("FAILED: rank 1: 1 of 1048576 elements wrong; first at 5", r.stdout)
+
+    def test_init_failure_fails(self):
+        r = self.check(FAKE_NCCL_INIT_FAIL="1")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("FAILED: ncclCommInitAll: fake NCCL error (4); last error: fake last error", r.stdout)
 
 
 if __name__ == "__main__":
