@@ -9,7 +9,8 @@
 #      find_package(NCCL) and with find_package(Braid), and allreduce.cc with `pkg-config nccl`
 #   2. the Python wheel (pyproject.toml), packaging BUILD_DIR's library (BRAID_PREBUILT_LIBNCCL: no
 #      compiling), installed in a fresh venv: braid-run --print-env, braid-run python -c ...,
-#      python -m braid_nccl --check (plain and under braid-run), pkg-config against the wheel
+#      python -m braid_nccl --check (plain and under braid-run), pkg-config and find_package(NCCL)
+#      against the wheel
 #
 # Scratch files go to BUILD_DIR/package-check/. Needs python3 with venv and network access to PyPI
 # (pip fetches scikit-build-core for the build).
@@ -21,10 +22,10 @@ lib="$build/src/libnccl.so.2"
   echo "package-check: $lib not found (build the nccl target first)" >&2
   exit 1
 }
+t0=$SECONDS
 work="$build/package-check"
 rm -rf "$work"
 mkdir -p "$work"
-t0=$SECONDS
 phase() { echo "-- [$((SECONDS - t0)) s] $*"; }
 fail() {
   echo "package-check: FAILED: $*" >&2
@@ -46,19 +47,20 @@ for f in lib/libnccl.so.2 lib/libnccl.so include/nccl.h include/nccl_net.h inclu
   [[ -e $prefix/$f ]] || fail "cmake --install did not install $f"
 done
 
-phase "examples/ with find_package(NCCL) and with find_package(Braid)"
-for kind in NCCL Braid; do
-  ex="$work/examples-$kind"
-  braid=OFF
-  [[ $kind == Braid ]] && braid=ON
-  cmake -S examples -B "$ex" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DEXAMPLES_FIND_BRAID=$braid >"$ex.log" ||
-    { cat "$ex.log"; fail "configuring examples/ ($kind)"; }
+build_examples() { # build_examples PREFIX NCCL|Braid NAME: examples/ against PREFIX, run allreduce
+  local ex="$work/examples-$3" braid=OFF
+  [[ $2 == Braid ]] && braid=ON
+  cmake -S examples -B "$ex" -G Ninja -DCMAKE_PREFIX_PATH="$1" -DEXAMPLES_FIND_BRAID=$braid >"$ex.log" ||
+    { cat "$ex.log"; fail "configuring examples/ ($3)"; }
   grep "^-- NCCL " "$ex.log"
-  cmake --build "$ex" >>"$ex.log" || { cat "$ex.log"; fail "building examples/ ($kind)"; }
-  "$ex/allreduce" >"$ex.run" || { cat "$ex.run"; fail "examples/allreduce ($kind)"; }
+  cmake --build "$ex" >>"$ex.log" || { cat "$ex.log"; fail "building examples/ ($3)"; }
+  "$ex/allreduce" >"$ex.run" || { cat "$ex.run"; fail "examples/allreduce ($3)"; }
   cat "$ex.run"
   expect "NCCL library version" "$ex.run"
-done
+}
+phase "examples/ with find_package(NCCL) and with find_package(Braid)"
+build_examples "$prefix" NCCL installed-NCCL
+build_examples "$prefix" Braid installed-Braid
 
 compile_with_pkg_config() { # compile_with_pkg_config PCDIR OUT
   local flags
@@ -136,5 +138,8 @@ echo "the wheel's library: $(exports "$pkglib" | wc -l) exports, as $lib"
   cat "$work/pcw.run"
   readelf -d "$work/allreduce-wheel" | grep -q 'NEEDED.*\[libnccl.so.2\]' ||
     fail "allreduce-wheel does not need libnccl.so.2"
+
+  phase "examples/ with find_package(NCCL) against the wheel (CMAKE_PREFIX_PATH=\$(python -m braid_nccl --prefix))"
+  build_examples "$(python -m braid_nccl --prefix)" NCCL wheel-NCCL
 )
 echo "package-check: OK in $((SECONDS - t0)) s"
