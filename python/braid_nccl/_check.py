@@ -8,7 +8,14 @@ import threading
 import time
 
 from . import __version__, library_path
-from ._cuda import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE, Cudart, load_cudart
+from ._cuda import (
+    CUDART_OVERRIDE_VAR,
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    Cudart,
+    cudart_candidates,
+    driver_device_count,
+)
 from ._inspect import (
     NcclLibrary,
     global_scope_library,
@@ -192,14 +199,28 @@ def run_with_timeout(fn, timeout_s):
 
 def gpu_sanity(lib, out):
     """True when it passed or could not run for want of GPUs; False when it failed."""
-    lib_rt, where = load_cudart()
-    if lib_rt is None:
-        out("GPUs: none found (%s): no sanity AllReduce" % where)
-        return True
-    rt = Cudart(lib_rt)
-    count, why = rt.device_count()
+    if not os.environ.get(CUDART_OVERRIDE_VAR):  # a named runtime is asked alone (tests use a stand-in)
+        count, why = driver_device_count()
+        if count == 0:
+            out("GPUs: none (%s): no sanity AllReduce" % (why or "0 devices"))
+            return True
+    rt, where, count, errors = None, None, 0, []
+    for lib_rt, name in cudart_candidates():
+        candidate = Cudart(lib_rt)
+        n, why = candidate.device_count()
+        if why is None:
+            rt, where, count = candidate, name, n
+            break
+        errors.append("%s: %s" % (name, why))
+    if rt is None:
+        if os.environ.get(CUDART_OVERRIDE_VAR):
+            out("GPUs: none (%s): no sanity AllReduce" % ("; ".join(errors) or "runtime not loadable"))
+            return True
+        out("GPUs exist, but no CUDA runtime found here works with this driver (%s); name one with %s"
+            % ("; ".join(errors) or "no libcudart found", CUDART_OVERRIDE_VAR))
+        return False
     if count == 0:
-        out("GPUs: none (%s; runtime %s): no sanity AllReduce" % (why or "0 devices", where))
+        out("GPUs: none (runtime %s counts 0 devices): no sanity AllReduce" % where)
         return True
     ndev = min(2, count)
     out("GPUs: %d (runtime %s); sanity AllReduce: float32 sum of %d elements on %d rank%s, devices %s"

@@ -37,32 +37,53 @@ def _open_by_soname():
 CUDART_OVERRIDE_VAR = "BRAID_CHECK_CUDART"
 
 
-def load_cudart(allow_torch=True):
-    """(CDLL, where it came from) for a CUDA runtime library, or (None, reason)."""
+def driver_device_count():
+    """(count, None) from the CUDA driver (libcuda.so.1), or (0, reason): whether GPUs exist at all,
+    whatever runtime versions are about."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0, "libcuda.so.1, the CUDA driver, not found"
+    rc = cuda.cuInit(0)
+    if rc != 0:
+        return 0, "cuInit: CUDA driver error %d%s" % (rc, " (no device)" if rc == 100 else "")
+    n = ctypes.c_int(0)
+    rc = cuda.cuDeviceGetCount(ctypes.byref(n))
+    if rc != 0:
+        return 0, "cuDeviceGetCount: CUDA driver error %d" % rc
+    return n.value, None
+
+
+def cudart_candidates(allow_torch=True):
+    """(CDLL, where it came from) for each CUDA runtime library found, newest first: the one named by
+    BRAID_CHECK_CUDART alone if set; else by soname, then in the toolkit and the NVIDIA wheels, then the
+    one PyTorch loads. A runtime newer than the driver fails its first call, so callers try the next."""
     override = os.environ.get(CUDART_OVERRIDE_VAR)
     if override:
         try:
-            return ctypes.CDLL(override), override
-        except OSError as e:
-            return None, "%s=%s: %s" % (CUDART_OVERRIDE_VAR, override, e)
-    lib, name = _open_by_soname()
-    if lib is not None:
-        return lib, name
+            yield ctypes.CDLL(override), override
+        except OSError:
+            pass
+        return
+    for name in CUDART_SONAMES:
+        try:
+            yield ctypes.CDLL(name), name
+        except OSError:
+            continue
     for folder in _candidate_dirs():
         for path in sorted(glob.glob(os.path.join(folder, "libcudart.so*")), reverse=True):
             try:
-                return ctypes.CDLL(path), path
+                yield ctypes.CDLL(path), path
             except OSError:
                 continue
     if allow_torch:
         try:
             import torch  # noqa: F401  (loads its CUDA runtime; dlopen by soname then finds it)
         except Exception:  # any failure to import torch means: no runtime from there
-            return None, "no libcudart found (CUDA toolkit, NVIDIA wheels, PyTorch)"
+            return
         lib, name = _open_by_soname()
         if lib is not None:
-            return lib, name + " (loaded by torch)"
-    return None, "no libcudart found (CUDA toolkit, NVIDIA wheels, PyTorch)"
+            yield lib, name + " (loaded by torch)"
 
 
 class Cudart:
