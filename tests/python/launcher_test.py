@@ -93,6 +93,12 @@ class LauncherProcessTest(unittest.TestCase):
         self.assertEqual(r.stdout.split()[0].split(":")[0], LIB)
         self.assertEqual(r.stdout.split()[1], "1")
 
+    def test_options_after_the_command_are_the_commands(self):
+        r = run(["-m", "braid_nccl.run", "--lib", LIB, sys.executable, "-c", "import sys; print(sys.argv[1:])",
+                 "--nproc-per-node", "4", "--print-env", "--lib", "x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "['--nproc-per-node', '4', '--print-env', '--lib', 'x']")
+
     def test_exit_status_passes_through(self):
         r = run(["-m", "braid_nccl.run", "--lib", LIB, sys.executable, "-c", "raise SystemExit(7)"])
         self.assertEqual(r.returncode, 7)
