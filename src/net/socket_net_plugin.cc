@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,14 +125,36 @@ ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
   return ncclSuccess;
 }
 
+// Connections in their handshakes, by the handle the caller passes again on each connect call
+// (the API's way of saying "the same connection"; the handle's bytes come from a peer, so they hold
+// no pointer).
+struct Connecting {
+  std::mutex mutex;
+  std::map<const void*, std::unique_ptr<SocketNetConnecting>> byHandle;
+};
+Connecting& connecting() {
+  static Connecting* c = new Connecting;  // never destroyed: plugin calls may come during exit
+  return *c;
+}
+
 ncclResult_t connect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t**) {
   *sendComm = nullptr;
   NCCLCHECK(checkDev(dev, "connect"));
-  SocketNetHandle h{};
-  std::memcpy(&h, handle, sizeof(h));
+  Connecting& all = connecting();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto it = all.byHandle.find(handle);
+  if (it == all.byHandle.end()) {
+    SocketNetHandle h{};
+    std::memcpy(&h, handle, sizeof(h));
+    std::unique_ptr<SocketNetConnecting> started;
+    NCCLCHECK(SocketNetConnecting::start(h, socketNetSocksPerConn(), &started));
+    it = all.byHandle.emplace(handle, std::move(started)).first;
+  }
   auto c = std::make_unique<Comm>();
-  NCCLCHECK(socketNetConnect(h, socketNetSocksPerConn(), &c->conn));
-  *sendComm = c.release();
+  const ncclResult_t r = it->second->progress(&c->conn);
+  if (r != ncclSuccess || c->conn != nullptr) all.byHandle.erase(it);
+  NCCLCHECK(r);
+  if (c->conn != nullptr) *sendComm = c.release();
   return ncclSuccess;
 }
 
