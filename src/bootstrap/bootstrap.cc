@@ -206,7 +206,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId* ids, int nIds, int rank, int 
   Socket listener;
   NCCLCHECK(Socket::listen(netIf.addr, rv.roots[0].magic, SocketType::kBootstrap, &listener));
   SocketAddress listenAddr = listener.localAddress();
-  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello));
+  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello), std::chrono::milliseconds(5000),
+                          kBootstrapMaxPending);
 
   int myRoot = rootOfRank(nranks, nIds, rank);
   int stitchRoot = nIds > 1 && rank == rootBlock(nranks, nIds, myRoot).begin ? (myRoot + nIds - 1) % nIds : -1;
