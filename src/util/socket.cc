@@ -489,7 +489,11 @@ bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
   std::memcpy(connectorNonce.data(), p->buffer.data() + 4, kSocketNonceBytes);
   std::memcpy(proof.data(), p->buffer.data() + 4 + kSocketNonceBytes, kSocketProofBytes);
   const std::string where = socketAddressToString(listener_.localAddress());
+  // Shut down, not only closed: a process forked meanwhile may hold a copy of the descriptor, and
+  // the refused peer must see the end of the connection now.
+  const auto refuse = [p] { (void)::shutdown(p->socket.fd(), SHUT_RDWR); };
   if (type != static_cast<uint32_t>(listener_.type())) {
+    refuse();
     INFO(kSocketLogSubsys, "Dropping connection from %s on %s: handshake type %u, expected %u (a foreign peer)",
          from.c_str(), where.c_str(), type, static_cast<uint32_t>(listener_.type()));
     return false;
@@ -497,6 +501,7 @@ bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
   const SocketProof expected =
       socketAuthProof(listener_.key_, SocketAuthRole::kConnector, type, p->nonce, connectorNonce);
   if (!constantTimeEqual(expected.data(), proof.data(), kSocketProofBytes)) {
+    refuse();
     if (warnLimit_.allow(kWarnBadProof)) {
       WARN(
           "Listener %s: refused the connection from %s: its handshake does not prove it knows this job's secret "
