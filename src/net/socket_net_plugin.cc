@@ -1,6 +1,7 @@
 #include "net/socket_net_plugin.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -130,7 +131,7 @@ ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
 // no pointer). An entry remembers the handle's contents: a caller that gave up on a connection
 // (abort, timeout) may later pass new contents at the same address, which then start afresh.
 struct Pending {
-  SocketNetHandle handle;
+  std::array<unsigned char, sizeof(SocketNetHandle)> bytes;  // the handle's contents, as passed
   std::unique_ptr<SocketNetConnecting> connecting;
 };
 struct Connecting {
@@ -149,13 +150,15 @@ ncclResult_t connect(void*, int dev, void* handle, void** sendComm, ncclNetDevic
   std::lock_guard<std::mutex> lock(all.mutex);
   SocketNetHandle h{};
   std::memcpy(&h, handle, sizeof(h));
+  std::array<unsigned char, sizeof(SocketNetHandle)> bytes{};
+  std::memcpy(bytes.data(), handle, bytes.size());
   auto it = all.byHandle.find(handle);
-  if (it != all.byHandle.end() && std::memcmp(&it->second.handle, &h, sizeof(h)) != 0) {
+  if (it != all.byHandle.end() && it->second.bytes != bytes) {
     all.byHandle.erase(it);  // a connection given up on: these are a new handle's bytes
     it = all.byHandle.end();
   }
   if (it == all.byHandle.end()) {
-    Pending pending{h, nullptr};
+    Pending pending{bytes, nullptr};
     NCCLCHECK(SocketNetConnecting::start(h, socketNetSocksPerConn(), &pending.connecting));
     it = all.byHandle.emplace(handle, std::move(pending)).first;
   }

@@ -35,7 +35,8 @@ Sha256::Sha256() : h_(kInitialHash) {}
 void Sha256::block(const uint8_t* p) {
   uint32_t w[64];
   for (int t = 0; t < 16; ++t) {
-    w[t] = (uint32_t{p[4 * t]} << 24) | (uint32_t{p[4 * t + 1]} << 16) | (uint32_t{p[4 * t + 2]} << 8) | p[4 * t + 3];
+    const uint8_t* q = p + 4 * static_cast<size_t>(t);
+    w[t] = (uint32_t{q[0]} << 24) | (uint32_t{q[1]} << 16) | (uint32_t{q[2]} << 8) | q[3];
   }
   for (int t = 16; t < 64; ++t) {
     const uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
