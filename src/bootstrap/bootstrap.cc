@@ -1,9 +1,9 @@
 // Bootstrap::create: the rendezvous of the ranks with their root(s) and the ring that follows.
 //
 // Protocol (all connections start with the socket handshake of util/socket.h; structs: wire.h):
-//  1. Every rank listens on its bootstrap interface (handshake magic: the first id's magic).
+//  1. Every rank listens on its bootstrap interface (handshake key: from the first id's magic).
 //  2. With nIds ids, root k serves the contiguous block of ranks rootBlock(nranks, nIds, k).
-//     Each rank connects to its root (magic: that id's magic) and sends a RootCheckIn {rank,
+//     Each rank connects to its root (key: from that id's magic) and sends a RootCheckIn {rank,
 //     nranks, nIds, root index, its listener address, its timeout, pid and host}. With several
 //     roots, the first rank of each block also checks in with the previous root (cyclically) as
 //     a "stitch", so that root can tell its block's last rank where the ring continues.
@@ -47,6 +47,7 @@
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
+#include "util/socket_auth.h"
 #include "util/text.h"
 
 namespace braid {
@@ -183,6 +184,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId* ids, int nIds, int rank, int 
   rv.rootDeadline = Deadline::after(timeout + kRootGrace, abortFlag);
   for (int i = 0; i < nIds; ++i) NCCLCHECK(uniqueIdDecode(ids[i], i, nIds, &rv.roots[static_cast<size_t>(i)]));
   rv.commIdMode = rv.roots[0].magic == kCommIdMagic;
+  // NCCL_COMM_ID's magic is a public constant: only a configured secret keeps strangers out.
+  if (rv.commIdMode) socketAuthWarnIfUnauthenticated();
   if (rv.commIdMode && nIds > 1) {
     WARN("Rank %d of %d: an NCCL_COMM_ID unique id cannot be combined with other ids (%d ids given)", rank, nranks,
          nIds);
@@ -202,7 +205,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId* ids, int nIds, int rank, int 
   Socket listener;
   NCCLCHECK(Socket::listen(netIf.addr, rv.roots[0].magic, SocketType::kBootstrap, &listener));
   SocketAddress listenAddr = listener.localAddress();
-  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello));
+  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello), std::chrono::milliseconds(5000),
+                          kBootstrapMaxPending);
 
   int myRoot = rootOfRank(nranks, nIds, rank);
   int stitchRoot = nIds > 1 && rank == rootBlock(nranks, nIds, myRoot).begin ? (myRoot + nIds - 1) % nIds : -1;

@@ -65,8 +65,9 @@ class BootstrapImpl final : public Bootstrap {
   [[nodiscard]] ncclResult_t writeAll(int peer, const void* data, size_t bytes, const Deadline& deadline,
                                       const char* op);
   // Waits up to one poll slice, then accepts new connections and files arrived messages. Also
-  // wakes when `sending` can take more data.
-  [[nodiscard]] ncclResult_t progress(const Deadline& deadline, const Socket* sending);
+  // wakes when `sending` can take more data, or when `readFd` (>= 0; a connection in its
+  // handshake) has data.
+  [[nodiscard]] ncclResult_t progress(const Deadline& deadline, const Socket* sending, int readFd = -1);
   [[nodiscard]] ncclResult_t adopt(AcceptedConnection conn);
   // Reads whatever has arrived from `peer` and queues the messages it completes.
   [[nodiscard]] ncclResult_t readAvailable(int peer);

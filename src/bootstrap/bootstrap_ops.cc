@@ -66,7 +66,7 @@ ncclResult_t BootstrapImpl::checkWait(const Deadline& deadline, const char* op, 
   return ncclSuccess;
 }
 
-ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sending) {
+ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sending, int readFd) {
   pollFds_.clear();
   pollPeers_.clear();
   acceptor_.addPollFds(&pollFds_);
@@ -78,6 +78,7 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
     }
   }
   if (sending != nullptr) pollFds_.push_back(pollfd{sending->fd(), POLLOUT, 0});
+  if (readFd >= 0) pollFds_.push_back(pollfd{readFd, POLLIN, 0});
   if (::poll(pollFds_.data(), pollFds_.size(), deadline.sliceMs()) < 0 && errno != EINTR) {
     int err = errno;
     WARN("Rank %d of %d: poll() on bootstrap sockets failed: %s (errno %d)", rank(), nranks(), strerror(err), err);
@@ -235,8 +236,11 @@ ncclResult_t BootstrapImpl::connectTo(int peer, const Deadline& deadline) {
   }
   std::string name = "rank " + std::to_string(peer) + " of " + std::to_string(nranks());
   // Its listener exists since before its address was published: a refusal means it is gone.
+  // The peer may be connecting to this rank at the same time: keep accepting while its acceptor
+  // has not answered the handshake.
+  const SocketPump pump = [this, &deadline](int fd) { return progress(deadline, nullptr, fd); };
   NCCLCHECK(Socket::connect(addr, commMagic_, SocketType::kBootstrap, name, /*retryRefused=*/false, deadline,
-                            &out_[static_cast<size_t>(peer)]));
+                            &out_[static_cast<size_t>(peer)], pump));
   PeerHello hello{kBootstrapProtocol, rank(), nranks(), 0};
   return writeAll(peer, &hello, sizeof(hello), deadline, "connect");
 }

@@ -99,7 +99,7 @@ class RootJob {
  public:
   RootJob(Socket listener, std::chrono::milliseconds idleTimeout, std::shared_ptr<std::atomic<bool>> stop)
       : where_(socketAddressToString(listener.localAddress())),
-        acceptor_(std::move(listener), sizeof(RootCheckIn)),
+        acceptor_(std::move(listener), sizeof(RootCheckIn), std::chrono::milliseconds(5000), kBootstrapMaxPending),
         forkGuard_(acceptor_.listener().fd()),
         idleTimeout_(idleTimeout),
         stop_(std::move(stop)) {}

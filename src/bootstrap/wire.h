@@ -23,6 +23,11 @@ constexpr uint32_t kBootstrapProtocol = 0x42520001;  // "BR" v1
 // comes near this), and the root never waits longer than kBootstrapMaxRootTimeoutMs for a job
 // whatever the first rank's NCCL_BOOTSTRAP_TIMEOUT says.
 constexpr int32_t kBootstrapMaxRanks = 1 << 20;
+// Connections a bootstrap listener lets wait in their handshake (SocketAcceptor's cap). Each waits
+// one round trip for the peer's proof, and a root meets all of its ranks at once: the default cap of
+// 128 would drop real ranks of a large job. Silent floods are still bounded: by this, and by the
+// process's descriptors (the acceptor drops the oldest when accept() runs out of them).
+constexpr size_t kBootstrapMaxPending = 8192;
 constexpr int32_t kBootstrapMaxRootTimeoutMs = 3600 * 1000;
 // Messages that arrive before their receive is posted wait in memory: together they may hold at
 // most this much (bootstrap messages are control data: the largest, an allGather slot of every

@@ -316,21 +316,69 @@ ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
   return ncclSuccess;
 }
 
-ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::unique_ptr<SocketNetConn>* out) {
+ncclResult_t SocketNetConnecting::start(const SocketNetHandle& handle, int nSocks,
+                                        std::unique_ptr<SocketNetConnecting>* out) {
   nSocks = std::clamp(nSocks, 1, kSocketNetMaxSocks);
-  const uint64_t connId = randomWord();
-  const std::string peer = "net peer " + socketAddressToString(handle.addr);
-  const Deadline deadline = Deadline::after(kConnectTimeout);
-  std::vector<Socket> sockets(nSocks + 1);
-  for (int i = 0; i <= nSocks; i++) {
-    NCCLCHECK(Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, peer, false, deadline, &sockets[i]));
-    const SocketNetHello hello{connId, static_cast<uint32_t>(i), static_cast<uint32_t>(nSocks)};
-    NCCLCHECK(sockets[i].sendAll(&hello, sizeof(hello), deadline));
+  auto c = std::make_unique<SocketNetConnecting>();
+  c->connId_ = randomWord();
+  c->peer_ = "net peer " + socketAddressToString(handle.addr);
+  c->deadline_ = Deadline::after(kConnectTimeout);
+  c->sockets_.resize(static_cast<size_t>(nSocks) + 1);
+  for (Socket& sock : c->sockets_) {
+    NCCLCHECK(
+        Socket::connectStart(handle.addr, handle.magic, SocketType::kNetSocket, c->peer_, false, c->deadline_, &sock));
   }
-  Socket ctrl = std::move(sockets[0]);
-  sockets.erase(sockets.begin());
-  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets), true, peer);
+  *out = std::move(c);
   return ncclSuccess;
+}
+
+ncclResult_t SocketNetConnecting::progress(std::unique_ptr<SocketNetConn>* out) {
+  out->reset();
+  bool all = true;
+  for (Socket& sock : sockets_) {
+    bool done = false;
+    NCCLCHECK(sock.handshakeProgress(&done));
+    all = all && done;
+  }
+  if (!all) {
+    if (deadline_.expired()) {
+      WARN("net/socket: %s did not complete the connection handshake within %.3g s", peer_.c_str(),
+           deadline_.timeoutSeconds());
+      return ncclRemoteError;
+    }
+    return ncclSuccess;
+  }
+  const uint32_t nSocks = static_cast<uint32_t>(sockets_.size() - 1);
+  for (uint32_t i = 0; i <= nSocks; i++) {
+    const SocketNetHello hello{connId_, i, nSocks};
+    NCCLCHECK(sockets_[i].sendAll(&hello, sizeof(hello), deadline_));
+  }
+  Socket ctrl = std::move(sockets_[0]);
+  sockets_.erase(sockets_.begin());
+  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets_), true, peer_);
+  sockets_.clear();
+  return ncclSuccess;
+}
+
+void SocketNetConnecting::wait(int ms) const {
+  std::vector<pollfd> fds;
+  for (const Socket& sock : sockets_) {
+    if (sock.valid())
+      fds.push_back(pollfd{sock.fd(), static_cast<short>(sock.handshakeWantsWrite() ? POLLOUT : POLLIN), 0});
+  }
+  (void)::poll(fds.data(), fds.size(), ms);
+}
+
+ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::unique_ptr<SocketNetConn>* out,
+                              const std::function<ncclResult_t()>& pump) {
+  std::unique_ptr<SocketNetConnecting> connecting;
+  NCCLCHECK(SocketNetConnecting::start(handle, nSocks, &connecting));
+  for (;;) {
+    NCCLCHECK(connecting->progress(out));
+    if (*out != nullptr) return ncclSuccess;
+    if (pump) NCCLCHECK(pump());
+    connecting->wait(pump ? 1 : kSocketPollSliceMs);
+  }
 }
 
 }  // namespace braid::net

@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -149,6 +150,8 @@ class SocketNetListener {
                                            std::unique_ptr<SocketNetListener>* out);
   // Non-blocking: *out stays null until a connection has all its sockets.
   [[nodiscard]] ncclResult_t accept(std::unique_ptr<SocketNetConn>* out);
+  // Non-blocking: moves the handshakes of new sockets on without taking a connection.
+  [[nodiscard]] ncclResult_t progressHandshakes() { return acceptor_.progress(); }
 
  private:
   // Connections whose sockets have not all arrived are capped: a peer that opens sockets for many
@@ -166,11 +169,32 @@ class SocketNetListener {
   uint64_t nextOrder_ = 0;
 };
 
-// Connects to a listener with nSocks data sockets. Blocking only for TCP's own connect, which a
-// listening peer's kernel completes without the peer's help, so two ranks that connect to each
-// other before accepting do not deadlock.
+// A connection on its way: its sockets are connected and in their handshakes (util/socket.h).
+class SocketNetConnecting {
+ public:
+  // Connects the control socket and nSocks data sockets. Blocking only for TCP's own connect,
+  // which a listening peer's kernel completes without the peer's help, so two ranks that connect
+  // to each other before accepting do not deadlock.
+  [[nodiscard]] static ncclResult_t start(const SocketNetHandle& handle, int nSocks,
+                                          std::unique_ptr<SocketNetConnecting>* out);
+  // Non-blocking: moves the handshakes on (the peer's listener answers them as it accepts); once
+  // all are done, sends each socket's hello and sets *out. Fails when one is refused or after 30 s.
+  [[nodiscard]] ncclResult_t progress(std::unique_ptr<SocketNetConn>* out);
+  // Waits up to `ms` for any socket still in its handshake to have data.
+  void wait(int ms) const;
+
+ private:
+  std::vector<Socket> sockets_;  // [0] control, [1..nSocks] data
+  uint64_t connId_ = 0;
+  std::string peer_;
+  Deadline deadline_;
+};
+
+// Connects and waits for the handshakes; `pump`, if given, runs between waits (a test whose
+// listener lives in the same thread progresses it there).
 [[nodiscard]] ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks,
-                                            std::unique_ptr<SocketNetConn>* out);
+                                            std::unique_ptr<SocketNetConn>* out,
+                                            const std::function<ncclResult_t()>& pump = {});
 
 // Data sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (NCCL_NSOCKS_PERTHREAD
 // when there are no helper threads), within 1..kSocketNetMaxSocks.

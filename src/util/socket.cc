@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "util/check.h"
+#include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -26,6 +28,26 @@ void setNoDelay(int fd) {
   // Bootstrap and control messages are small and latency-bound; Nagle would add up to 40 ms each.
   int one = 1;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// Connectors whose acceptor failed its proof, across the process: WARNs at most once per 10 s.
+RateLimit& connectorWarnLimit() {
+  static RateLimit limit;
+  return limit;
+}
+std::mutex& connectorWarnMutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Sends all of a handshake message now or fails: it is the first data on a fresh connection, far
+// below any socket buffer, so a peer that does not take it is not worth waiting for.
+bool sendNow(int fd, const void* data, size_t bytes) {
+  for (;;) {
+    ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    return n == static_cast<ssize_t>(bytes);
+  }
 }
 
 // Errors after which another connection attempt can succeed.
@@ -76,18 +98,31 @@ ncclResult_t transferErrorResult(int err) {
 
 }  // namespace
 
-void encodeSocketHandshake(uint64_t magic, SocketType type, uint8_t* out) {
-  const uint32_t typeWord = static_cast<uint32_t>(type);
-  std::memcpy(out, &magic, sizeof(magic));
-  std::memcpy(out + sizeof(magic), &typeWord, sizeof(typeWord));
+void encodeSocketHandshake(const SocketHandshake& h, uint8_t* out) {
+  std::memcpy(out, &h.type, sizeof(h.type));
+  std::memcpy(out + sizeof(h.type), h.connectorNonce.data(), kSocketNonceBytes);
+  std::memcpy(out + sizeof(h.type) + kSocketNonceBytes, h.proof.data(), kSocketProofBytes);
 }
 
 ncclResult_t parseSocketHandshake(const uint8_t* data, size_t size, SocketHandshake* out) {
-  static_assert(sizeof(out->magic) + sizeof(out->type) == kSocketHandshakeBytes, "the handshake is packed");
+  static_assert(sizeof(out->type) + kSocketNonceBytes + kSocketProofBytes == kSocketHandshakeBytes,
+                "the handshake is packed");
   if (data == nullptr || size < kSocketHandshakeBytes) return ncclInvalidUsage;
-  std::memcpy(&out->magic, data, sizeof(out->magic));
-  std::memcpy(&out->type, data + sizeof(out->magic), sizeof(out->type));
+  std::memcpy(&out->type, data, sizeof(out->type));
+  std::memcpy(out->connectorNonce.data(), data + sizeof(out->type), kSocketNonceBytes);
+  std::memcpy(out->proof.data(), data + sizeof(out->type) + kSocketNonceBytes, kSocketProofBytes);
   return ncclSuccess;
+}
+
+bool socketHandshakeProves(const SocketHandshake& h, const SocketAuthKey& key, const SocketNonce& challenge) {
+  const SocketProof expected = socketAuthProof(key, SocketAuthRole::kConnector, h.type, challenge, h.connectorNonce);
+  return constantTimeEqual(expected.data(), h.proof.data(), kSocketProofBytes);
+}
+
+bool socketAcceptorProofValid(const SocketAuthKey& key, uint32_t type, const SocketNonce& challenge,
+                              const SocketNonce& nonce, const SocketProof& proof) {
+  const SocketProof expected = socketAuthProof(key, SocketAuthRole::kAcceptor, type, challenge, nonce);
+  return constantTimeEqual(expected.data(), proof.data(), kSocketProofBytes);
 }
 
 Socket::Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer)
@@ -127,7 +162,7 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
     WARN("getsockname on the listener for %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
     return ncclSystemError;
   }
-  sock.magic_ = magic;
+  NCCLCHECK(socketAuthKey(magic, &sock.key_));
   sock.type_ = type;
   *out = std::move(sock);
   return ncclSuccess;
@@ -157,7 +192,94 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
 
 ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                              const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                             Socket* out) {
+                             Socket* out, const SocketPump& pump) {
+  Socket sock;
+  NCCLCHECK(connectStart(remote, magic, type, peerDescription, retryRefused, deadline, &sock));
+  for (;;) {
+    bool done = false;
+    NCCLCHECK(sock.handshakeProgress(&done));
+    if (done) break;
+    if (pump && !sock.handshakeWantsWrite()) {
+      if (deadline.aborted()) {
+        INFO(kSocketLogSubsys, "Aborted while in the handshake with %s", sock.peerName().c_str());
+        return ncclInternalError;
+      }
+      if (deadline.expired()) {
+        WARN("Timed out after %.3g s in the handshake with %s", deadline.timeoutSeconds(), sock.peerName().c_str());
+        return ncclRemoteError;
+      }
+      NCCLCHECK(pump(sock.fd()));
+    } else {
+      NCCLCHECK(sock.waitReady(sock.handshakeWantsWrite() ? POLLOUT : POLLIN, deadline, "in the handshake with"));
+    }
+  }
+  *out = std::move(sock);
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::handshakeProgress(bool* done) {
+  *done = !auth_.active;
+  constexpr size_t kIncoming = kSocketNonceBytes + kSocketProofBytes;
+  while (auth_.active) {
+    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
+      NCCLCHECK(sendSome(auth_.reply.data(), auth_.reply.size(), &auth_.sent));
+      if (auth_.sent < auth_.reply.size()) return ncclSuccess;
+      auth_.replied = true;
+    }
+    // The acceptor's nonce, then (after our reply) its proof.
+    const size_t want = auth_.replied ? kIncoming : kSocketNonceBytes;
+    uint8_t* into = auth_.got < kSocketNonceBytes ? auth_.acceptorNonce.data() + auth_.got
+                                                  : auth_.acceptorProof.data() + (auth_.got - kSocketNonceBytes);
+    size_t got = 0;
+    bool closed = false;
+    NCCLCHECK(recvOnce(into, want - auth_.got, &got, &closed));
+    if (closed && auth_.replied) {
+      WARN(
+          "%s closed the connection after this process's handshake proof: it refused it (the unique id is stale "
+          "or another job's, BRAID_COMM_SECRET differs, or it is not a Braid process of this job)",
+          peerName().c_str());
+      return ncclRemoteError;
+    }
+    if (closed) {
+      WARN("%s closed the connection before its handshake challenge (it exited or aborted, or dropped the connection)",
+           peerName().c_str());
+      return ncclRemoteError;
+    }
+    if (got == 0) return ncclSuccess;
+    auth_.got += got;
+    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
+      SocketHandshake h{static_cast<uint32_t>(type_), auth_.connectorNonce, {}};
+      h.proof = socketAuthProof(key_, SocketAuthRole::kConnector, h.type, auth_.acceptorNonce, auth_.connectorNonce);
+      encodeSocketHandshake(h, auth_.reply.data());
+    }
+    if (auth_.got == kIncoming) {
+      NCCLCHECK(checkAcceptorProof());
+      *done = true;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::checkAcceptorProof() {
+  const bool ok = socketAcceptorProofValid(key_, static_cast<uint32_t>(type_), auth_.acceptorNonce,
+                                           auth_.connectorNonce, auth_.acceptorProof);
+  auth_ = ClientAuth{};
+  key_ = SocketAuthKey{};
+  if (ok) return ncclSuccess;
+  std::lock_guard<std::mutex> lock(connectorWarnMutex());
+  if (connectorWarnLimit().allow(0)) {
+    WARN(
+        "%s answered the handshake without proving it knows this job's secret (another job's process, a stranger "
+        "on this port, or a different BRAID_COMM_SECRET); connection refused (%zu such refusals not reported "
+        "before this one)",
+        peerName().c_str(), connectorWarnLimit().suppressedBefore());
+  }
+  return ncclRemoteError;
+}
+
+ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                  const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
+                                  Socket* out) {
   std::string where = peerDescription + " (" + socketAddressToString(remote) + ")";
   if (!socketAddressIsValid(remote)) {
     WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
@@ -185,9 +307,11 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
     if (err == 0) {
       socklen_t len = sizeof(sock.local_);
       (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
-      uint8_t handshake[kSocketHandshakeBytes];
-      encodeSocketHandshake(magic, type, handshake);
-      NCCLCHECK(sock.sendAll(handshake, sizeof(handshake), deadline));
+      // The acceptor speaks first (its challenge): nothing to send until it arrives.
+      NCCLCHECK(socketAuthKey(magic, &sock.key_));
+      NCCLCHECK(randomBytes(sock.auth_.connectorNonce.data(), kSocketNonceBytes));
+      sock.type_ = type;
+      sock.auth_.active = true;
       *out = std::move(sock);
       return ncclSuccess;
     }
@@ -370,21 +494,7 @@ bool SocketAcceptor::readPending(Pending* p) {
     return false;
   }
   // Check the handshake as soon as it is complete, so a stranger is dropped before its hello.
-  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes) {
-    SocketHandshake h{};
-    const ncclResult_t parsed =
-        parseSocketHandshake(reinterpret_cast<const uint8_t*>(p->buffer.data()), p->received, &h);
-    const uint64_t magic = h.magic;
-    const uint32_t type = h.type;
-    if (parsed != ncclSuccess || !socketHandshakeMatches(h, listener_.magic(), listener_.type())) {
-      INFO(kSocketLogSubsys,
-           "Dropping connection from %s on %s: handshake magic 0x%" PRIx64 " type %u, expected 0x%" PRIx64
-           " type %u (a stale or foreign peer, or a garbage unique id)",
-           from.c_str(), socketAddressToString(listener_.localAddress()).c_str(), magic, type, listener_.magic(),
-           static_cast<uint32_t>(listener_.type()));
-      return false;
-    }
-  }
+  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes && !checkHandshake(p, from)) return false;
   if (p->received < p->buffer.size() && Deadline::Clock::now() >= p->expires) {
     INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes after %lld ms", from.c_str(),
          socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
@@ -392,6 +502,51 @@ bool SocketAcceptor::readPending(Pending* p) {
     return false;
   }
   return true;
+}
+
+bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
+  SocketHandshake h{};
+  // Called once p->received >= kSocketHandshakeBytes, so the parse cannot fail.
+  if (parseSocketHandshake(reinterpret_cast<const uint8_t*>(p->buffer.data()), p->received, &h) != ncclSuccess) {
+    return false;
+  }
+  const uint32_t type = h.type;
+  const std::string where = socketAddressToString(listener_.localAddress());
+  // Shut down, not only closed: a process forked meanwhile may hold a copy of the descriptor, and
+  // the refused peer must see the end of the connection now.
+  const auto refuse = [p] { (void)::shutdown(p->socket.fd(), SHUT_RDWR); };
+  if (type != static_cast<uint32_t>(listener_.type())) {
+    refuse();
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: handshake type %u, expected %u (a foreign peer)",
+         from.c_str(), where.c_str(), type, static_cast<uint32_t>(listener_.type()));
+    return false;
+  }
+  if (!socketHandshakeProves(h, listener_.key_, p->nonce)) {
+    refuse();
+    if (warnLimit_.allow(kWarnBadProof)) {
+      WARN(
+          "Listener %s: refused the connection from %s: its handshake does not prove it knows this job's secret "
+          "(a stranger, a replayed handshake, another job's process, or a different BRAID_COMM_SECRET; %zu such "
+          "refusals not reported before this one)",
+          where.c_str(), from.c_str(), warnLimit_.suppressedBefore());
+    }
+    return false;
+  }
+  const SocketProof mine = socketAuthProof(listener_.key_, SocketAuthRole::kAcceptor, type, p->nonce, h.connectorNonce);
+  if (!sendNow(p->socket.fd(), mine.data(), mine.size())) {
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: it did not take this side's proof", from.c_str(),
+         where.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool SocketAcceptor::sendChallenge(Pending* p) {
+  if (randomBytes(p->nonce.data(), p->nonce.size()) != ncclSuccess) return false;
+  if (sendNow(p->socket.fd(), p->nonce.data(), p->nonce.size())) return true;
+  INFO(kSocketLogSubsys, "Dropping connection from %s on %s: it did not take the handshake's challenge",
+       socketAddressToString(p->socket.peerAddress()).c_str(), socketAddressToString(listener_.localAddress()).c_str());
+  return false;
 }
 
 bool SocketAcceptor::dropOldestPending(WarnCause cause, const std::string& why) {
@@ -441,7 +596,7 @@ void SocketAcceptor::markReady(Pending* p) {
 }
 
 void SocketAcceptor::admit(Pending p) {
-  if (!readPending(&p)) return;
+  if (!sendChallenge(&p) || !readPending(&p)) return;
   if (p.received == p.buffer.size()) {
     markReady(&p);
     return;

@@ -1,6 +1,6 @@
 // Writes the fuzz corpora (corpus/<harness>/*): valid messages built the way the senders build
-// them (the structs of bootstrap/wire.h, core/board_wire.h and net/socket_net.h, encodeSocketHandshake), plus a few
-// near misses. Run as `make_corpus tests/fuzz/corpus`; the output is committed.
+// them (the structs of bootstrap/wire.h, core/board_wire.h and net/socket_net.h, encodeSocketHandshake
+// and socketAuthProof), plus a few near misses. Run as `make_corpus tests/fuzz/corpus`; the output is committed.
 #include <arpa/inet.h>
 
 #include <cstdint>
@@ -13,8 +13,10 @@
 
 #include "bootstrap/wire.h"
 #include "core/board_wire.h"
+#include "handshake_fixture.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
+#include "util/socket_auth.h"
 
 namespace {
 
@@ -71,18 +73,38 @@ braid::RootCheckIn checkIn(braid::CheckInKind kind, int rank, int nranks, int nr
   return in;
 }
 
+// A connector's message that proves the harness's key (handshake_fixture.h), then the acceptor's
+// proof (what a connector receives), as the two sides compute them.
+Bytes handshake(braid::SocketType type, uint8_t nonceSeed, bool validAnswer) {
+  using braid::SocketAuthRole;
+  const braid::SocketAuthKey key = braid::fuzz::handshakeKey();
+  const braid::SocketNonce challenge = braid::fuzz::handshakeChallenge();
+  braid::SocketHandshake h{static_cast<uint32_t>(type), {}, {}};
+  for (size_t i = 0; i < h.connectorNonce.size(); ++i) h.connectorNonce[i] = static_cast<uint8_t>(nonceSeed + i);
+  h.proof = braid::socketAuthProof(key, SocketAuthRole::kConnector, h.type, challenge, h.connectorNonce);
+  Bytes out(braid::kSocketHandshakeBytes);
+  braid::encodeSocketHandshake(h, out.data());
+  braid::SocketProof answer =
+      braid::socketAuthProof(key, SocketAuthRole::kAcceptor, h.type, challenge, h.connectorNonce);
+  if (!validAnswer) answer = h.proof;  // a stranger that reflects the connector's proof
+  return concat(out, Bytes(answer.begin(), answer.end()));
+}
+
 bool handshakes(const std::filesystem::path& dir) {
   bool ok = true;
   const braid::SocketType types[] = {braid::SocketType::kBootstrap, braid::SocketType::kProxy,
                                      braid::SocketType::kNetSocket, braid::SocketType::kRas};
   for (braid::SocketType type : types) {
-    Bytes h(braid::kSocketHandshakeBytes);
-    braid::encodeSocketHandshake(0x1234567890abcdefull, type, h.data());
-    ok &= write(dir, "type" + std::to_string(static_cast<uint32_t>(type)), h);
+    const uint32_t t = static_cast<uint32_t>(type);
+    ok &= write(dir, "type" + std::to_string(t), handshake(type, static_cast<uint8_t>(t * 16), true));
   }
-  Bytes withHello(braid::kSocketHandshakeBytes);
-  braid::encodeSocketHandshake(braid::kBoardServerMagic, braid::SocketType::kRas, withHello.data());
-  ok &= write(dir, "with_hello", concat(withHello, bytesOf(braid::BoardRequest{7, 0, 2})));
+  Bytes badProof = handshake(braid::SocketType::kBootstrap, 1, true);
+  badProof[braid::kSocketHandshakeBytes - 1] ^= 0x80;
+  ok &= write(dir, "bad_proof", badProof);
+  ok &= write(dir, "reflected_answer", handshake(braid::SocketType::kProxy, 2, false));
+  Bytes message = handshake(braid::SocketType::kRas, 3, true);
+  message.resize(braid::kSocketHandshakeBytes);
+  ok &= write(dir, "with_hello", concat(message, bytesOf(braid::BoardRequest{7, 0, 2})));
   return ok;
 }
 

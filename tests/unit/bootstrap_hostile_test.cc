@@ -243,14 +243,26 @@ TEST_F(BootstrapHostileTest, TooManyRanksIsRefusedLocally) {
 // and it does not crash. The rank runs under an address-space limit that the claims exceed.
 class HostilePeer {
  public:
+  ~HostilePeer() {
+    if (server_.joinable()) server_.join();
+  }
   // Checks in as rank 1 of 2, completes rank 0's address exchange, and connects to rank 0.
   void join(const ncclUniqueId& id, const SocketAddress& local) {
     ASSERT_EQ(uniqueIdDecode(id, 0, 1, &contents_), ncclSuccess);
-    ASSERT_EQ(Socket::listen(local, contents_.magic, SocketType::kBootstrap, &listener_), ncclSuccess);
+    Socket listener;
+    ASSERT_EQ(Socket::listen(local, contents_.magic, SocketType::kBootstrap, &listener), ncclSuccess);
+    listenAddr_ = listener.localAddress();
+    // Rank 0 connects here for its allGather: answer its handshake, then leave its bytes unread.
+    server_ = std::thread([this, acceptor = SocketAcceptor(std::move(listener), sizeof(PeerHello))]() mutable {
+      AcceptedConnection conn;
+      if (acceptor.accept(Deadline::after(std::chrono::milliseconds(5000)), &conn) == ncclSuccess) {
+        fromRank0_ = std::move(conn.socket);
+      }
+    });
     Socket root;
     ASSERT_EQ(Socket::connect(contents_.root, contents_.magic, SocketType::kBootstrap, "root", false, soon(), &root),
               ncclSuccess);
-    RootCheckIn in = checkIn(1, 2, listener_.localAddress(), "peer");
+    RootCheckIn in = checkIn(1, 2, listenAddr_, "peer");
     ASSERT_EQ(root.sendAll(&in, sizeof(in), soon()), ncclSuccess);
     RootReply reply{};
     size_t got = 0;
@@ -262,7 +274,7 @@ class HostilePeer {
     ASSERT_EQ(toRank0_.sendAll(&hello, sizeof(hello), soon()), ncclSuccess);
     // Rank 0's allGather of listener addresses waits for slot 1 from us.
     send(PeerMsgKind::kAllGather, 1, sizeof(SocketAddress));
-    ASSERT_EQ(toRank0_.sendAll(&listener_.localAddress(), sizeof(SocketAddress), soon()), ncclSuccess);
+    ASSERT_EQ(toRank0_.sendAll(&listenAddr_, sizeof(SocketAddress), soon()), ncclSuccess);
   }
   void send(PeerMsgKind kind, int tag, uint64_t bytes) {
     PeerMsgHeader header{static_cast<uint32_t>(kind), tag, bytes};
@@ -271,7 +283,9 @@ class HostilePeer {
 
  private:
   UniqueIdContents contents_;
-  Socket listener_;  // rank 0 connects here for its allGather; the bytes wait in the kernel
+  SocketAddress listenAddr_{};
+  std::thread server_;  // takes rank 0's connection; its bytes wait in the kernel
+  Socket fromRank0_;
   Socket toRank0_;
 };
 

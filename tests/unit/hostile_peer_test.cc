@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -90,12 +91,24 @@ int connectRaw(const SocketAddress& to) {
   return fd;
 }
 
-// True once the server side has closed `fd` (end of stream or reset).
+// True once the server side has closed `fd` (end of stream or reset); its challenge is read past.
 bool closedByServer(int fd) {
-  pollfd pfd{fd, POLLIN, 0};
-  if (::poll(&pfd, 1, 0) <= 0) return false;
-  char byte;
-  return ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+  char buffer[64];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n > 0) continue;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+}
+
+// Serves `acceptor` while a connect in the same thread waits for its answer.
+SocketPump pumpOf(SocketAcceptor* acceptor) {
+  return [acceptor](int fd) {
+    std::vector<pollfd> fds{pollfd{fd, POLLIN, 0}};
+    acceptor->addPollFds(&fds);
+    (void)::poll(fds.data(), fds.size(), kSocketPollSliceMs);
+    return acceptor->progress();
+  };
 }
 
 TEST(SocketAcceptorLimits, SilentConnectionsBeyondTheCapDropTheOldest) {
@@ -120,7 +133,7 @@ TEST(SocketAcceptorLimits, SilentConnectionsBeyondTheCapDropTheOldest) {
   // A real peer still gets through, past the full table.
   Socket real;
   ASSERT_EQ(Socket::connect(where, kMagic, SocketType::kBootstrap, "acceptor", false,
-                            Deadline::after(milliseconds(2000)), &real),
+                            Deadline::after(milliseconds(2000)), &real, pumpOf(&acceptor)),
             ncclSuccess);
   const uint32_t hello = 0xfeedbeef;
   ASSERT_EQ(real.sendAll(&hello, sizeof(hello), Deadline::after(milliseconds(2000))), ncclSuccess);

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -47,6 +49,11 @@ std::unique_ptr<SocketNetConn> acceptOne(SocketNetListener* l) {
   return conn;
 }
 
+// Answers the handshakes of a connect in the same thread.
+std::function<ncclResult_t()> pumpOf(SocketNetListener* listener) {
+  return [listener] { return listener->progressHandshakes(); };
+}
+
 struct Pair {
   std::unique_ptr<SocketNetListener> listener;
   std::unique_ptr<SocketNetConn> send;
@@ -57,7 +64,7 @@ Pair connectPair(int nSocks) {
   Pair p;
   SocketNetHandle handle{};
   EXPECT_EQ(SocketNetListener::listen(loopback(), &handle, &p.listener), ncclSuccess);
-  EXPECT_EQ(socketNetConnect(handle, nSocks, &p.send), ncclSuccess);
+  EXPECT_EQ(socketNetConnect(handle, nSocks, &p.send, pumpOf(p.listener.get())), ncclSuccess);
   p.recv = acceptOne(p.listener.get());
   return p;
 }
@@ -244,8 +251,8 @@ TEST(SocketNet, TwoConnectionsOnOneListenerAreTakenApart) {
   std::unique_ptr<SocketNetListener> listener;
   ASSERT_EQ(SocketNetListener::listen(loopback(), &handle, &listener), ncclSuccess);
   std::unique_ptr<SocketNetConn> a, b;
-  ASSERT_EQ(socketNetConnect(handle, 2, &a), ncclSuccess);
-  ASSERT_EQ(socketNetConnect(handle, 3, &b), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 2, &a, pumpOf(listener.get())), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 3, &b, pumpOf(listener.get())), ncclSuccess);
   std::unique_ptr<SocketNetConn> first = acceptOne(listener.get());
   std::unique_ptr<SocketNetConn> second = acceptOne(listener.get());
   ASSERT_NE(first, nullptr);
@@ -279,7 +286,12 @@ TEST(SocketNet, IncompleteConnectionsAreCappedOldestFirst) {
   std::vector<Socket> halfOpen(kIncomplete);
   for (int i = 0; i < kIncomplete; i++) {
     ASSERT_EQ(
-        Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, "listener", false, deadline, &halfOpen[i]),
+        Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, "listener", false, deadline, &halfOpen[i],
+                        [&](int fd) {
+                          pollfd p{fd, POLLIN, 0};
+                          (void)::poll(&p, 1, 1);
+                          return listener->progressHandshakes();
+                        }),
         ncclSuccess);
     const Hello hello{0x1000u + static_cast<uint64_t>(i), 0, 2};
     ASSERT_EQ(halfOpen[i].sendAll(&hello, sizeof(hello), deadline), ncclSuccess);
@@ -290,7 +302,7 @@ TEST(SocketNet, IncompleteConnectionsAreCappedOldestFirst) {
     }
   }
   std::unique_ptr<SocketNetConn> send;
-  ASSERT_EQ(socketNetConnect(handle, 2, &send), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 2, &send, pumpOf(listener.get())), ncclSuccess);
   std::unique_ptr<SocketNetConn> recv = acceptOne(listener.get());
   ASSERT_NE(recv, nullptr);
   EXPECT_EQ(recv->nSocks(), 2);

@@ -13,6 +13,7 @@
 #include "core/board_wire.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
+#include "util/socket_auth.h"
 
 namespace braid {
 namespace {
@@ -45,16 +46,36 @@ ncclResult_t parseCheckIn(const RootCheckIn& in, RootCheckIn* out, std::string* 
   return parseRootCheckIn(b.data(), b.size(), out, why);
 }
 
-TEST(WireParse, SocketHandshakeRoundTripsAndNeedsTwelveBytes) {
+TEST(WireParse, SocketHandshakeRoundTripsAndProvesOnlyItsKey) {
+  SocketAuthKey key{};
+  key.fill(0x42);
+  SocketNonce challenge{};
+  challenge.fill(0x17);
+  SocketHandshake sent{static_cast<uint32_t>(SocketType::kProxy), {}, {}};
+  for (size_t i = 0; i < sent.connectorNonce.size(); ++i) sent.connectorNonce[i] = static_cast<uint8_t>(3 * i + 1);
+  sent.proof = socketAuthProof(key, SocketAuthRole::kConnector, sent.type, challenge, sent.connectorNonce);
   uint8_t bytes[kSocketHandshakeBytes + 4] = {};
-  encodeSocketHandshake(0x0123456789abcdefull, SocketType::kProxy, bytes);
+  encodeSocketHandshake(sent, bytes);
   SocketHandshake h{};
   ASSERT_EQ(parseSocketHandshake(bytes, sizeof(bytes), &h), ncclSuccess);  // a hello may follow
-  EXPECT_EQ(h.magic, 0x0123456789abcdefull);
   EXPECT_EQ(h.type, static_cast<uint32_t>(SocketType::kProxy));
-  EXPECT_TRUE(socketHandshakeMatches(h, 0x0123456789abcdefull, SocketType::kProxy));
-  EXPECT_FALSE(socketHandshakeMatches(h, 0x0123456789abcdefull, SocketType::kBootstrap));
-  EXPECT_FALSE(socketHandshakeMatches(h, 0x0123456789abcdeeull, SocketType::kProxy));
+  EXPECT_EQ(h.connectorNonce, sent.connectorNonce);
+  EXPECT_EQ(h.proof, sent.proof);
+  EXPECT_TRUE(socketHandshakeProves(h, key, challenge));
+  SocketNonce replayed = challenge;
+  replayed[5] ^= 1;
+  EXPECT_FALSE(socketHandshakeProves(h, key, replayed));
+  SocketAuthKey otherKey = key;
+  otherKey[31] ^= 1;
+  EXPECT_FALSE(socketHandshakeProves(h, otherKey, challenge));
+  SocketHandshake otherType = h;
+  otherType.type = static_cast<uint32_t>(SocketType::kBootstrap);
+  EXPECT_FALSE(socketHandshakeProves(otherType, key, challenge));
+  // The acceptor's answer: its own proof passes, the connector's reflected back does not.
+  const SocketProof answer = socketAuthProof(key, SocketAuthRole::kAcceptor, h.type, challenge, h.connectorNonce);
+  EXPECT_TRUE(socketAcceptorProofValid(key, h.type, challenge, h.connectorNonce, answer));
+  EXPECT_FALSE(socketAcceptorProofValid(key, h.type, challenge, h.connectorNonce, h.proof));
+  EXPECT_FALSE(socketAcceptorProofValid(otherKey, h.type, challenge, h.connectorNonce, answer));
   EXPECT_EQ(parseSocketHandshake(bytes, kSocketHandshakeBytes - 1, &h), ncclInvalidUsage);
   EXPECT_EQ(parseSocketHandshake(nullptr, 0, &h), ncclInvalidUsage);
 }
