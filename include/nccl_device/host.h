@@ -3,10 +3,12 @@
  * teams, device-communicator requirements and window pointer lookups, with the struct layouts and
  * initializers of NVIDIA's nccl_device/host.h, so that a program that queries them runs on Braid.
  *
- * Braid implements ncclCommQueryProperties and the team functions. It does not yet provide the
- * device API itself (ncclDevCommCreate and the requirement builders fail with a WARN that says
- * so), nor multicast, GIN or CFT, which need hardware or networks Braid does not drive:
- * ncclCommQueryProperties reports them unsupported.
+ * Braid implements ncclCommQueryProperties and the team functions. The device side is
+ * nccl_device.h; the host does not yet create device communicators (ncclDevCommCreate and the
+ * requirement builders fail with a WARN that says so), and it has no multicast, GIN or CFT, which
+ * need hardware or networks Braid does not drive: ncclCommQueryProperties reports them unsupported.
+ * The structures a device communicator is made of (struct ncclDevComm, a window's device descriptor)
+ * are in nccl_device/comm.h, included at the end.
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */
@@ -33,7 +35,7 @@ typedef uint32_t ncclGinCounter_t;
 typedef uint32_t ncclCftLeId;
 typedef ncclCftLeId ncclCftLeId_t;
 
-/* The device communicator is defined by the device API (nccl_device.h). */
+/* The device communicator; nccl_device/comm.h (included at the end) defines it. */
 struct ncclDevComm;
 typedef struct ncclDevComm ncclDevComm_t;
 
@@ -260,5 +262,8 @@ NCCL_EXTERN_C ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t team, int 
 NCCL_EXTERN_C int ncclLLA2ACalcSlots(int maxElts, int maxEltSize);
 NCCL_EXTERN_C ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
                                                       ncclDevResourceRequirements_t* outReq);
+
+/* The structures these functions fill: struct ncclDevComm and a window's device descriptor. */
+#include "comm.h"
 
 #endif /* NCCL_DEVICE_HOST_H_ */
