@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fetch_nvidia_headers.sh -- gets NVIDIA's NCCL headers of one release from the Python package index,
-# for abi_compare (the CTest fixture abi_fetch_nvidia_header runs it).
+# for abi_compare (the CTest fixture abi_fetch_nvidia_header runs it) and device_api_layout_test
+# (abi_fetch_nvidia_header_<release> fetch earlier releases; cmake picks them up when re-run).
 #
 #   fetch_nvidia_headers.sh DEST VERSION VERSION_CODE [TIME_LIMIT_S]
 #     e.g.  fetch_nvidia_headers.sh build/tests/abi/nvidia-nccl-2.32.3 2.32.3 23203 45
@@ -39,7 +40,7 @@ skip() {
   exit 77
 }
 
-if [[ -f $dest/include/nccl.h && -f $dest/include/nccl_device/host.h &&
+if [[ -f $dest/include/nccl.h && -f $dest/include/nccl_device.h &&
   $(version_code_of "$dest/include/nccl.h") == "$code" ]]; then
   echo "NVIDIA's NCCL $version headers already in $dest/include"
   exit 0
@@ -100,8 +101,8 @@ EOF
 rm -rf "$download"
 
 got=$(version_code_of "$dest/include.partial/nccl.h")
-if [[ ! -f $dest/include.partial/nccl_device/host.h || $got != "$code" ]]; then
-  echo "FAIL: the wheel's nccl.h says NCCL_VERSION_CODE '${got}' (expected $code), or nccl_device/host.h is missing"
+if [[ ! -f $dest/include.partial/nccl_device.h || $got != "$code" ]]; then
+  echo "FAIL: the wheel's nccl.h says NCCL_VERSION_CODE '${got}' (expected $code), or nccl_device.h is missing"
   exit 1
 fi
 mv "$dest/include.partial" "$dest/include"
