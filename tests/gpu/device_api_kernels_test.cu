@@ -1,0 +1,378 @@
+// Kernels written against Braid's nccl_device.h, as a program of its own would write them: a one-shot
+// LSA AllReduce between two barriers, an AllGather that pushes through symmetric pointers, an LL
+// all-to-all exchange over several epochs, and warp-wide barriers. They run on device communicators
+// of the library, with every GPU of the machine as one LSA team, and their results are checked
+// exactly. Until the library creates windows and device communicators, the run is skipped and the
+// test checks that ncclDevCommCreate fails cleanly. The kernels build for sm_80 and sm_90 whatever
+// the build's own architectures (tests/gpu/CMakeLists.txt).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+#include <nccl_device.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace {
+
+constexpr int kBlocks = 4;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kSlotsPerPeer = 3;  // LL all-to-all values each rank sends each peer per epoch
+constexpr int kRounds = 3;        // LL all-to-all epochs (both banks, twice one of them)
+constexpr uint64_t kTimeoutCycles = 20ull * 1000 * 1000 * 1000;  // some seconds: only a hang trips it
+
+// ---- Kernels ----
+
+// One-shot AllReduce: every rank reads every peer's input through LSA and sums in rank order, so
+// that all ranks produce the same bits. The first barrier makes the peers' inputs visible (acquire)
+// and the last keeps them from being rewritten while a peer still reads them (release).
+template <typename T>
+__global__ void lsaAllReduceOneShot(ncclWindow_t sendWin, size_t sendOffset, ncclWindow_t recvWin, size_t recvOffset,
+                                    size_t count, ncclDevComm devComm) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  const int nPeers = devComm.lsaSize;
+  T* out = static_cast<T*>(ncclGetLocalPointer(recvWin, recvOffset));
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    T sum = T(0);
+    for (int peer = 0; peer < nPeers; peer++)
+      sum += static_cast<T const*>(ncclGetLsaPointer(sendWin, sendOffset, peer))[i];
+    out[i] = sum;
+  }
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
+// AllGather by pushing: each rank stores its block into every peer's output at its own rank's
+// place, starting with the next peer so that the ranks do not all hit one GPU first. The closing
+// barrier is the hybrid barrier in its LSA form, timed; its result goes to ok[blockIdx.x].
+template <typename T>
+__global__ void lsaAllGather(ncclSymPtr<T> send, ncclSymPtr<T> recv, size_t count, ncclDevComm devComm, int* ok) {
+  ncclTeam lsa = ncclTeamLsa(devComm);
+  {
+    ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, lsa, devComm.lsaBarrier, blockIdx.x);
+    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // no peer still reads last use's output
+  }
+  const T* mine = send.localPtr();
+  ncclSymPtr<T> place = recv + size_t(lsa.rank) * count;
+  for (int n = 1; n <= lsa.nRanks; n++) {
+    int peer = (lsa.rank + n) % lsa.nRanks;
+    T* dst = place.peerPtr(lsa, peer);
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+      dst[i] = mine[i];
+    }
+  }
+  ncclBarrierSession<ncclCoopCta> done(ncclCoopCta(), ncclTeamTagLsa(), devComm, blockIdx.x);
+  ncclResult_t result = done.sync(ncclCoopCta(), cuda::memory_order_acq_rel, ncclGinFenceLevel::None, kTimeoutCycles);
+  if (threadIdx.x == 0) ok[blockIdx.x] = (result == ncclSuccess);
+}
+
+// The value rank `from` sends rank `to` in slot s of epoch `round`.
+__host__ __device__ inline ulonglong2 llValue(int round, int from, int to, int s) {
+  uint64_t tag = (uint64_t(round) << 48) | (uint64_t(from) << 32) | (uint64_t(to) << 16) | uint64_t(s);
+  return make_ulonglong2(tag, ~tag * 0x9e3779b97f4a7c15ull);
+}
+
+// LL all-to-all: in each epoch every rank sends each peer kSlotsPerPeer 16-byte values (two slots
+// each, maxElts apart), into the slots named after the sender, then receives all of its own.
+__global__ void lla2aExchange(ncclDevComm devComm, ncclLLA2AHandle handle, ulonglong2* out) {
+  ncclTeam lsa = ncclTeamLsa(devComm);
+  const int elts = lsa.nRanks * kSlotsPerPeer;
+  ncclLLA2ASession<ncclCoopCta> ll(ncclCoopCta(), devComm, lsa, handle, blockIdx.x, elts);
+  for (int round = 0; round < kRounds; round++) {
+    for (int i = threadIdx.x; i < elts; i += blockDim.x) {
+      int peer = i / kSlotsPerPeer, s = i % kSlotsPerPeer;
+      ll.send(peer, lsa.rank * kSlotsPerPeer + s, llValue(round, lsa.rank, peer, s));
+    }
+    for (int i = threadIdx.x; i < elts; i += blockDim.x) {
+      out[(size_t(blockIdx.x) * kRounds + round) * elts + i] = ll.recv<ulonglong2>(i);
+    }
+    ll.endEpoch(ncclCoopCta());
+  }
+}
+
+// Barriers of one warp each (lsaBarrierCount covers kBlocks * kWarps), twice, counted in *passed.
+__global__ void warpBarriers(ncclDevComm devComm, int* passed) {
+  int warp = threadIdx.x / 32;
+  ncclLsaBarrierSession<ncclCoopWarp> bar(ncclCoopWarp(), devComm, ncclTeamTagLsa(), blockIdx.x * kWarps + warp);
+  bar.sync(ncclCoopWarp(), cuda::memory_order_acq_rel);
+  bar.arrive(ncclCoopWarp(), cuda::memory_order_release);
+  bar.wait(ncclCoopWarp(), cuda::memory_order_acquire);
+  if (nccl::utility::lane() == 0) atomicAdd(passed, 1);
+}
+
+// Never launched: makes the rest of the header's templates compile for every architecture built.
+__global__ void headerInstantiations(ncclDevComm devComm, ncclWindow_t win, ncclLLA2AHandle handle, float* out) {
+  ncclCoopAny any(ncclCoopTile<8>{});
+  ncclCoopLanes lanes = ncclCoopCoalesced();
+  ncclCoopWarpSpan span(0, 2, 1);
+  int v = ncclCoopBcast(ncclCoopTile<8>(), int(threadIdx.x), 0) + ncclCoopBcast(lanes, 1, 0) +
+          ncclCoopBcast(span, 2, 0) + ncclCoopBcast(ncclCoopCta(), 3, 0) + any.size() + lanes.thread_rank();
+  ncclLLA2ASession<ncclCoopWarp> ll(ncclCoopWarp(), devComm, ncclTeamLsa(devComm), handle, 0, 4);
+  ll.bcast(0, 1.5f);
+  float sum = ll.recvReduce<2, float>(
+      0, 4, 1, [](float x) { return x; }, [](float a, float b) { return a + b; });
+  ncclWindow_t found = ncclFindWindow(ncclCoopWarp(), devComm, out);
+  ncclSymPtr<float> p = ncclGetResourceBuffer(devComm, 0);
+  float* mm = ncclSymPtr<float>(win, 0).lsaMultimemPtr(devComm);
+  ncclTeam rail = ncclTeamRail(devComm);
+  out[threadIdx.x] = sum + v + (found != nullptr) + (mm != nullptr) + *p.lsaPtr(ncclTeamRankToLsa(devComm, rail, 0));
+  ll.endEpoch(ncclCoopWarp());
+}
+
+// ---- Host side ----
+
+using Elem = uint32_t;  // sums wrap exactly
+
+Elem input(int rank, size_t i) { return Elem((rank + 1) * 2654435761u) ^ Elem(i * 40503u + 17); }
+
+struct Rank {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  Elem* send = nullptr;  // kPad + count elements; the window starts at the allocation
+  Elem* recv = nullptr;  // kPad + count * nranks elements
+  ncclWindow_t sendWin = nullptr, recvWin = nullptr;
+  ncclDevComm devComm{};
+  ncclLLA2AHandle lla{};
+  ulonglong2* llOut = nullptr;
+  int* flags = nullptr;  // kBlocks AllGather results, then the warp barrier count
+};
+
+constexpr size_t kCount = (1 << 16) + 3;  // odd: blocks end mid-vector
+constexpr size_t kPad = 64;               // the data starts this many elements into each window
+
+bool lastErrorNames(const char* text) { return std::string(ncclGetLastError(nullptr)).find(text) != std::string::npos; }
+
+// The kernels exist for this GPU's architecture (the binary carries sm_80 and sm_90 code).
+int checkKernelImages() {
+  cudaFuncAttributes attr;
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaAllReduceOneShot<Elem>));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaAllGather<Elem>));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, lla2aExchange));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, warpBarriers));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, headerInstantiations));
+  CHILD_EXPECT(attr.maxThreadsPerBlock >= kThreads);
+  return 0;
+}
+
+// Buffers and windows on every rank (collective: one group over the ranks). 77: no windows yet.
+int openWindows(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
+    CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&ranks[r].send), (kPad + kCount) * sizeof(Elem)));
+    CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&ranks[r].recv), (kPad + kCount * n) * sizeof(Elem)));
+    CHILD_CUDA(cudaMalloc(&ranks[r].llOut, sizeof(ulonglong2) * kBlocks * kRounds * n * kSlotsPerPeer));
+    CHILD_CUDA(cudaMalloc(&ranks[r].flags, sizeof(int) * (kBlocks + 1)));
+  }
+  CHILD_NCCL(ncclGroupStart());
+  ncclResult_t result = ncclSuccess;
+  for (int r = 0; r < n && result == ncclSuccess; r++) {
+    result = ncclCommWindowRegister(ranks[r].comm, ranks[r].send, (kPad + kCount) * sizeof(Elem), &ranks[r].sendWin, 0);
+    if (result == ncclSuccess) {
+      result = ncclCommWindowRegister(ranks[r].comm, ranks[r].recv, (kPad + kCount * n) * sizeof(Elem),
+                                      &ranks[r].recvWin, 0);
+    }
+  }
+  ncclResult_t end = ncclGroupEnd();
+  if (result == ncclInvalidUsage && lastErrorNames("windows")) return 77;
+  CHILD_NCCL(result);
+  CHILD_NCCL(end);
+  return 0;
+}
+
+// The device communicators: barriers for every block and every warp, the hybrid (LSA) barriers,
+// and one LL all-to-all block per thread block. 77: no device communicators yet.
+int openDevComms(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  std::vector<ncclDevResourceRequirements_t> llReqs(n);
+  CHILD_NCCL(ncclGroupStart());
+  ncclResult_t result = ncclSuccess;
+  for (int r = 0; r < n && result == ncclSuccess; r++) {
+    result = ncclLLA2ACreateRequirement(kBlocks, ncclLLA2ACalcSlots(n * kSlotsPerPeer, sizeof(ulonglong2)),
+                                        &ranks[r].lla, &llReqs[r]);
+    if (result != ncclSuccess) break;
+    ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.lsaBarrierCount = kBlocks * kWarps;
+    reqs.barrierCount = kBlocks;
+    reqs.resourceRequirementsList = &llReqs[r];
+    result = ncclDevCommCreate(ranks[r].comm, &reqs, &ranks[r].devComm);
+  }
+  ncclResult_t end = ncclGroupEnd();
+  if (result == ncclInvalidUsage && lastErrorNames("device API")) return 77;
+  CHILD_NCCL(result);
+  CHILD_NCCL(end);
+  for (const Rank& rank : ranks) {
+    CHILD_EXPECT(rank.devComm.lsaSize == n && rank.devComm.nRanks == n);
+    CHILD_EXPECT(rank.devComm.lsaMultimem.mcBasePtr == nullptr && rank.devComm.ginConnectionCount == 0);
+  }
+  return 0;
+}
+
+int runAllReduce(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; r++) {
+    std::vector<Elem> in(kCount);
+    for (size_t i = 0; i < kCount; i++) in[i] = input(r, i);
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(gputest::uploadSync(ranks[r].send + kPad, in.data(), kCount * sizeof(Elem)));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].recv, 0xa5, (kPad + kCount * n) * sizeof(Elem)));
+  }
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    lsaAllReduceOneShot<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(
+        ranks[r].sendWin, kPad * sizeof(Elem), ranks[r].recvWin, kPad * sizeof(Elem), kCount, ranks[r].devComm);
+    CHILD_CUDA(cudaGetLastError());
+  }
+  for (int r = 0; r < n; r++) {
+    std::vector<Elem> out(kPad + kCount);
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
+    CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].recv, out.size() * sizeof(Elem), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < kPad; i++) CHILD_EXPECT(out[i] == 0xa5a5a5a5u);  // before the offset: untouched
+    for (size_t i = 0; i < kCount; i++) {
+      Elem sum = 0;
+      for (int q = 0; q < n; q++) sum += input(q, i);
+      CHILD_EXPECT(out[kPad + i] == sum);
+    }
+  }
+  return 0;
+}
+
+int runAllGather(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].recv, 0x5a, (kPad + kCount * n) * sizeof(Elem)));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].flags, 0, sizeof(int) * (kBlocks + 1)));
+  }
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    ncclSymPtr<Elem> send(ranks[r].sendWin, kPad * sizeof(Elem)), recv(ranks[r].recvWin, kPad * sizeof(Elem));
+    lsaAllGather<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(send, recv, kCount, ranks[r].devComm, ranks[r].flags);
+    CHILD_CUDA(cudaGetLastError());
+  }
+  for (int r = 0; r < n; r++) {
+    std::vector<Elem> out(kPad + kCount * n);
+    int ok[kBlocks];
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
+    CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].recv, out.size() * sizeof(Elem), cudaMemcpyDeviceToHost));
+    CHILD_CUDA(cudaMemcpy(ok, ranks[r].flags, sizeof(ok), cudaMemcpyDeviceToHost));
+    for (int b = 0; b < kBlocks; b++) CHILD_EXPECT(ok[b] == 1);
+    for (size_t i = 0; i < kPad; i++) CHILD_EXPECT(out[i] == 0x5a5a5a5au);
+    for (int q = 0; q < n; q++) {
+      for (size_t i = 0; i < kCount; i++) CHILD_EXPECT(out[kPad + q * kCount + i] == input(q, i));
+    }
+  }
+  return 0;
+}
+
+int runLla2aAndWarpBarriers(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  const size_t outElems = size_t(kBlocks) * kRounds * n * kSlotsPerPeer;
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].llOut, 0x3c, outElems * sizeof(ulonglong2)));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].flags + kBlocks, 0, sizeof(int)));
+  }
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(r));
+    lla2aExchange<<<kBlocks, kThreads, 0, ranks[r].stream>>>(ranks[r].devComm, ranks[r].lla, ranks[r].llOut);
+    warpBarriers<<<kBlocks, kThreads, 0, ranks[r].stream>>>(ranks[r].devComm, ranks[r].flags + kBlocks);
+    CHILD_CUDA(cudaGetLastError());
+  }
+  for (int r = 0; r < n; r++) {
+    std::vector<ulonglong2> out(outElems);
+    int passed = 0;
+    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
+    CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].llOut, outElems * sizeof(ulonglong2), cudaMemcpyDeviceToHost));
+    CHILD_CUDA(cudaMemcpy(&passed, ranks[r].flags + kBlocks, sizeof(int), cudaMemcpyDeviceToHost));
+    CHILD_EXPECT(passed == kBlocks * kWarps);
+    for (size_t k = 0; k < outElems; k++) {
+      int i = int(k % (n * kSlotsPerPeer));
+      int round = int(k / (n * kSlotsPerPeer) % kRounds);
+      ulonglong2 want = llValue(round, i / kSlotsPerPeer, r, i % kSlotsPerPeer);
+      CHILD_EXPECT(out[k].x == want.x && out[k].y == want.y);
+    }
+  }
+  return 0;
+}
+
+int closeAll(std::vector<Rank>& ranks, bool devComms, bool windows) {
+  CHILD_NCCL(ncclGroupStart());
+  for (Rank& rank : ranks) {
+    if (devComms) CHILD_NCCL(ncclDevCommDestroy(rank.comm, &rank.devComm));
+    if (windows && rank.sendWin) CHILD_NCCL(ncclCommWindowDeregister(rank.comm, rank.sendWin));
+    if (windows && rank.recvWin) CHILD_NCCL(ncclCommWindowDeregister(rank.comm, rank.recvWin));
+  }
+  CHILD_NCCL(ncclGroupEnd());
+  for (size_t r = 0; r < ranks.size(); r++) {
+    CHILD_CUDA(cudaSetDevice(int(r)));
+    if (ranks[r].send) CHILD_NCCL(ncclMemFree(ranks[r].send));
+    if (ranks[r].recv) CHILD_NCCL(ncclMemFree(ranks[r].recv));
+    if (ranks[r].llOut) CHILD_CUDA(cudaFree(ranks[r].llOut));
+    if (ranks[r].flags) CHILD_CUDA(cudaFree(ranks[r].flags));
+    if (ranks[r].stream) CHILD_CUDA(cudaStreamDestroy(ranks[r].stream));
+    CHILD_NCCL(ncclCommDestroy(ranks[r].comm));
+  }
+  return 0;
+}
+
+// Every GPU one rank of one communicator; the whole run in one child process. 77: skipped.
+int runKernels() {
+  const int n = gputest::allGpuRanks();
+  std::vector<ncclComm_t> comms(n);
+  CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; r++) ranks[r].comm = comms[r];
+  if (checkKernelImages() != 0) return 1;
+  int windows = openWindows(ranks);
+  if (windows != 0) return closeAll(ranks, false, false) == 0 ? windows : 1;
+  int devComms = openDevComms(ranks);
+  if (devComms != 0) return closeAll(ranks, false, true) == 0 ? devComms : 1;
+  for (int pass = 0; pass < 2; pass++) {  // the second reuses the barriers' saved epochs
+    if (runAllReduce(ranks) != 0 || runAllGather(ranks) != 0 || runLla2aAndWarpBarriers(ranks) != 0) return 1;
+  }
+  return closeAll(ranks, true, true);
+}
+
+TEST(DeviceApiKernels, LsaAllReduceAllGatherAndLlAllToAll) {
+  int code = gputest::runInChild(runKernels);
+  if (code == 77) GTEST_SKIP() << "the library does not create symmetric windows or device communicators yet";
+  EXPECT_EQ(0, code);
+}
+
+// Until the host side exists: ncclDevCommCreate and the requirement builders fail with a WARN that
+// names the device API, bad arguments are refused as such, and nothing is written.
+TEST(DeviceApiKernels, DevCommCreateFailsCleanly) {
+  EXPECT_EQ(0, gputest::runInChild([] {
+              CHILD_CUDA(cudaSetDevice(0));
+              ncclComm_t comm = nullptr;
+              CHILD_NCCL(ncclCommInitAll(&comm, 1, nullptr));
+              if (checkKernelImages() != 0) return 1;
+              ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+              reqs.lsaBarrierCount = kBlocks;
+              ncclDevComm devComm;
+              std::memset(&devComm, 0x77, sizeof(devComm));
+              CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, &devComm) == ncclInvalidUsage);
+              CHILD_EXPECT(lastErrorNames("device API"));
+              CHILD_EXPECT(devComm.magic == 0x77777777u && devComm.lsaBarrier.nBarriers == 0x77777777);
+              CHILD_EXPECT(ncclDevCommCreate(comm, nullptr, &devComm) == ncclInvalidArgument);
+              CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, nullptr) == ncclInvalidArgument);
+              CHILD_EXPECT(ncclDevCommCreate(nullptr, &reqs, &devComm) == ncclInvalidArgument);
+              ncclLsaBarrierHandle_t bar;
+              ncclDevResourceRequirements_t req;
+              CHILD_EXPECT(ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), kBlocks, &bar, &req) == ncclInvalidUsage);
+              CHILD_NCCL(ncclCommDestroy(comm));
+              return 0;
+            }));
+}
+
+}  // namespace
