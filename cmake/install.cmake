@@ -1,6 +1,7 @@
 # What `cmake --install` puts under the prefix:
 #   lib/libnccl.so.2.<api>, libnccl.so.2, libnccl.so   the library and its soname and link names
-#   include/nccl.h, nccl_net.h, nccl_device/host.h     the public headers
+#   include/nccl.h, nccl_net.h, nccl_device.h,        the public headers (nccl_device/: the
+#   nccl_device/*.h                                   device API's parts, host.h among them)
 #   lib/cmake/NCCL, lib/cmake/Braid                     find_package(NCCL) / find_package(Braid)
 #   lib/pkgconfig/nccl.pc                               pkg-config --cflags --libs nccl
 # The Python wheel (pyproject.toml, BRAID_PYTHON_WHEEL=ON) installs the same tree under its package
@@ -24,8 +25,9 @@ else()  # cmake --install of a build tree
   install(TARGETS nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/include/nccl.h ${PROJECT_SOURCE_DIR}/include/nccl_net.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/include/nccl_device/host.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nccl_device)
+              ${PROJECT_SOURCE_DIR}/include/nccl_device.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/nccl_device/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nccl_device
+        FILES_MATCHING PATTERN "*.h")
 
 # CMake package configuration, relocatable (paths relative to the config file).
 set(BRAID_NCCL_CONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/NCCL)

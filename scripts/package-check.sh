@@ -41,7 +41,8 @@ expect() { # expect TEXT FILE: FILE holds TEXT
 phase "cmake --install $build --prefix $work/prefix"
 prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
-for f in lib/libnccl.so.2 lib/libnccl.so include/nccl.h include/nccl_net.h include/nccl_device/host.h \
+for f in lib/libnccl.so.2 lib/libnccl.so include/nccl.h include/nccl_net.h include/nccl_device.h \
+  include/nccl_device/host.h include/nccl_device/comm.h include/nccl_device/core.h include/nccl_device/lsa_barrier.h \
   lib/cmake/NCCL/NCCLConfig.cmake lib/cmake/NCCL/NCCLConfigVersion.cmake lib/cmake/Braid/BraidConfig.cmake \
   lib/pkgconfig/nccl.pc; do
   [[ -e $prefix/$f ]] || fail "cmake --install did not install $f"
@@ -76,6 +77,24 @@ compile_with_pkg_config "$prefix/lib/pkgconfig" "$work/allreduce-pc" >"$work/pc.
   { cat "$work/pc.run"; fail "pkg-config build"; }
 cat "$work/pc.run"
 
+phase "a kernel against the installed nccl_device.h"
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [[ -x $nvcc ]]; then
+  cat >"$work/device_api.cu" <<'EOF'
+#include <nccl_device.h>
+__global__ void kernel(ncclWindow_t win, ncclDevComm devComm) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  static_cast<int*>(ncclGetLsaPointer(win, 0, devComm.lsaRank))[threadIdx.x] = devComm.rank;
+}
+EOF
+  "$nvcc" -std=c++17 -arch=sm_90 -I"$prefix/include" -c "$work/device_api.cu" -o "$work/device_api.o" ||
+    fail "a kernel does not compile against the installed nccl_device.h"
+  echo "device_api.cu compiles against $prefix/include/nccl_device.h"
+else
+  echo "no nvcc: the installed nccl_device.h is not compiled"
+fi
+
 phase "wheel (packaging $lib)"
 python3 -m venv "$work/build-venv"
 "$work/build-venv/bin/pip" wheel --no-deps --disable-pip-version-check -w "$work/dist" \
@@ -87,7 +106,9 @@ python3 - "$wheel" <<'PY'
 import sys, zipfile
 names = {i.filename: i.file_size for i in zipfile.ZipFile(sys.argv[1]).infolist()}
 need = ["braid_nccl/lib/libnccl.so.2", "braid_nccl/lib/libnccl.so", "braid_nccl/include/nccl.h",
-        "braid_nccl/include/nccl_device/host.h", "braid_nccl/lib/cmake/NCCL/NCCLConfig.cmake",
+        "braid_nccl/include/nccl_device/host.h", "braid_nccl/include/nccl_device.h",
+        "braid_nccl/include/nccl_device/core.h", "braid_nccl/include/nccl_device/ll_a2a.h",
+        "braid_nccl/lib/cmake/NCCL/NCCLConfig.cmake",
         "braid_nccl/lib/pkgconfig/nccl.pc", "braid_nccl/run.py", "braid_nccl/__main__.py"]
 missing = [n for n in need if n not in names]
 if missing:

@@ -36,7 +36,7 @@ def library_path():
 
 
 def include_dir():
-    """Folder holding nccl.h, nccl_net.h and nccl_device/host.h."""
+    """Folder holding nccl.h, nccl_net.h, nccl_device.h and nccl_device/."""
     return os.path.join(prefix(), "include")
 
 
