@@ -8,6 +8,7 @@
  *   groups           ncclCoopCta, ncclCoopWarp, ncclCoopThread, ...     nccl_device/coop.h
  *   barriers         ncclLsaBarrierSession; ncclBarrierSession          nccl_device/lsa_barrier.h, barrier.h
  *   LL all-to-all    ncclLLA2ASession                                   nccl_device/ll_a2a.h
+ *   reduce / copy    ncclLsaReduceSum, ncclLsaCopy, ncclLsaReduceSumCopy, ...  nccl_device/reduce_copy.h
  *   GIN              ncclGin, ncclGinBarrierSession (declared; this library has no GIN)
  *                                                                       nccl_device/gin.h, gin_barrier.h
  * Names, signatures, constants and the layouts of every structure the library fills are NCCL
@@ -31,6 +32,7 @@
 #include "nccl_device/ll_a2a.h"
 #include "nccl_device/lsa_barrier.h"
 #include "nccl_device/ptr.h"
+#include "nccl_device/reduce_copy.h"
 #include "nccl_device/utility.h"
 
 #endif /* NCCL_DEVICE_H_ */

@@ -1,10 +1,9 @@
 // Kernels written against Braid's nccl_device.h, as a program of its own would write them: a one-shot
-// LSA AllReduce between two barriers, an AllGather that pushes through symmetric pointers, an LL
-// all-to-all exchange over several epochs, and warp-wide barriers. They run on device communicators
-// of the library, with every GPU of the machine as one LSA team, and their results are checked
-// exactly. Until the library creates windows and device communicators, the run is skipped and the
-// test checks that ncclDevCommCreate fails cleanly. The kernels build for sm_80 and sm_90 whatever
-// the build's own architectures (tests/gpu/CMakeLists.txt).
+// LSA AllReduce between two barriers, the same with ncclLsaReduceSumCopy, an AllGather that pushes through symmetric
+// pointers, an LL all-to-all exchange over several epochs, and warp-wide barriers. They run on device communicators of
+// the library, with every GPU of the machine as one LSA team, and their results are checked exactly. Until the library
+// creates windows and device communicators, the run is skipped and the test checks that ncclDevCommCreate fails
+// cleanly. The kernels build for sm_80 and sm_90 whatever the build's own architectures (tests/gpu/CMakeLists.txt).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -69,6 +68,22 @@ __global__ void lsaAllGather(ncclSymPtr<T> send, ncclSymPtr<T> recv, size_t coun
   ncclBarrierSession<ncclCoopCta> done(ncclCoopCta(), ncclTeamTagLsa(), devComm, blockIdx.x);
   ncclResult_t result = done.sync(ncclCoopCta(), cuda::memory_order_acq_rel, ncclGinFenceLevel::None, kTimeoutCycles);
   if (threadIdx.x == 0) ok[blockIdx.x] = (result == ncclSuccess);
+}
+
+// AllReduce through the reduce-copy building block: rank r sums its share of the elements over the
+// team and stores the sum into every member's output (a reduce-scatter and an all-gather in one
+// pass). The shares start at arbitrary elements, so the 16-byte packs have a head and a tail.
+template <typename T>
+__global__ void lsaReduceSumCopyAllReduce(ncclSymPtr<T> send, ncclSymPtr<T> recv, size_t count, ncclDevComm devComm) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  ncclTeam lsa = ncclTeamLsa(devComm);
+  size_t share = (count + lsa.nRanks - 1) / lsa.nRanks;
+  size_t begin = min(count, share * lsa.rank), end = min(count, begin + share);
+  size_t perBlock = (end - begin + gridDim.x - 1) / gridDim.x;
+  size_t from = min(end, begin + perBlock * blockIdx.x), to = min(end, from + perBlock);
+  ncclLsaReduceSumCopy(ncclCoopCta(), send + from, recv + from, to - from, devComm);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
 // The value rank `from` sends rank `to` in slot s of epoch `round`.
@@ -151,6 +166,7 @@ bool lastErrorNames(const char* text) { return std::string(ncclGetLastError(null
 int checkKernelImages() {
   cudaFuncAttributes attr;
   CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaAllReduceOneShot<Elem>));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaReduceSumCopyAllReduce<Elem>));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaAllGather<Elem>));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, lla2aExchange));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, warpBarriers));
@@ -214,7 +230,8 @@ int openDevComms(std::vector<Rank>& ranks) {
   return 0;
 }
 
-int runAllReduce(std::vector<Rank>& ranks) {
+// The AllReduce by one-shot LSA reads (reduceCopy false) or by ncclLsaReduceSumCopy (true).
+int runAllReduce(std::vector<Rank>& ranks, bool reduceCopy) {
   const int n = static_cast<int>(ranks.size());
   for (int r = 0; r < n; r++) {
     std::vector<Elem> in(kCount);
@@ -225,8 +242,13 @@ int runAllReduce(std::vector<Rank>& ranks) {
   }
   for (int r = 0; r < n; r++) {
     CHILD_CUDA(cudaSetDevice(r));
-    lsaAllReduceOneShot<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(
-        ranks[r].sendWin, kPad * sizeof(Elem), ranks[r].recvWin, kPad * sizeof(Elem), kCount, ranks[r].devComm);
+    if (reduceCopy) {
+      ncclSymPtr<Elem> send(ranks[r].sendWin, kPad * sizeof(Elem)), recv(ranks[r].recvWin, kPad * sizeof(Elem));
+      lsaReduceSumCopyAllReduce<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(send, recv, kCount, ranks[r].devComm);
+    } else {
+      lsaAllReduceOneShot<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(
+          ranks[r].sendWin, kPad * sizeof(Elem), ranks[r].recvWin, kPad * sizeof(Elem), kCount, ranks[r].devComm);
+    }
     CHILD_CUDA(cudaGetLastError());
   }
   for (int r = 0; r < n; r++) {
@@ -338,7 +360,10 @@ int runKernels() {
   int devComms = openDevComms(ranks);
   if (devComms != 0) return closeAll(ranks, false, true) == 0 ? devComms : 1;
   for (int pass = 0; pass < 2; pass++) {  // the second reuses the barriers' saved epochs
-    if (runAllReduce(ranks) != 0 || runAllGather(ranks) != 0 || runLla2aAndWarpBarriers(ranks) != 0) return 1;
+    if (runAllReduce(ranks, false) != 0 || runAllReduce(ranks, true) != 0 || runAllGather(ranks) != 0 ||
+        runLla2aAndWarpBarriers(ranks) != 0) {
+      return 1;
+    }
   }
   return closeAll(ranks, true, true);
 }
