@@ -48,14 +48,12 @@ __global__ void lsaAllReduceOneShot(ncclWindow_t sendWin, size_t sendOffset, ncc
 
 // AllGather by pushing: each rank stores its block into every peer's output at its own rank's
 // place, starting with the next peer so that the ranks do not all hit one GPU first. The closing
-// barrier is the hybrid barrier in its LSA form, timed; its result goes to ok[blockIdx.x].
+// barrier is the timed form; its result goes to ok[blockIdx.x].
 template <typename T>
 __global__ void lsaAllGather(ncclSymPtr<T> send, ncclSymPtr<T> recv, size_t count, ncclDevComm devComm, int* ok) {
   ncclTeam lsa = ncclTeamLsa(devComm);
-  {
-    ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, lsa, devComm.lsaBarrier, blockIdx.x);
-    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // no peer still reads last use's output
-  }
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), devComm, lsa, devComm.lsaBarrier, blockIdx.x);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);  // no peer still reads last use's output
   const T* mine = send.localPtr();
   ncclSymPtr<T> place = recv + size_t(lsa.rank) * count;
   for (int n = 1; n <= lsa.nRanks; n++) {
@@ -65,8 +63,7 @@ __global__ void lsaAllGather(ncclSymPtr<T> send, ncclSymPtr<T> recv, size_t coun
       dst[i] = mine[i];
     }
   }
-  ncclBarrierSession<ncclCoopCta> done(ncclCoopCta(), ncclTeamTagLsa(), devComm, blockIdx.x);
-  ncclResult_t result = done.sync(ncclCoopCta(), cuda::memory_order_acq_rel, ncclGinFenceLevel::None, kTimeoutCycles);
+  ncclResult_t result = bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel, kTimeoutCycles);
   if (threadIdx.x == 0) ok[blockIdx.x] = (result == ncclSuccess);
 }
 
@@ -135,6 +132,8 @@ __global__ void headerInstantiations(ncclDevComm devComm, ncclWindow_t win, nccl
   ncclSymPtr<float> p = ncclGetResourceBuffer(devComm, 0);
   float* mm = ncclSymPtr<float>(win, 0).lsaMultimemPtr(devComm);
   ncclTeam rail = ncclTeamRail(devComm);
+  ncclBarrierSession<ncclCoopCta> hybrid(ncclCoopCta(), ncclTeamTagLsa(), devComm, 0);
+  hybrid.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
   out[threadIdx.x] = sum + v + (found != nullptr) + (mm != nullptr) + *p.lsaPtr(ncclTeamRankToLsa(devComm, rail, 0));
   ll.endEpoch(ncclCoopWarp());
 }
@@ -202,8 +201,9 @@ int openWindows(std::vector<Rank>& ranks) {
   return 0;
 }
 
-// The device communicators: barriers for every block and every warp, the hybrid (LSA) barriers,
-// and one LL all-to-all block per thread block. 77: no device communicators yet.
+// The device communicators: barriers for every block and every warp, and one LL all-to-all block per
+// thread block (no hybrid barriers: NCCL counts barrierCount as a GIN resource). 77: no device
+// communicators yet.
 int openDevComms(std::vector<Rank>& ranks) {
   const int n = static_cast<int>(ranks.size());
   std::vector<ncclDevResourceRequirements_t> llReqs(n);
@@ -215,7 +215,6 @@ int openDevComms(std::vector<Rank>& ranks) {
     if (result != ncclSuccess) break;
     ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.lsaBarrierCount = kBlocks * kWarps;
-    reqs.barrierCount = kBlocks;
     reqs.resourceRequirementsList = &llReqs[r];
     result = ncclDevCommCreate(ranks[r].comm, &reqs, &ranks[r].devComm);
   }
