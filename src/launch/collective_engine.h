@@ -1,6 +1,7 @@
 // The collectives of a communicator: the rings, the direct channels and the trees, their
 // connections (made at the first collective, "lazily": comm_connect.cc, tree_connect.cc), the cost
-// model they give the planner, and the launch of one collective kernel (collective_launch.cc).
+// model they give the planner, the plan of each queued collective (collective_plan.cc) and its
+// launch (collective_launch.cc).
 //
 // It owns what only collectives use: the NCCL_ALGO / NCCL_PROTO filter, the topology the rings are
 // built from and the model planned on. Connections go through the share membership (they may be
@@ -16,6 +17,7 @@
 #include "device/dev_types.h"
 #include "launch/coll_task.h"
 #include "launch/data_path_context.h"
+#include "launch/planned_coll.h"
 #include "launch/registered_launch.h"
 #include "plan/plan.h"
 #include "register/registry.h"
@@ -40,24 +42,22 @@ class CollectiveEngine {
   [[nodiscard]] ncclResult_t connect();
   bool connected() const { return connected_; }
   const topo::Topology& topology() const { return topo_; }
-  const plan::CommModel& model() const { return model_; }
   // The transports' view of the communicator (DataPathContext::transportContext with the rings'
   // NET rule).
   transport::Context transportContext() const { return ctx_.transportContext(topo_.llOk); }
 
-  // The model an operation is planned on (the plan offers no Direct for a user PreMulSum op).
-  plan::CommModel modelFor(const CollTask& task) const {
-    plan::CommModel model = model_;
-    model.userPreMulSum = hasUserOp(task);
-    return model;
-  }
-  // An operation's plan on `model` (modelFor, or its zero-copy variant), within its options.
-  [[nodiscard]] ncclResult_t planOf(const CollTask& task, const plan::CommModel& model, plan::Decision* out) const;
+  // The plan of `task` on the model of the connected rings, within its options (the zero-copy
+  // variant when zeroCopy, plan::zeroCopyModel): the planner's one caller.
+  [[nodiscard]] ncclResult_t decide(const CollTask& task, bool zeroCopy, plan::Decision* out) const;
+  // `task` planned once at its group's end (collective_plan.cc, planned_coll.h), taking the
+  // zero-copy plan `registered` when it goes direct. *out refers to task.
+  [[nodiscard]] ncclResult_t plan(const CollTask& task, const RegisteredLaunch& registered, PlannedColl* out) const;
 
-  // Launches one collective on its stream through the launch order: its kernel (planned here unless
-  // `registered` goes zero-copy, whose registrations are then noted in `registry`), or a copy on one
-  // rank.
-  [[nodiscard]] ncclResult_t launch(const CollTask& task, const RegisteredLaunch& registered, reg::Registry* registry);
+  // The INFO line of a collective about to be planned for launch (none for an empty one).
+  void logCall(const CollTask& task) const;
+  // Launches a planned collective on its stream through the launch order: its kernel (the
+  // registrations of a zero-copy one noted in `registry`), or on one rank a copy.
+  [[nodiscard]] ncclResult_t launch(const PlannedColl& op, reg::Registry* registry);
 
  private:
   [[nodiscard]] ncclResult_t buildRings();

@@ -34,10 +34,6 @@ bool CollectiveEngine::needsConnect(const std::vector<CollTask>& queue) const {
   return false;
 }
 
-ncclResult_t CollectiveEngine::planOf(const CollTask& task, const plan::CommModel& model, plan::Decision* out) const {
-  return plan::decide(model, filter_, task.options.plan, task.coll, collBytes(task, ctx_.comm->nranks_), out);
-}
-
 plan::CommModel CollectiveEngine::commModel(const uint32_t slotBytes[kNumProtos]) const {
   plan::CommModel model{};
   model.nranks = ctx_.comm->nranks_;

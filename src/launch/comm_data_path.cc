@@ -124,7 +124,13 @@ ncclResult_t CommDataPath::launchPending() {
   reg::Registry* registry = &registration_.registry();
   ncclResult_t result = ncclSuccess;
   for (size_t i = 0; i < tasks.size() && result == ncclSuccess; i++) {
-    result = collectives_.launch(tasks[i], registered[i], registry);
+    // Planned before the launch order is touched: a refused plan (a forced algSelection, NCCL_ALGO
+    // leaving nothing) leaves no half-made launch behind; the operations before it have launched,
+    // as on every other rank.
+    collectives_.logCall(tasks[i]);
+    PlannedColl op;
+    result = collectives_.plan(tasks[i], registered[i], &op);
+    if (result == ncclSuccess) result = collectives_.launch(op, registry);
   }
   if (result == ncclSuccess && !p2p.empty()) result = p2p_.launch(p2p, registry);
   // After the launches recorded the latest event (util/launch_counts.h); a failed one counts too:

@@ -124,7 +124,7 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
       r.recv = r.send = nullptr;
       continue;
     }
-    NCCLCHECK(collectives_.planOf(task, plan::zeroCopyModel(collectives_.model(), task.coll), &r.decision));
+    NCCLCHECK(collectives_.decide(task, /*zeroCopy=*/true, &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
     reg::Registration*& shared = peersRead ? r.send : r.recv;
     if (graph && shared == nullptr) {

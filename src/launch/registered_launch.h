@@ -1,5 +1,5 @@
 // A queued collective's zero-copy plan, made in the connect phase by the registration exchange
-// (launch/buffer_registration.h) and consumed by its launch (launch/collective_engine.h).
+// (launch/buffer_registration.h) and consumed by the collective's plan (launch/planned_coll.h).
 #pragma once
 
 #include <cuda_runtime.h>

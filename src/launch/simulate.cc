@@ -30,12 +30,11 @@ ncclResult_t CommDataPath::simulatePending(double* us) {
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
   double total = 0.0;
-  const int nranks = comm_->nranks_;
   for (const CollTask& task : colls) {
-    if (task.count == 0 || nranks == 1) continue;  // one rank: a device copy at most
-    plan::Decision decision{};
-    NCCLCHECK(collectives_.planOf(task, collectives_.modelFor(task), &decision));
-    total += decision.estimatedUs;
+    PlannedColl op;
+    NCCLCHECK(collectives_.plan(task, RegisteredLaunch{}, &op));
+    // One rank: a device copy at most, not estimated.
+    if (op.path == PlannedColl::Path::kKernel) total += op.decision.estimatedUs;
   }
   if (!p2p.empty()) NCCLCHECK(p2p_.addEstimatedUs(p2p, &total));
   INFO(kLogColl, "comm %p rank %d: group simulated, %zu collectives and %zu sends/receives, estimated %.1f us",
