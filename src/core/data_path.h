@@ -1,6 +1,7 @@
 // The data path of a communicator as core sees it: an object that queues operations, connects the
 // rings lazily and launches kernels. launch/ implements it (CommDataPath); core only drives it from
-// ncclGroupEnd and tears it down in finalize/destroy/abort, so core never depends on launch/.
+// ncclGroupEnd and tears it down in finalize/destroy/abort, so core never depends on launch/. The
+// API's operation calls reach its queue through operations() (core/operation_sink.h).
 #pragma once
 
 #include <nccl.h>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/operation_sink.h"
 #include "core/share_group.h"
 
 namespace braid {
@@ -22,6 +24,10 @@ class DataPathBase {
   // collectives' (ncclGroupSimulateEnd plans collectives on the connected topology, as NCCL does,
   // but makes no point-to-point connection: those involve only the peers a rank names).
   enum class ConnectScope { kAll, kCollectives };
+
+  // Where the API's operation calls queue their operations, register buffers and keep their
+  // reductions (launch/enqueue.cc).
+  virtual OperationSink& operations() = 0;
 
   // True when queued operations need connections (within scope) that are not made yet, or another
   // exchange with their peers before they launch (the point-to-point count check).

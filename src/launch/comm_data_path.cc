@@ -1,71 +1,20 @@
 #include "launch/comm_data_path.h"
 
-#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <set>
-#include <thread>
 
+#include "core/comm.h"
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
-#include "device/reduce/work_scalar.h"
-#include "launch/replay_wake.h"
 #include "util/check.h"
-#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 
 namespace braid {
 namespace {
-
-// ncclAvg becomes a pre-multiplication by 1/nranks for floating types and a division of the sum
-// for integers (truncating), as NCCL defines it.
-void setReduction(const CollTask& task, int nranks, DevWork* work) {
-  switch (task.op) {
-    case ncclProd:
-      work->redOp = static_cast<uint8_t>(DevRedOp::kProd);
-      break;
-    case ncclMax:
-      work->redOp = static_cast<uint8_t>(DevRedOp::kMax);
-      break;
-    case ncclMin:
-      work->redOp = static_cast<uint8_t>(DevRedOp::kMin);
-      break;
-    case ncclAvg:
-      if (dtypeIsFloating(task.dtype)) {
-        work->redOp = static_cast<uint8_t>(DevRedOp::kPreMulSum);
-        work->scalar = avgScalarBits(task.dtype, nranks);
-      } else {
-        work->redOp = static_cast<uint8_t>(DevRedOp::kSumPostDiv);
-        work->scalar = static_cast<uint64_t>(nranks);
-      }
-      break;
-    default:
-      if (hasUserOp(task)) {
-        work->redOp = static_cast<uint8_t>(DevRedOp::kPreMulSum);
-        work->scalar = preMulScalarBits(task.dtype, task.scalarBits);
-        work->scalarPtr = task.scalarPtr;
-      } else {
-        work->redOp = static_cast<uint8_t>(DevRedOp::kSum);
-      }
-      break;
-  }
-}
-
-// The operation's buffers, type and reduction as the kernels take them.
-DevWork workOf(const CollTask& task, int nranks) {
-  DevWork work{};
-  work.sendbuff = task.sendbuff;
-  work.recvbuff = task.recvbuff;
-  work.count = task.count;
-  work.root = task.root;
-  work.coll = static_cast<uint8_t>(task.coll);
-  work.dtype = static_cast<uint8_t>(task.dtype);
-  setReduction(task, nranks, &work);
-  return work;
-}
 
 // Makes every kernel resident on `cudaDev` (the current GPU) when the first data path of this process
 // is created there (see loadKernels in device/launch_kernel.h): no kernel of ours runs on that GPU
@@ -87,38 +36,29 @@ ncclResult_t loadKernelsOnce(int cudaDev) {
 
 }  // namespace
 
+CommDataPath::CommDataPath(ncclComm* comm)
+    : comm_(comm),
+      share_(comm),
+      ctx_{comm, device_.get(), &net_, &share_, &progress_, KernelLaunch{}},
+      collectives_(ctx_),
+      p2p_(ctx_),
+      registration_(ctx_, collectives_, p2p_) {}
+
 ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>* out) {
   std::unique_ptr<CommDataPath> path(new CommDataPath(comm));
-  const std::string& algo = paramString(ParamId::kAlgo);
-  const std::string& proto = paramString(ParamId::kProto);
-  NCCLCHECK(plan::parseFilter(algo.c_str(), proto.c_str(), &path->filter_));
+  NCCLCHECK(path->collectives_.init());
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
   NCCLCHECK(loadKernelsOnce(comm->cudaDev_));
   const bool mixing = comm->config_.graphUsageMode == 2;  // NCCL_GRAPH_MIXING_SUPPORT is folded in (core/config.cc)
-  if (comm->shareGroup_ != nullptr && comm->nranks_ > 1) {
-    path->group_ = comm->shareGroup_;
-    std::lock_guard<std::mutex> lock(path->group_->mutex);
-    NCCLCHECK(SharedConnections::of(path->group_.get(), mixing, &path->shared_));
-  } else {
-    path->order_ = std::make_unique<LaunchOrder>();
-    NCCLCHECK(path->order_->init(mixing));
-  }
-  comm->lastLaunch_.store(path->order().latestEvent());  // for the peer watch (core/peer_watch.h)
+  NCCLCHECK(path->share_.init(mixing, path->device_));
+  comm->lastLaunch_.store(path->share_.order().latestEvent());  // for the peer watch (core/peer_watch.h)
   if (comm->nranks_ > 1) {
     path->progress_.init(comm->commHash_, comm->rank_, comm->nranks_);
     comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
   }
-  CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
-  int major = 0;
-  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
-  const bool hopper = major >= 9;
-  path->collLaunch_.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
-  path->clusters_ = hopper;
-  path->plainLaunch_.pdl = path->collLaunch_.pdl;
-  int driver = 0;
-  CUDACHECK(cudaDriverGetVersion(&driver));
-  path->launchEventAttr_ = driver >= 12030;
+  NCCLCHECK(path->p2p_.init());
+  NCCLCHECK(path->ctx_.launch.init(comm->cudaDev_));
   *out = std::move(path);
   return ncclSuccess;
 }
@@ -126,21 +66,42 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
 CommDataPath::~CommDataPath() {
   // Destroy after the work finished: the peers' proxies learn that our connections end in order.
   net_.farewell();
-  if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
 }
 
-bool CommDataPath::needsRingConnect() const {
-  if (connected_ || comm_->nranks_ == 1) return false;
-  for (const CollTask& task : queue_) {
-    if (task.count > 0) return true;
+cudaEvent_t CommDataPath::queuedP2pLaunchEvent() const {
+  for (const P2pTask& t : p2pQueue_) {
+    if (t.launchEvent != nullptr) return t.launchEvent;
   }
-  return false;
+  return nullptr;
 }
 
 bool CommDataPath::needsConnect(ConnectScope scope) const {
-  if (needsRingConnect()) return true;
+  if (collectives_.needsConnect(queue_)) return true;
   return scope == ConnectScope::kAll &&
-         (needsP2pConnect() || needsP2pCountCheck() || needsRegExchange() || needsP2pRegExchange());
+         (p2p_.needsConnect(p2pQueue_) || p2p_.needsCountCheck(p2pQueue_) || registration_.needsExchange(queue_) ||
+          registration_.needsP2pExchange(p2pQueue_));
+}
+
+// The rings (collective: only when the group has a collective) and, in scope kAll, the
+// point-to-point peers the group's sends and receives name for the first time (pairwise, see
+// p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc),
+// then the exchanges of registered buffers (reg_launch.cc for collectives, p2p_reg.cc for sends and
+// receives): everything that waits for peers, which ncclGroupEnd runs for all communicators at once.
+ncclResult_t CommDataPath::connect(ConnectScope scope) {
+  ScopedDevice device(comm_->cudaDev_);
+  if (!device.ok()) {
+    WARN("rank %d: cannot make GPU %d current to connect its peers", comm_->rank_, comm_->cudaDev_);
+    return ncclUnhandledCudaError;
+  }
+  RelaxedCaptureMode relaxed;  // the operation that connects may be captured
+  NCCLCHECK(device_->allocAbortFlag());
+  if (collectives_.needsConnect(queue_)) NCCLCHECK(collectives_.connect());
+  if (scope != ConnectScope::kAll) return ncclSuccess;
+  if (p2p_.needsConnect(p2pQueue_)) NCCLCHECK(p2p_.connect(p2pQueue_, collectives_.topology().llOk));
+  if (p2p_.needsCountCheck(p2pQueue_)) NCCLCHECK(p2p_.checkCounts(p2pQueue_));
+  if (registration_.needsExchange(queue_)) NCCLCHECK(registration_.exchange(queue_));
+  if (registration_.needsP2pExchange(p2pQueue_)) NCCLCHECK(registration_.exchangeP2p(&p2pQueue_));
+  return ncclSuccess;
 }
 
 // Collectives first, in issue order, then the group's sends and receives in one kernel: every
@@ -149,9 +110,7 @@ bool CommDataPath::needsConnect(ConnectScope scope) const {
 ncclResult_t CommDataPath::launchPending() {
   std::vector<CollTask> tasks;
   tasks.swap(queue_);
-  std::vector<RegisteredLaunch> registered;
-  registered.swap(registeredQueue_);
-  registered.resize(tasks.size());  // no exchange ran: every operation takes the copy path
+  const std::vector<RegisteredLaunch> registered = registration_.takePlans(tasks.size());
   std::vector<P2pTask> p2p;
   p2p.swap(p2pQueue_);
   if (tasks.empty() && p2p.empty()) return ncclSuccess;
@@ -162,114 +121,34 @@ ncclResult_t CommDataPath::launchPending() {
     for (const P2pTask& t : p2p) streams.push_back(t.stream);
     NCCLCHECK(net_.beforeLaunch(streams));
   }
+  reg::Registry* registry = &registration_.registry();
   ncclResult_t result = ncclSuccess;
-  for (size_t i = 0; i < tasks.size() && result == ncclSuccess; i++) result = launchOne(tasks[i], registered[i]);
-  if (result == ncclSuccess && !p2p.empty()) result = launchP2p(p2p);
+  for (size_t i = 0; i < tasks.size() && result == ncclSuccess; i++) {
+    // Planned before the launch order is touched: a refused plan (a forced algSelection, NCCL_ALGO
+    // leaving nothing) leaves no half-made launch behind; the operations before it have launched,
+    // as on every other rank.
+    collectives_.logCall(tasks[i]);
+    PlannedColl op;
+    result = collectives_.plan(tasks[i], registered[i], &op);
+    if (result == ncclSuccess) result = collectives_.launch(op, registry);
+  }
+  if (result == ncclSuccess && !p2p.empty()) result = p2p_.launch(p2p, registry);
   // After the launches recorded the latest event (util/launch_counts.h); a failed one counts too:
   // what it launched before failing is covered by that event as well.
   net_.afterLaunch();
   return result;
 }
 
-ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunch& registered) {
-  if (task.count == 0) return ncclSuccess;
-  int nranks = comm_->nranks_;
-  INFO(kLogColl, "%s: sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p",
-       plan::collName(task.coll), task.sendbuff, task.recvbuff, task.count, static_cast<int>(task.dtype),
-       static_cast<int>(task.op), task.root, static_cast<void*>(comm_), nranks, static_cast<void*>(task.stream));
-  // Planned before the launch order is touched: a refused plan (a forced algSelection, NCCL_ALGO
-  // leaving nothing) leaves no half-made launch behind.
-  plan::Decision decision = registered.decision;
-  if (nranks > 1 && !registered.direct) NCCLCHECK(planOf(task, modelFor(task), &decision));
-  ScopedDevice device(comm_->cudaDev_);
-  const std::unique_lock<std::mutex> lock = launchLock();
-  LaunchOrder& order = this->order();
-  NCCLCHECK(order.before(task.stream));
-  const cudaEvent_t launchEvent = task.options.launchEvent;
-  if (nranks == 1 && hasUserOp(task)) {
-    // One rank with a PreMulSum op: the premultiplication still applies.
-    LaunchOptions launch;
-    NCCLCHECK(withLaunchEvent(plainLaunch_, launchEvent, task.stream, &launch));
-    CUDACHECK(launchOneRankKernel(workOf(task, nranks), launch, task.stream));
-  } else if (nranks == 1) {
-    // One rank: a copy (any other reduction of one value is that value). No kernel: a launch event
-    // is recorded where the copy begins, as NCCL records one without launch-completion events.
-    if (launchEvent != nullptr) CUDACHECK(cudaEventRecord(launchEvent, task.stream));
-    if (task.sendbuff != task.recvbuff) {
-      CUDACHECK(cudaMemcpyAsync(task.recvbuff, task.sendbuff, task.count * dtypeSize(task.dtype),
-                                cudaMemcpyDeviceToDevice, task.stream));
-    }
-  } else {
-    DevKernelArgs args{};
-    args.comm = device_->devComm();
-    args.work = workOf(task, nranks);
-    DevWork& work = args.work;
-    work.proto = static_cast<uint8_t>(decision.proto);
-    work.algo = static_cast<uint8_t>(decision.algo == plan::kAlgoDirect ? DevAlgo::kDirect
-                                     : decision.algo == plan::kAlgoTree ? DevAlgo::kTree
-                                                                        : DevAlgo::kRing);
-    work.nChannels = decision.nChannels;
-    work.chunkBytes = decision.chunkBytes;
-    work.sharedSteps = stepsInGroupWords() ? 1 : 0;  // see connectOrReuse
-    if (order.launchCaptured()) {
-      progress_.noteCapture(task, work.nChannels, &work);
-    } else {
-      progress_.noteLaunch(task, work.nChannels, &work);
-    }
-    TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us), CTA policy %d",
-          plan::collName(task.coll), collBytes(task, nranks), plan::algoName(decision.algo),
-          plan::protoName(decision.proto), decision.nChannels, decision.nThreads, decision.chunkBytes,
-          decision.estimatedUs, task.options.ctaPolicy);
-    LaunchOptions launch;
-    NCCLCHECK(withLaunchEvent(collLaunch_, launchEvent, task.stream, &launch));
-    launch.clusterSize = clusters_ ? decision.clusterSize : 0;
-    CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,
-                                     registered.direct ? &registered.peers : nullptr));
-    if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
-  }
-  NCCLCHECK(order.after(task.stream));
-  if (!order.launchCaptured()) progress_.noteRecorded();
-  return ncclSuccess;
-}
-
-ncclResult_t CommDataPath::withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
-                                           LaunchOptions* out) const {
-  if (event != nullptr && launchEventAttr_) {
-    base.completionEvent = event;
-  } else if (event != nullptr) {
-    CUDACHECK(cudaEventRecord(event, stream));
-  }
-  *out = base;
-  return ncclSuccess;
-}
-
-ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
-  // In a share group: the whole group's launched work. Not under the group's mutex: a member on
-  // another thread may have to launch before that work can end (its peers wait for it). Waiting on
-  // the communicator's own event is permitted while the caller's thread captures another stream.
-  RelaxedCaptureMode relaxed;
-  const cudaEvent_t latest = shared_ != nullptr ? shared_->order().latestEvent() : order_->latestEvent();
-  if (!check) {
-    CUDACHECK(cudaEventSynchronize(latest));
-    return ncclSuccess;
-  }
-  for (;;) {
-    const cudaError_t status = cudaEventQuery(latest);
-    if (status == cudaSuccess) return ncclSuccess;
-    if (status != cudaErrorNotReady) CUDACHECK(status);
-    NCCLCHECK(check());
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+void CommDataPath::dropPending() {
+  queue_.clear();
+  registration_.dropPlans();
+  p2pQueue_.clear();
 }
 
 void CommDataPath::signalAbort() {
   net_.noteAbort();
   device_->signalAbort();
-  if (shared_ != nullptr) {
-    // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.
-    std::lock_guard<std::mutex> lock(group_->mutex);
-    shared_->forgetAll();
-  }
+  share_.forgetPoolOnAbort();
 }
 
 }  // namespace braid

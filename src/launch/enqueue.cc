@@ -5,6 +5,8 @@
 #include "launch/coll_args.h"
 #include "launch/coll_config.h"
 #include "launch/comm_data_path.h"
+#include "launch/p2p_task.h"
+#include "launch/red_ops.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -13,14 +15,14 @@ namespace braid {
 
 namespace {
 
-// The communicator's data path, created at its first operation.
-ncclResult_t dataPath(ncclComm* comm, CommDataPath** out) {
+// Where the communicator's operations go: its data path, created at its first operation.
+ncclResult_t operationsOf(ncclComm* comm, OperationSink** out) {
   if (!comm->dataPath_) {
     std::unique_ptr<CommDataPath> path;
     NCCLCHECK(CommDataPath::create(comm, &path));
     comm->dataPath_ = std::move(path);
   }
-  *out = static_cast<CommDataPath*>(comm->dataPath_.get());
+  *out = &comm->dataPath_->operations();
   return ncclSuccess;
 }
 
@@ -28,7 +30,7 @@ ncclResult_t dataPath(ncclComm* comm, CommDataPath** out) {
 // table refuses every op, and no data path is made just for that.
 UserRedOps* userRedOps(ncclComm* comm) {
   static UserRedOps none;
-  if (comm->dataPath_) return &static_cast<CommDataPath*>(comm->dataPath_.get())->redOps();
+  if (comm->dataPath_) return &comm->dataPath_->operations().redOps();
   return &none;
 }
 
@@ -59,9 +61,9 @@ ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* calle
   }
   if (task.count == 0) return ncclSuccess;  // nothing to move, nothing launched
   NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
-  CommDataPath* path = nullptr;
-  NCCLCHECK(dataPath(comm, &path));
-  path->enqueue(queued);
+  OperationSink* ops = nullptr;
+  NCCLCHECK(operationsOf(comm, &ops));
+  ops->enqueue(queued);
   return launchAsGroup(comm);
 }
 
@@ -85,9 +87,9 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   // An empty operation moves nothing, but the count check still compares it with its partner.
   if (bytes == 0 && paramInt(ParamId::kP2pCheckCounts) == 0) return ncclSuccess;
   NCCLCHECK(GroupContext::current().checkBlockingMatches(comm, caller));
-  CommDataPath* path = nullptr;
-  NCCLCHECK(dataPath(comm, &path));
-  const cudaEvent_t queuedEvent = path->queuedP2pLaunchEvent();
+  OperationSink* ops = nullptr;
+  NCCLCHECK(operationsOf(comm, &ops));
+  const cudaEvent_t queuedEvent = ops->queuedP2pLaunchEvent();
   if (launchEvent != nullptr && queuedEvent != nullptr && queuedEvent != launchEvent) {
     WARN(
         "%s: config->launchCompletionEvent %p: this group's sends and receives on communicator %p (rank %d) already "
@@ -100,16 +102,16 @@ ncclResult_t enqueueP2p(ncclComm* comm, bool send, const void* buff, size_t coun
   P2pTask task{send, peer, const_cast<char*>(static_cast<const char*>(buff)), bytes, count, dtype, stream};
   task.staged = staged && send && peer != comm->rank_;  // a self pair in place is no copy at all
   task.launchEvent = launchEvent;
-  path->enqueueP2p(task);
+  ops->enqueueP2p(task);
   return launchAsGroup(comm);
 }
 
 ncclResult_t redOpCreatePreMulSum(ncclComm* comm, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                   ncclScalarResidence_t residence) {
   NCCLCHECK(commCheckUsable(comm, "ncclRedOpCreatePreMulSum"));
-  CommDataPath* path = nullptr;
-  NCCLCHECK(dataPath(comm, &path));
-  return path->redOps().create(scalar, datatype, residence, op);
+  OperationSink* ops = nullptr;
+  NCCLCHECK(operationsOf(comm, &ops));
+  return ops->redOps().create(scalar, datatype, residence, op);
 }
 
 // Only the handle is checked: an op may be destroyed after the communicator was finalized.
@@ -132,9 +134,9 @@ ncclResult_t commRegister(ncclComm* comm, void* buff, size_t size, void** handle
     WARN("ncclCommRegister: size is 0");
     return ncclInvalidArgument;
   }
-  CommDataPath* path = nullptr;
-  NCCLCHECK(dataPath(comm, &path));
-  return path->registerBuffer(buff, size, handle);
+  OperationSink* ops = nullptr;
+  NCCLCHECK(operationsOf(comm, &ops));
+  return ops->registerBuffer(buff, size, handle);
 }
 
 ncclResult_t commDeregister(ncclComm* comm, void* handle) {
@@ -147,7 +149,7 @@ ncclResult_t commDeregister(ncclComm* comm, void* handle) {
     WARN("ncclCommDeregister: handle %p is not a registration of this communicator (it has none)", handle);
     return ncclInvalidArgument;
   }
-  return static_cast<CommDataPath*>(comm->dataPath_.get())->deregisterBuffer(handle);
+  return comm->dataPath_->operations().deregisterBuffer(handle);
 }
 
 }  // namespace braid

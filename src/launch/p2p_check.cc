@@ -10,8 +10,9 @@
 #include <cstdint>
 
 #include "bootstrap/tags.h"
+#include "core/comm.h"
 #include "launch/coll_task.h"
-#include "launch/comm_data_path.h"
+#include "launch/p2p_engine.h"
 #include "util/check.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -28,30 +29,29 @@ struct CountMessage {
 
 }  // namespace
 
-bool CommDataPath::needsP2pCountCheck() const {
+bool P2pEngine::needsCountCheck(const std::vector<P2pTask>& queue) const {
   if (paramInt(ParamId::kP2pCheckCounts) == 0) return false;
-  for (const P2pTask& t : p2pQueue_) {
-    if (t.peer != comm_->rank_) return true;
+  for (const P2pTask& t : queue) {
+    if (t.peer != ctx_.comm->rank_) return true;
   }
   return false;
 }
 
-ncclResult_t CommDataPath::checkP2pCounts() {
-  const std::vector<P2pTask>& tasks = p2pQueue_;
-  const int rank = comm_->rank_;
-  if (p2pRecvCount_.empty()) p2pRecvCount_.assign(comm_->nranks_, 0);
+ncclResult_t P2pEngine::checkCounts(const std::vector<P2pTask>& tasks) {
+  const int rank = ctx_.comm->rank_;
+  if (recvCount_.empty()) recvCount_.assign(ctx_.comm->nranks_, 0);
   for (const P2pTask& t : tasks) {
     if (!t.send || t.peer == rank) continue;
     CountMessage message{t.count, static_cast<int32_t>(t.dtype), 0};
-    NCCLCHECK(comm_->bootstrap_->send(t.peer, tags::kP2pCount, &message, sizeof(message)));
+    NCCLCHECK(ctx_.comm->bootstrap_->send(t.peer, tags::kP2pCount, &message, sizeof(message)));
   }
   ncclResult_t result = ncclSuccess;
   for (const P2pTask& t : tasks) {
     if (t.send || t.peer == rank) continue;
     CountMessage sent{};
-    NCCLCHECK(comm_->bootstrap_->recv(t.peer, tags::kP2pCount, &sent, sizeof(sent)));
+    NCCLCHECK(ctx_.comm->bootstrap_->recv(t.peer, tags::kP2pCount, &sent, sizeof(sent)));
     size_t sentBytes = sent.count * dtypeSize(static_cast<ncclDataType_t>(sent.dtype));
-    uint64_t index = p2pRecvCount_[t.peer]++;
+    uint64_t index = recvCount_[t.peer]++;
     if (sentBytes != t.bytes && result == ncclSuccess) {
       WARN(
           "rank %d: ncclRecv #%llu from rank %d expects count %zu of datatype %d (%zu bytes) but rank %d sends count "

@@ -10,7 +10,12 @@
 #include <algorithm>
 
 #include "bootstrap/tags.h"
-#include "launch/comm_data_path.h"
+#include "core/comm.h"
+#include "cuda/cuda_check.h"
+#include "launch/device_state.h"
+#include "launch/network_link.h"
+#include "launch/p2p_engine.h"
+#include "launch/share_membership.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -35,62 +40,71 @@ int residentP2pCtas(const ncclComm& comm) {
 
 }  // namespace
 
-bool CommDataPath::needsP2pConnect() const {
-  for (const P2pTask& task : p2pQueue_) {
-    if (task.bytes == 0 || task.peer == comm_->rank_) continue;
-    if (p2pConnected_.empty() || p2pConnected_[task.peer] == 0) return true;
+P2pEngine::~P2pEngine() {
+  if (joinEvent_ != nullptr) (void)cudaEventDestroy(joinEvent_);
+}
+
+ncclResult_t P2pEngine::init() {
+  CUDACHECK(cudaEventCreateWithFlags(&joinEvent_, cudaEventDisableTiming));
+  return ncclSuccess;
+}
+
+bool P2pEngine::needsConnect(const std::vector<P2pTask>& queue) const {
+  for (const P2pTask& task : queue) {
+    if (task.bytes == 0 || task.peer == ctx_.comm->rank_) continue;
+    if (!connectedTo(task.peer)) return true;
   }
   return false;
 }
 
-// This rank's links and the point-to-point parameters; local, made once per communicator.
-ncclResult_t CommDataPath::initP2pPlan() {
-  if (!p2pLinks_.empty()) return ncclSuccess;
-  NCCLCHECK(topo::detectLinks(rankDescs(*comm_), comm_->rank_, &p2pLinks_));
+ncclResult_t P2pEngine::initPlan() {
+  if (!links_.empty()) return ncclSuccess;
+  NCCLCHECK(topo::detectLinks(rankDescs(*ctx_.comm), ctx_.comm->rank_, &links_));
   int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
-  p2pSlotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
-  p2pBalanceBytes_ = paramInt(ParamId::kP2pBalanceBytes);
-  p2pBalanceChunk_ = paramInt(ParamId::kP2pBalanceChunk);
-  p2pResidentCtas_ = residentP2pCtas(*comm_);
-  p2pChannels_ =
-      plan::p2pChannelsPerPeer(paramInt(ParamId::kMaxP2pNchannels), kMaxP2pChannels, comm_->nranks_, p2pResidentCtas_);
+  slotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
+  balanceBytes_ = paramInt(ParamId::kP2pBalanceBytes);
+  balanceChunk_ = paramInt(ParamId::kP2pBalanceChunk);
+  residentCtas_ = residentP2pCtas(*ctx_.comm);
+  channels_ =
+      plan::p2pChannelsPerPeer(paramInt(ParamId::kMaxP2pNchannels), kMaxP2pChannels, ctx_.comm->nranks_, residentCtas_);
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::connectP2p() {
-  const int nranks = comm_->nranks_;
-  if (p2pConnected_.empty()) {
-    NCCLCHECK(initP2pPlan());
-    NCCLCHECK(device_->allocP2pPeers(nranks));
-    p2pConnected_.assign(nranks, 0);
-    p2pDirectPair_.assign(nranks, 0);
-    p2pPeerChannels_.assign(nranks, p2pChannels_);
+ncclResult_t P2pEngine::connect(const std::vector<P2pTask>& queue, bool netLl) {
+  const int nranks = ctx_.comm->nranks_;
+  if (connected_.empty()) {
+    NCCLCHECK(initPlan());
+    NCCLCHECK(ctx_.device->allocP2pPeers(nranks));
+    connected_.assign(nranks, 0);
+    directPair_.assign(nranks, 0);
+    peerChannels_.assign(nranks, channels_);
   }
   std::vector<int> peers;
-  for (const P2pTask& task : p2pQueue_) {
-    if (task.bytes > 0 && task.peer != comm_->rank_ && p2pConnected_[task.peer] == 0) peers.push_back(task.peer);
+  for (const P2pTask& task : queue) {
+    if (task.bytes > 0 && task.peer != ctx_.comm->rank_ && connected_[task.peer] == 0) peers.push_back(task.peer);
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   for (int peer : peers) {
-    if (comm_->peers_[peer].hostHash != comm_->peers_[comm_->rank_].hostHash) NCCLCHECK(net_.open(comm_));
+    if (ctx_.comm->peers_[peer].hostHash != ctx_.comm->peers_[ctx_.comm->rank_].hostHash)
+      NCCLCHECK(ctx_.net->open(ctx_.comm));
   }
-  transport::Context ctx = transportContext();
+  transport::Context ctx = ctx_.transportContext(netLl);
   ctx.buffBytes[kProtoLL] = 0;
   ctx.buffBytes[kProtoLL128] = 0;
-  ctx.buffBytes[kProtoSimple] = p2pSlotBytes_ * kFifoSlotsSimple;
+  ctx.buffBytes[kProtoSimple] = slotBytes_ * kFifoSlotsSimple;
   ctx.connectTags = tags::kP2pConnect;
-  topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
-  for (int peer : peers) NCCLCHECK(connectP2pPeer(ctx, params, peer));
+  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.minCTAs, ctx_.comm->config_.maxCTAs);
+  for (int peer : peers) NCCLCHECK(connectPeer(ctx, params, peer));
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer) {
-  const int rank = comm_->rank_;
+ncclResult_t P2pEngine::connectPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer) {
+  const int rank = ctx_.comm->rank_;
   topo::Link back{};
-  NCCLCHECK(comm_->bootstrap_->send(peer, tags::kP2pLink, &p2pLinks_[peer], sizeof(topo::Link)));
-  NCCLCHECK(comm_->bootstrap_->recv(peer, tags::kP2pLink, &back, sizeof(topo::Link)));
-  topo::TransportKind kind = topo::pairTransport(p2pLinks_[peer], back, params);
+  NCCLCHECK(ctx_.comm->bootstrap_->send(peer, tags::kP2pLink, &links_[peer], sizeof(topo::Link)));
+  NCCLCHECK(ctx_.comm->bootstrap_->recv(peer, tags::kP2pLink, &back, sizeof(topo::Link)));
+  topo::TransportKind kind = topo::pairTransport(links_[peer], back, params);
   if (kind == topo::TransportKind::kNone) {
     WARN("rank %d: no transport reaches peer %d for ncclSend/ncclRecv (P2P and SHM both unusable or disabled)", rank,
          peer);
@@ -98,10 +112,10 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   }
   transport::Kind k = transportKind(kind);
   // Both ends see the pair as NET, so both split its operations over the same, fewer, channels.
-  const int nChannels = kind == topo::TransportKind::kNet ? std::min(p2pChannels_, kP2pNetChannels) : p2pChannels_;
-  p2pPeerChannels_[peer] = nChannels;
+  const int nChannels = kind == topo::TransportKind::kNet ? std::min(channels_, kP2pNetChannels) : channels_;
+  peerChannels_[peer] = nChannels;
   std::vector<transport::ChannelLinks> channels(nChannels, transport::ChannelLinks{peer, k, peer, k});
-  DevP2pPeer* entryOnDevice = device_->p2pPeers() + peer;
+  DevP2pPeer* entryOnDevice = ctx_.device->p2pPeers() + peer;
   std::vector<StepFields> fields;
   fields.reserve(nChannels);
   for (int c = 0; c < nChannels; c++) {
@@ -109,18 +123,19 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, tags::kP2pShare, ctx, channels, fields, &send, &recv));
+  NCCLCHECK(
+      ctx_.share->connectOrReuse(ConnFamily::kPointToPoint, tags::kP2pShare, ctx, channels, fields, &send, &recv));
   DevP2pPeer entry{};
   for (int c = 0; c < nChannels; c++) {
     entry.send[c] = send[c];
     entry.recv[c] = recv[c];
   }
-  NCCLCHECK(device_->uploadP2pPeer(peer, entry));
-  publishOffers();
-  p2pConnected_[peer] = 1;
-  p2pDirectPair_[peer] = kind == topo::TransportKind::kP2p ? 1 : 0;
+  NCCLCHECK(ctx_.device->uploadP2pPeer(peer, entry));
+  ctx_.share->publishOffers();
+  connected_[peer] = 1;
+  directPair_[peer] = kind == topo::TransportKind::kP2p ? 1 : 0;
   INFO(kLogP2p, "rank %d <-> rank %d: %d point-to-point channels via %s, %llu-byte steps", rank, peer, nChannels,
-       topo::transportName(kind), static_cast<unsigned long long>(p2pSlotBytes_));
+       topo::transportName(kind), static_cast<unsigned long long>(slotBytes_));
   return ncclSuccess;
 }
 

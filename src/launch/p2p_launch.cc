@@ -26,10 +26,14 @@
 #include <optional>
 #include <utility>
 
+#include "core/comm.h"
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
 #include "device/launch_kernel.h"
-#include "launch/comm_data_path.h"
+#include "launch/device_state.h"
+#include "launch/p2p_engine.h"
+#include "launch/progress_recorder.h"
+#include "launch/share_membership.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -246,23 +250,22 @@ struct P2pLaunchArgs {
 }  // namespace
 
 // A self send and a self receive are matched in issue order within the group; each pair is one copy.
-ncclResult_t CommDataPath::matchSelfP2p(const std::vector<P2pTask>& tasks,
-                                        std::vector<std::pair<const P2pTask*, const P2pTask*>>* pairs) const {
+ncclResult_t P2pEngine::matchSelf(const std::vector<P2pTask>& tasks, P2pSelfPairs* pairs) const {
   std::vector<const P2pTask*> sends;
   std::vector<const P2pTask*> recvs;
   for (const P2pTask& t : tasks) {
-    if (t.peer == comm_->rank_) (t.send ? sends : recvs).push_back(&t);
+    if (t.peer == ctx_.comm->rank_) (t.send ? sends : recvs).push_back(&t);
   }
   if (sends.size() != recvs.size()) {
     WARN(
         "rank %d: a group has %zu sends to itself and %zu receives from itself; each self send needs its self "
         "receive in the same group",
-        comm_->rank_, sends.size(), recvs.size());
+        ctx_.comm->rank_, sends.size(), recvs.size());
     return ncclInvalidUsage;
   }
   for (size_t i = 0; i < sends.size(); i++) {
     if (sends[i]->bytes != recvs[i]->bytes) {
-      WARN("rank %d: self send %zu has %zu bytes but its matching self receive %zu bytes", comm_->rank_, i,
+      WARN("rank %d: self send %zu has %zu bytes but its matching self receive %zu bytes", ctx_.comm->rank_, i,
            sends[i]->bytes, recvs[i]->bytes);
       return ncclInvalidUsage;
     }
@@ -273,7 +276,7 @@ ncclResult_t CommDataPath::matchSelfP2p(const std::vector<P2pTask>& tasks,
 
 // The group's other streams join its launch stream before the launch (before = true) and wait for
 // it afterwards, so that the whole group is ordered on every stream it used.
-ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before) {
+ncclResult_t P2pEngine::joinStreams(const std::vector<P2pTask>& tasks, cudaStream_t main, bool before) {
   std::vector<cudaStream_t> done{main};
   for (const P2pTask& t : tasks) {
     if (std::find(done.begin(), done.end(), t.stream) != done.end()) continue;
@@ -282,67 +285,66 @@ ncclResult_t CommDataPath::joinStreams(const std::vector<P2pTask>& tasks, cudaSt
       CUDACHECK(cudaEventRecord(joinEvent_, t.stream));
       CUDACHECK(cudaStreamWaitEvent(main, joinEvent_, 0));
     } else {
-      NCCLCHECK(order().join(t.stream));
+      NCCLCHECK(ctx_.share->order().join(t.stream));
     }
   }
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::launchP2p(const std::vector<P2pTask>& tasks) {
-  ScopedDevice device(comm_->cudaDev_);
+ncclResult_t P2pEngine::launch(const std::vector<P2pTask>& tasks, reg::Registry* registry) {
+  ScopedDevice device(ctx_.comm->cudaDev_);
   cudaStream_t stream = tasks.front().stream;
   for (const P2pTask& t : tasks) {
     INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p%s", t.send ? "Send" : "Recv",
-         static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(comm_), comm_->nranks_,
+         static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(ctx_.comm), ctx_.comm->nranks_,
          static_cast<void*>(t.stream), t.staged ? " (staged: in place)" : "");
   }
 
   // Checked (and the staging memory made) before anything is enqueued, so that a refused group
   // launches nothing.
   SelfPairs selfPairs;
-  NCCLCHECK(matchSelfP2p(tasks, &selfPairs));
+  NCCLCHECK(matchSelf(tasks, &selfPairs));
   size_t longestQueue = 0;
-  const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
-  if (queuesCtas(queues, p2pPeerChannels_) > p2pResidentCtas_) {
+  const Queues queues = queuesOf(tasks, ctx_.comm->rank_, &longestQueue);
+  if (queuesCtas(queues, peerChannels_) > residentCtas_) {
     // A CTA may wait for its partner on the peer, so a group runs only if all of its CTAs fit.
     WARN("rank %d: a group's sends and receives need more than the %d CTAs one communicator keeps resident",
-         comm_->rank_, p2pResidentCtas_);
+         ctx_.comm->rank_, residentCtas_);
     return ncclInvalidUsage;
   }
   P2pStaging staging;
-  NCCLCHECK(planP2pStaging(tasks, longestQueue, &staging));
+  NCCLCHECK(planStaging(tasks, longestQueue, &staging));
 
-  const std::unique_lock<std::mutex> lock = launchLock();  // to the end: joinStreams reads the order too
-  NCCLCHECK(order().before(stream));
+  const std::unique_lock<std::mutex> lock = ctx_.share->launchLock();  // to the end: joinStreams reads the order too
+  NCCLCHECK(ctx_.share->order().before(stream));
   NCCLCHECK(joinStreams(tasks, stream, true));
   cudaEvent_t launchEvent = nullptr;  // one per group at most (enqueueP2p)
   for (const P2pTask& t : tasks) launchEvent = t.launchEvent != nullptr ? t.launchEvent : launchEvent;
   if (staging.batches.empty()) {
-    NCCLCHECK(launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent));
+    NCCLCHECK(launchKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent));
   } else {
-    NCCLCHECK(launchStagedP2p(staging, selfPairs, stream, launchEvent));
+    NCCLCHECK(launchStaged(staging, selfPairs, stream, launchEvent));
   }
   for (const P2pTask& t : tasks) {
-    if (t.reg != nullptr) NCCLCHECK(registry_.noteUse(t.reg, stream));
+    if (t.reg != nullptr) NCCLCHECK(registry->noteUse(t.reg, stream));
   }
-  NCCLCHECK(order().after(stream));
+  NCCLCHECK(ctx_.share->order().after(stream));
   return joinStreams(tasks, stream, false);
 }
 
-ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const SelfPairs& selfPairs,
-                                            cudaStream_t stream, cudaEvent_t launchEvent) {
+ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const SelfPairs& selfPairs,
+                                      cudaStream_t stream, cudaEvent_t launchEvent) {
   size_t longestQueue = 0;
-  const Queues queues = queuesOf(tasks, comm_->rank_, &longestQueue);
-  return launchP2pKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent);
+  const Queues queues = queuesOf(tasks, ctx_.comm->rank_, &longestQueue);
+  return launchKernels(tasks, queues, longestQueue, selfPairs, stream, launchEvent);
 }
 
-ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, const Queues& queues,
-                                            size_t longestQueue, const SelfPairs& selfPairs, cudaStream_t stream,
-                                            cudaEvent_t launchEvent) {
-  const P2pBalance balance{&p2pDirectPair_, p2pSlotBytes_, p2pBalanceBytes_, p2pBalanceChunk_};
+ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Queues& queues, size_t longestQueue,
+                                      const SelfPairs& selfPairs, cudaStream_t stream, cudaEvent_t launchEvent) {
+  const P2pBalance balance{&directPair_, slotBytes_, balanceBytes_, balanceChunk_};
   P2pLaunchArgs whole;
   const bool oneKernel =
-      queues.empty() || whole.build(queues, 0, selfPairs, device_->p2pPeers(), p2pPeerChannels_, balance);
+      queues.empty() || whole.build(queues, 0, selfPairs, ctx_.device->p2pPeers(), peerChannels_, balance);
 
   // One kernel moving `args`; `noted` are its operations, for the progress board. The last one
   // records the launch event.
@@ -350,30 +352,31 @@ ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, c
     uint64_t seq = 0;
     DevWaitNotes* waitNotes = nullptr;
     // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
-    if (order().launchCaptured()) {
-      progress_.noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
+    if (ctx_.share->order().launchCaptured()) {
+      ctx_.progress->noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
     } else {
-      progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
+      ctx_.progress->noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
-    LaunchOptions launch = plainLaunch_;
-    if (last) NCCLCHECK(withLaunchEvent(plainLaunch_, launchEvent, stream, &launch));
-    CUDACHECK(args.launch(device_->deviceAbortFlag(), p2pSlotBytes_, device_->p2pTickets(), waitNotes, seq,
-                          stepsInGroupWords(), launch, stream));
+    LaunchOptions launch = ctx_.launch.plain;
+    if (last) NCCLCHECK(ctx_.launch.withLaunchEvent(ctx_.launch.plain, launchEvent, stream, &launch));
+    CUDACHECK(args.launch(ctx_.device->deviceAbortFlag(), slotBytes_, ctx_.device->p2pTickets(), waitNotes, seq,
+                          ctx_.share->stepsInGroupWords(), launch, stream));
     return ncclSuccess;
   };
 
   if (!queues.empty() && oneKernel) return launchKernel(whole, tasks, true);
   const size_t rounds = (longestQueue + plan::kP2pOpsPerRound - 1) / plan::kP2pOpsPerRound;
   if (rounds > 0) {
-    INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", comm_->rank_, tasks.size(), rounds);
+    INFO(kLogColl, "rank %d: a group of %zu sends and receives runs in %zu rounds", ctx_.comm->rank_, tasks.size(),
+         rounds);
   }
   const SelfPairs noPairs;
   std::vector<P2pTask> roundTasks;
   for (size_t r = 0; r < rounds; r++) {
     const Queues round = roundOf(queues, r, &roundTasks);
     P2pLaunchArgs args;
-    if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, device_->p2pPeers(), p2pPeerChannels_, balance)) {
-      WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", comm_->rank_, r);
+    if (!args.build(round, r * plan::kP2pOpsPerRound, noPairs, ctx_.device->p2pPeers(), peerChannels_, balance)) {
+      WARN("rank %d: round %zu of a group's sends and receives does not fit a kernel's work list", ctx_.comm->rank_, r);
       return ncclInternalError;  // plan::kP2pOpsPerRound makes every round fit
     }
     NCCLCHECK(launchKernel(args, roundTasks, r + 1 == rounds));

@@ -14,8 +14,11 @@
 #include <map>
 #include <vector>
 
+#include "core/comm.h"
 #include "cuda/capture_mode.h"
-#include "launch/comm_data_path.h"
+#include "launch/buffer_registration.h"
+#include "launch/collective_engine.h"
+#include "launch/p2p_engine.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -32,30 +35,31 @@ constexpr size_t kEagerP2pZeroCopyMinBytes = 16 << 20;
 
 // Both ranks of a pair see the same sizes (and, as with collectives, both capture or neither), so
 // they count the same operations.
-bool CommDataPath::p2pZeroCopySize(const P2pTask& task) const {
-  if (task.peer == comm_->rank_ || task.bytes < kZeroCopyMinBytes) return false;
-  if (p2pDirectPair_.empty() || p2pDirectPair_[task.peer] == 0) return false;
+bool BufferRegistration::p2pZeroCopySize(const P2pTask& task) const {
+  if (task.peer == ctx_.comm->rank_ || task.bytes < kZeroCopyMinBytes) return false;
+  if (!p2p_.directPair(task.peer)) return false;
   return task.bytes >= kEagerP2pZeroCopyMinBytes || streamCapturing(task.stream);
 }
 
-bool CommDataPath::p2pMeetsPeer(const P2pTask& task) const {
+bool BufferRegistration::p2pMeetsPeer(const P2pTask& task) const {
   if (!p2pZeroCopySize(task)) return false;
   if (peerRegs_.pairHoldsRegistrations(task.peer) || graphRegisters(task.bytes, task.stream)) return true;
   return paramInt(ParamId::kLocalRegister) != 0 && registry_.find(task.buff, task.bytes) != nullptr;
 }
 
-bool CommDataPath::needsP2pRegExchange() const {
-  for (const P2pTask& task : p2pQueue_) {
+bool BufferRegistration::needsP2pExchange(const std::vector<P2pTask>& queue) const {
+  for (const P2pTask& task : queue) {
     // A peer not connected yet may turn out to be a P2P pair: the connect phase looks again.
-    const bool unknownPair = p2pConnected_.empty() || p2pConnected_[task.peer] == 0;
-    if (unknownPair ? task.peer != comm_->rank_ && task.bytes >= kZeroCopyMinBytes : p2pMeetsPeer(task)) return true;
+    const bool unknownPair = !p2p_.connectedTo(task.peer);
+    if (unknownPair ? task.peer != ctx_.comm->rank_ && task.bytes >= kZeroCopyMinBytes : p2pMeetsPeer(task))
+      return true;
   }
   return false;
 }
 
-ncclResult_t CommDataPath::exchangeP2pRegistrations() {
+ncclResult_t BufferRegistration::exchangeP2p(std::vector<P2pTask>* queue) {
   std::map<int, size_t> pairOf;  // the peers this rank meets -> their place in `pairs`
-  for (const P2pTask& task : p2pQueue_) {
+  for (const P2pTask& task : *queue) {
     if (p2pMeetsPeer(task)) pairOf.emplace(task.peer, 0);
   }
   if (pairOf.empty()) return ncclSuccess;
@@ -64,10 +68,10 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
     index = pairs.size();
     pairs.push_back(PeerRegistrations::Pair{peer, {}, 0, {}, {}});
   }
-  collectReleasedRegistrations();
+  collectReleased();
   // The operations both ranks of a met pair count, in issue order (asked once: it may query capture).
   std::vector<P2pTask*> counted;
-  for (P2pTask& task : p2pQueue_) {
+  for (P2pTask& task : *queue) {
     if (pairOf.count(task.peer) != 0 && p2pZeroCopySize(task)) counted.push_back(&task);
   }
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
@@ -83,10 +87,10 @@ ncclResult_t CommDataPath::exchangeP2pRegistrations() {
     }
     pair.recvs.push_back(PeerRegistrations::RecvOffer{task->reg, task->buff});
   }
-  NCCLCHECK(peerRegs_.exchangePairs(transportContext(), local && registry_.hasLocal(), &pairs));
+  NCCLCHECK(peerRegs_.exchangePairs(collectives_.transportContext(), local && registry_.hasLocal(), &pairs));
 
   std::map<int, size_t> sendIndex, recvIndex;
-  const int rank = comm_->rank_;
+  const int rank = ctx_.comm->rank_;
   for (P2pTask* task : counted) {
     const PeerRegistrations::Pair& pair = pairs[pairOf[task->peer]];
     if (task->send) {

@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/comm.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_driver.h"
-#include "launch/comm_data_path.h"
+#include "launch/device_state.h"
+#include "launch/p2p_engine.h"
 #include "plan/p2p_plan.h"
 #include "plan/p2p_stage.h"
 #include "util/check.h"
@@ -53,9 +55,9 @@ uint64_t allocationOf(uint64_t addr) {
 
 }  // namespace
 
-plan::StagePlan CommDataPath::p2pStagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const {
-  const int rank = comm_->rank_;
-  const int nranks = comm_->nranks_;
+plan::StagePlan P2pEngine::stagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const {
+  const int rank = ctx_.comm->rank_;
+  const int nranks = ctx_.comm->nranks_;
   std::vector<uint64_t> stagedBytes(static_cast<size_t>(nranks), 0);
   for (const P2pTask& t : tasks) {
     if (t.staged && t.peer != rank) stagedBytes[static_cast<size_t>(t.peer)] += t.bytes;
@@ -63,13 +65,13 @@ plan::StagePlan CommDataPath::p2pStagePlan(const std::vector<P2pTask>& tasks, si
   const uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(paramInt(ParamId::kP2pStageBytes), 0));
   // Batches need each pair's operations in one kernel: a group in rounds of operations is one batch.
   const bool oneBatch = longestQueue > static_cast<size_t>(plan::kP2pOpsPerRound);
-  return plan::planStageBatches(rank, nranks, stagedBytes, budget, plan::p2pPortPeers(p2pChannels_), oneBatch);
+  return plan::planStageBatches(rank, nranks, stagedBytes, budget, plan::p2pPortPeers(channels_), oneBatch);
 }
 
-ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, size_t longestQueue, P2pStaging* staging) {
+ncclResult_t P2pEngine::planStaging(const std::vector<P2pTask>& tasks, size_t longestQueue, P2pStaging* staging) {
   if (std::none_of(tasks.begin(), tasks.end(), [](const P2pTask& t) { return t.staged; })) return ncclSuccess;
-  const int rank = comm_->rank_;
-  const plan::StagePlan plan = p2pStagePlan(tasks, longestQueue);
+  const int rank = ctx_.comm->rank_;
+  const plan::StagePlan plan = stagePlan(tasks, longestQueue);
   if (plan.batches() == 0) return ncclSuccess;
 
   std::vector<P2pStageBatch> batches(static_cast<size_t>(plan.batches()));
@@ -91,7 +93,7 @@ ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, siz
   }
   half = (half + plan::kStageAlign - 1) / plan::kStageAlign * plan::kStageAlign;
   char* memory = nullptr;
-  NCCLCHECK(device_->stageBuffer(batches.size() == 1 ? half : 2 * half, &memory));
+  NCCLCHECK(ctx_.device->stageBuffer(batches.size() == 1 ? half : 2 * half, &memory));
   for (size_t b = 0; b < batches.size(); b++) {
     placeBatch(&batches[b], copies[b], offsets[b], memory + (b % 2) * half, rank);
   }
@@ -102,8 +104,8 @@ ncclResult_t CommDataPath::planP2pStaging(const std::vector<P2pTask>& tasks, siz
   return ncclSuccess;
 }
 
-ncclResult_t CommDataPath::launchStagedP2p(const P2pStaging& staging, const P2pSelfPairs& selfPairs,
-                                           cudaStream_t stream, cudaEvent_t launchEvent) {
+ncclResult_t P2pEngine::launchStaged(const P2pStaging& staging, const P2pSelfPairs& selfPairs, cudaStream_t stream,
+                                     cudaEvent_t launchEvent) {
   const P2pStageBatch& first = staging.batches.front();
   for (size_t i = 0; i < first.copyFrom.size(); i++) {
     CUDACHECK(cudaMemcpyAsync(first.copyTo[i].buff, first.copyFrom[i].buff, first.copyFrom[i].bytes,
@@ -116,7 +118,7 @@ ncclResult_t CommDataPath::launchStagedP2p(const P2pStaging& staging, const P2pS
       for (size_t i = 0; i < next.copyFrom.size(); i++) pairs.emplace_back(&next.copyFrom[i], &next.copyTo[i]);
     }
     const bool last = b + 1 == staging.batches.size();
-    NCCLCHECK(launchP2pKernels(staging.batches[b].tasks, pairs, stream, last ? launchEvent : nullptr));
+    NCCLCHECK(launchKernels(staging.batches[b].tasks, pairs, stream, last ? launchEvent : nullptr));
   }
   return ncclSuccess;
 }

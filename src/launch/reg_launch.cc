@@ -9,9 +9,12 @@
 // Write-direct runs on half the CTAs of the copy path (a CTA moves each byte with fewer memory
 // operations), and so does a two-rank ReduceScatter; other read-direct operations on all of them
 // (plan::zeroCopyModel).
+#include "core/comm.h"
 #include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
-#include "launch/comm_data_path.h"
+#include "launch/buffer_registration.h"
+#include "launch/collective_engine.h"
+#include "launch/share_membership.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -29,8 +32,8 @@ size_t sharedBytes(const CollTask& task, int nranks) {
 
 }  // namespace
 
-ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle) {
-  ScopedDevice device(comm_->cudaDev_);
+ncclResult_t BufferRegistration::add(void* buff, size_t size, void** handle) {
+  ScopedDevice device(ctx_.comm->cudaDev_);
   reg::Registration* reg = nullptr;
   NCCLCHECK(registry_.add(buff, size, &reg));
   const char* use =
@@ -39,29 +42,29 @@ ncclResult_t CommDataPath::registerBuffer(void* buff, size_t size, void** handle
       "or more, 64 KiB in a CUDA graph)";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
-  } else if (comm_->nranks_ == 1) {
+  } else if (ctx_.comm->nranks_ == 1) {
     use = "not used (one rank: nothing to share)";
-  } else if (connected_ && !topo_.allNvlinkP2p) {
+  } else if (collectives_.connected() && !collectives_.topology().allNvlinkP2p) {
     use =
         "not used by collectives (some pair of ranks of this communicator is not NVLink P2P), only by sends into "
         "it from P2P peers";
   }
   INFO(kLogReg, "ncclCommRegister: comm %p rank %d buff %p size %zu: allocation %p (%zu bytes), %s; %s",
-       static_cast<void*>(comm_), comm_->rank_, buff, size, static_cast<void*>(reg->allocBase), reg->allocBytes,
+       static_cast<void*>(ctx_.comm), ctx_.comm->rank_, buff, size, static_cast<void*>(reg->allocBase), reg->allocBytes,
        reg::sharingSummary(*reg).c_str(), use);
   *handle = reg;
   return ncclSuccess;
 }
 
-bool CommDataPath::graphRegisters(size_t bytes, cudaStream_t stream) const {
+bool BufferRegistration::graphRegisters(size_t bytes, cudaStream_t stream) const {
   return paramInt(ParamId::kGraphRegister) != 0 && bytes >= kZeroCopyMinBytes && streamCapturing(stream);
 }
 
-bool CommDataPath::graphRegisters(const CollTask& task) const {
-  return graphRegisters(collBytes(task, comm_->nranks_), task.stream);
+bool BufferRegistration::graphRegisters(const CollTask& task) const {
+  return graphRegisters(collBytes(task, ctx_.comm->nranks_), task.stream);
 }
 
-void CommDataPath::collectReleasedRegistrations() {
+void BufferRegistration::collectReleased() {
   registry_.collectGraphReleases();
   peerRegs_.noteRetired(registry_.takeRetired());
 }
@@ -69,25 +72,26 @@ void CommDataPath::collectReleasedRegistrations() {
 // Every rank (collective) or both ranks of every pair (point-to-point) is in an exchange, so every
 // kernel launched before, eager or a replay enqueued so far, has its partners and finishes; after
 // that nothing here uses the peers' released registrations.
-ncclResult_t CommDataPath::dropReleasedPeerMappings() {
+ncclResult_t BufferRegistration::dropReleasedPeerMappings() {
   if (!peerRegs_.hasRetiredMappings()) return ncclSuccess;
-  NCCLCHECK(waitIdle({}));  // in a share group: the whole group's launched work
+  NCCLCHECK(ctx_.share->waitIdle({}));  // in a share group: the whole group's launched work
   peerRegs_.dropRetiredMappings();
   return ncclSuccess;
 }
 
-bool CommDataPath::needsRegExchange() const {
-  if (comm_->nranks_ == 1 || comm_->nranks_ > kMaxRegRanks) return false;
-  if (connected_ && !topo_.allNvlinkP2p) return false;
+bool BufferRegistration::needsExchange(const std::vector<CollTask>& queue) const {
+  const int nranks = ctx_.comm->nranks_;
+  if (nranks == 1 || nranks > kMaxRegRanks) return false;
+  if (collectives_.connected() && !collectives_.topology().allNvlinkP2p) return false;
   // Every eager operation asks: without local registrations that is one check per operation. An
   // operation smaller than kZeroCopyMinBytes takes the copy path however its buffers are
   // registered, so it costs no exchange (a registered 8-byte AllReduce took 15.6 us with one,
   // 5.5-7.7 without, 4 H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
-  for (const CollTask& task : queue_) {
-    if (local && collBytes(task, comm_->nranks_) >= kZeroCopyMinBytes &&
-        (registry_.find(task.recvbuff, collRecvBytes(task, comm_->nranks_)) != nullptr ||
-         registry_.find(task.sendbuff, collSendBytes(task, comm_->nranks_)) != nullptr)) {
+  for (const CollTask& task : queue) {
+    if (local && collBytes(task, nranks) >= kZeroCopyMinBytes &&
+        (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
+         registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr)) {
       return true;
     }
     if (graphRegisters(task)) return true;
@@ -95,20 +99,20 @@ bool CommDataPath::needsRegExchange() const {
   return false;
 }
 
-// Called after the rings are connected (model_ is known). Every rank that registered an operation's
+// Called after the rings are connected (their model is known). Every rank that registered an operation's
 // buffers (or captures it, with graph registration) computes the same eligibility, so the ranks
 // that meet in the exchange agree on it.
-ncclResult_t CommDataPath::exchangeRegistrations() {
-  registeredQueue_.assign(queue_.size(), RegisteredLaunch{});
-  if (!topo_.allNvlinkP2p) return ncclSuccess;
-  collectReleasedRegistrations();
-  transport::Context ctx = transportContext();
-  const int nranks = comm_->nranks_;
+ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
+  plans_.assign(queue.size(), RegisteredLaunch{});
+  if (!collectives_.topology().allNvlinkP2p) return ncclSuccess;
+  collectReleased();
+  transport::Context ctx = collectives_.transportContext();
+  const int nranks = ctx_.comm->nranks_;
   const bool local = paramInt(ParamId::kLocalRegister) != 0;
-  for (size_t i = 0; i < queue_.size(); i++) {
-    const CollTask& task = queue_[i];
-    RegisteredLaunch& r = registeredQueue_[i];
-    if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsRegExchange)
+  for (size_t i = 0; i < queue.size(); i++) {
+    const CollTask& task = queue[i];
+    RegisteredLaunch& r = plans_[i];
+    if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsExchange)
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
@@ -120,7 +124,7 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
       r.recv = r.send = nullptr;
       continue;
     }
-    NCCLCHECK(planOf(task, plan::zeroCopyModel(model_, task.coll), &r.decision));
+    NCCLCHECK(collectives_.decide(task, /*zeroCopy=*/true, &r.decision));
     if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;  // small: LL's own path
     reg::Registration*& shared = peersRead ? r.send : r.recv;
     if (graph && shared == nullptr) {
@@ -132,12 +136,11 @@ ncclResult_t CommDataPath::exchangeRegistrations() {
   return dropReleasedPeerMappings();
 }
 
-ncclResult_t CommDataPath::noteRegisteredUse(const RegisteredLaunch& registered, cudaStream_t stream) {
-  if (registered.recv != nullptr) NCCLCHECK(registry_.noteUse(registered.recv, stream));
-  if (registered.send != nullptr && registered.send != registered.recv) {
-    NCCLCHECK(registry_.noteUse(registered.send, stream));
-  }
-  return ncclSuccess;
+std::vector<RegisteredLaunch> BufferRegistration::takePlans(size_t n) {
+  std::vector<RegisteredLaunch> plans;
+  plans.swap(plans_);
+  plans.resize(n);  // no exchange ran: every operation takes the copy path
+  return plans;
 }
 
 }  // namespace braid

@@ -1,8 +1,14 @@
 // A share group's side of connecting (launch/shared_connections.h): reuse what both ends agree on,
 // pool what is new, launch under the group's mutex; and a busy communicator's joining.
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
 
-#include "launch/comm_data_path.h"
+#include "core/comm.h"
+#include "cuda/capture_mode.h"
+#include "cuda/cuda_check.h"
+#include "launch/share_membership.h"
 #include "util/check.h"
 #include "util/log.h"
 
@@ -29,12 +35,61 @@ const char* familyName(ConnFamily family) {
 
 }  // namespace
 
-std::unique_lock<std::mutex> CommDataPath::launchLock() {
+ncclResult_t ShareMembership::init(bool graphMixing, std::shared_ptr<const void> fieldsOwner) {
+  fieldsOwner_ = std::move(fieldsOwner);
+  if (comm_->shareGroup_ != nullptr && comm_->nranks_ > 1) {
+    group_ = comm_->shareGroup_;
+    std::lock_guard<std::mutex> lock(group_->mutex);
+    NCCLCHECK(SharedConnections::of(group_.get(), graphMixing, &shared_));
+  } else {
+    order_ = std::make_unique<LaunchOrder>();
+    NCCLCHECK(order_->init(graphMixing));
+  }
+  return ncclSuccess;
+}
+
+std::unique_lock<std::mutex> ShareMembership::launchLock() {
   return group_ != nullptr ? std::unique_lock<std::mutex>(group_->mutex) : std::unique_lock<std::mutex>();
 }
 
-ncclResult_t CommDataPath::joinShareGroup(const std::shared_ptr<ShareGroup>& group) {
-  if (group_ != nullptr || comm_->nranks_ == 1) return ncclSuccess;  // create() keeps one rank out too
+ncclResult_t ShareMembership::waitIdle(const DataPathBase::IdleWaitCheck& check) {
+  // In a share group: the whole group's launched work. Not under the group's mutex: a member on
+  // another thread may have to launch before that work can end (its peers wait for it). Waiting on
+  // the communicator's own event is permitted while the caller's thread captures another stream.
+  RelaxedCaptureMode relaxed;
+  const cudaEvent_t latest = order().latestEvent();
+  if (!check) {
+    CUDACHECK(cudaEventSynchronize(latest));
+    return ncclSuccess;
+  }
+  for (;;) {
+    const cudaError_t status = cudaEventQuery(latest);
+    if (status == cudaSuccess) return ncclSuccess;
+    if (status != cudaErrorNotReady) CUDACHECK(status);
+    NCCLCHECK(check());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void ShareMembership::forgetPoolOnAbort() {
+  if (shared_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(group_->mutex);
+  shared_->forgetAll();
+}
+
+std::vector<const transport::Connections*> ShareMembership::connections() const {
+  std::vector<const transport::Connections*> list;
+  list.reserve(connections_.size());
+  for (const auto& conns : connections_) list.push_back(conns.get());
+  return list;
+}
+
+uint64_t ShareMembership::gpuOf(int rank) const {
+  return gpuKey(comm_->peers_[rank].hostHash, comm_->peers_[rank].busId);
+}
+
+ncclResult_t ShareMembership::join(const std::shared_ptr<ShareGroup>& group) {
+  if (group_ != nullptr || comm_->nranks_ == 1) return ncclSuccess;  // init() keeps one rank out too
   {
     std::lock_guard<std::mutex> lock(group->mutex);
     NCCLCHECK(SharedConnections::adopt(group.get(), &order_, &shared_));
@@ -49,15 +104,15 @@ ncclResult_t CommDataPath::joinShareGroup(const std::shared_ptr<ShareGroup>& gro
   return ncclSuccess;
 }
 
-void CommDataPath::publishOffers() {
+void ShareMembership::publishOffers() {
   if (shared_ == nullptr || offers_.empty()) return;
   std::lock_guard<std::mutex> lock(group_->mutex);
   for (const ConnOffer& offer : offers_) shared_->put(offer);
   offers_.clear();
 }
 
-ncclResult_t CommDataPath::takePooled(ConnFamily family, int tag, std::vector<transport::ChannelLinks>* links,
-                                      std::vector<PooledConn>* sendReused, std::vector<PooledConn>* recvReused) {
+ncclResult_t ShareMembership::takePooled(ConnFamily family, int tag, std::vector<transport::ChannelLinks>* links,
+                                         std::vector<PooledConn>* sendReused, std::vector<PooledConn>* recvReused) {
   const size_t n = links->size();
   sendReused->assign(n, PooledConn{});
   recvReused->assign(n, PooledConn{});
@@ -122,11 +177,11 @@ ncclResult_t CommDataPath::takePooled(ConnFamily family, int tag, std::vector<tr
   return ncclSuccess;
 }
 
-std::vector<ConnOffer> CommDataPath::offersOf(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
-                                              const std::shared_ptr<transport::Connections>& owner,
-                                              const std::vector<DevSendConn>& send,
-                                              const std::vector<DevRecvConn>& recv,
-                                              const std::shared_ptr<const void>& steps) const {
+std::vector<ConnOffer> ShareMembership::offersOf(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                                                 const std::shared_ptr<transport::Connections>& owner,
+                                                 const std::vector<DevSendConn>& send,
+                                                 const std::vector<DevRecvConn>& recv,
+                                                 const std::shared_ptr<const void>& steps) const {
   std::vector<ConnOffer> offers;
   const uint64_t self = gpuOf(comm_->rank_);
   for (size_t c = 0; c < links.size(); c++) {
@@ -148,9 +203,9 @@ std::vector<ConnOffer> CommDataPath::offersOf(ConnFamily family, const std::vect
   return offers;
 }
 
-ncclResult_t CommDataPath::poolNew(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
-                                   const std::shared_ptr<transport::Connections>& owner, std::vector<DevSendConn>* send,
-                                   std::vector<DevRecvConn>* recv) {
+ncclResult_t ShareMembership::poolNew(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                                      const std::shared_ptr<transport::Connections>& owner,
+                                      std::vector<DevSendConn>* send, std::vector<DevRecvConn>* recv) {
   const size_t n = links.size();
   std::shared_ptr<StepWords> words;
   NCCLCHECK(StepWords::alloc(2 * n, &words));
@@ -165,9 +220,10 @@ ncclResult_t CommDataPath::poolNew(ConnFamily family, const std::vector<transpor
   return ncclSuccess;
 }
 
-void CommDataPath::offerOwn(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
-                            const std::vector<StepFields>& fields, const std::shared_ptr<transport::Connections>& owner,
-                            const std::vector<DevSendConn>& send, const std::vector<DevRecvConn>& recv) {
+void ShareMembership::offerOwn(ConnFamily family, const std::vector<transport::ChannelLinks>& links,
+                               const std::vector<StepFields>& fields,
+                               const std::shared_ptr<transport::Connections>& owner,
+                               const std::vector<DevSendConn>& send, const std::vector<DevRecvConn>& recv) {
   // As a reuser sees them: steps at the addresses of this communicator's fields.
   std::vector<DevSendConn> sendSeen = send;
   std::vector<DevRecvConn> recvSeen = recv;
@@ -175,14 +231,14 @@ void CommDataPath::offerOwn(ConnFamily family, const std::vector<transport::Chan
     sendSeen[c].step = stepAddress(fields[c].send);
     recvSeen[c].step = stepAddress(fields[c].recv);
   }
-  const std::vector<ConnOffer> offers = offersOf(family, links, owner, sendSeen, recvSeen, device_);
+  const std::vector<ConnOffer> offers = offersOf(family, links, owner, sendSeen, recvSeen, fieldsOwner_);
   offers_.insert(offers_.end(), offers.begin(), offers.end());
 }
 
-ncclResult_t CommDataPath::connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
-                                          std::vector<transport::ChannelLinks> links,
-                                          const std::vector<StepFields>& fields, std::vector<DevSendConn>* send,
-                                          std::vector<DevRecvConn>* recv) {
+ncclResult_t ShareMembership::connectOrReuse(ConnFamily family, int tag, const transport::Context& ctx,
+                                             std::vector<transport::ChannelLinks> links,
+                                             const std::vector<StepFields>& fields, std::vector<DevSendConn>* send,
+                                             std::vector<DevRecvConn>* recv) {
   const size_t n = links.size();
   std::vector<PooledConn> sendReused;
   std::vector<PooledConn> recvReused;

@@ -2,6 +2,7 @@
 // device blocks (transport/suspend.h) and the staging memory go, and come back at the same
 // addresses; DevComm, the ring orders and the point-to-point tables (a few KiB) stay, so the
 // kernels that CUDA graphs captured before the suspension run unchanged after the resume.
+#include "core/comm.h"
 #include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
 #include "launch/comm_data_path.h"
@@ -10,20 +11,9 @@
 #include "util/log.h"
 
 namespace braid {
-namespace {
-
-std::vector<const transport::Connections*> connectionList(
-    const std::vector<std::shared_ptr<transport::Connections>>& connections) {
-  std::vector<const transport::Connections*> list;
-  list.reserve(connections.size());
-  for (const auto& conns : connections) list.push_back(conns.get());
-  return list;
-}
-
-}  // namespace
 
 DataPathBase::MemoryStats CommDataPath::memoryStats() const {
-  const transport::BlockBytes blocks = transport::ownDeviceBytes(connectionList(connections_));
+  const transport::BlockBytes blocks = transport::ownDeviceBytes(share_.connections());
   MemoryStats stats;
   stats.suspendable = blocks.suspendable + device_->suspendableBytes();
   stats.persistent = blocks.persistent + device_->persistentBytes();
@@ -31,18 +21,18 @@ DataPathBase::MemoryStats CommDataPath::memoryStats() const {
 }
 
 bool CommDataPath::suspendable(std::string* why) const {
-  if (group_ != nullptr) {
+  if (share_.inGroup()) {
     // Its connections are other communicators' too (ncclCommSplit with splitShare), as NCCL refuses.
     *why = "it shares connections with other communicators (split with splitShare)";
     return false;
   }
-  return transport::connectionsSuspendable(connectionList(connections_), why) && device_->suspendable(why);
+  return transport::connectionsSuspendable(share_.connections(), why) && device_->suspendable(why);
 }
 
 ncclResult_t CommDataPath::suspendMemory() {
   ScopedDevice device(comm_->cudaDev_);
   RelaxedCaptureMode relaxed;  // another thread may be capturing a graph meanwhile
-  NCCLCHECK(transport::suspendConnections(connectionList(connections_)));
+  NCCLCHECK(transport::suspendConnections(share_.connections()));
   return device_->suspend();
 }
 
@@ -52,7 +42,7 @@ ncclResult_t CommDataPath::resumeMemory() {
   NCCLCHECK(device_->resume());
   transport::SuspendContext ctx{comm_->rank_, comm_->cudaDev_, comm_->commHash_, comm_->bootstrap_.get(),
                                 &comm_->abortFlag_};
-  return transport::resumeConnections(ctx, connectionList(connections_));
+  return transport::resumeConnections(ctx, share_.connections());
 }
 
 }  // namespace braid

@@ -6,7 +6,9 @@
 // differ in their place. The numbers a rank has no edge for stay holes (transport::kNoPeer).
 #include <algorithm>
 
-#include "launch/comm_data_path.h"
+#include "core/comm.h"
+#include "launch/collective_engine.h"
+#include "launch/share_membership.h"
 #include "util/check.h"
 
 namespace braid {
@@ -35,9 +37,9 @@ int edgeSlot(const std::vector<topo::TreeLinks>& tree, int child) {
 
 }  // namespace
 
-ncclResult_t CommDataPath::connectTrees(transport::Context ctx, DevComm* dev) {
-  const int rank = comm_->rank_;
-  const int nranks = comm_->nranks_;
+ncclResult_t CollectiveEngine::connectTrees(transport::Context ctx, DevComm* dev) {
+  const int rank = ctx_.comm->rank_;
+  const int nranks = ctx_.comm->nranks_;
   const int nTrees = static_cast<int>(topo_.trees.size());
   dev->nTreeChannels = nTrees;
   ctx.buffBytes[kProtoLL128] = 0;  // trees run LL and Simple
@@ -62,7 +64,7 @@ ncclResult_t CommDataPath::connectTrees(transport::Context ctx, DevComm* dev) {
     std::vector<DevRecvConn> recv;
     std::unique_ptr<transport::Connections> conns;
     NCCLCHECK(transport::connectChannels(ctx, channels, &conns, &send, &recv));
-    connections_.push_back(std::move(conns));
+    ctx_.share->keep(std::move(conns));
     for (int c = first; c < first + count; c++) {
       const topo::TreeLinks& me = topo_.trees[c][rank];
       DevTreeChannel& t = dev->tree[c];

@@ -209,7 +209,7 @@ Decision oneRankDecision(const CommModel& model, size_t bytes) {
   uint64_t chunk = roundUp(std::max<uint64_t>(bytes, 1), kChunkGrainBytes[kProtoSimple]);
   d.chunkBytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, slotChunkCap(model, kProtoSimple)));
   d.estimatedUs = 0.0;
-  d.clusterSize = 0;  // one rank's kernels launch without clusters (CommDataPath::plainLaunch_)
+  d.clusterSize = 0;  // one rank's kernels launch without clusters (launch/data_path_context.h, KernelLaunch::plain)
   return d;
 }
 

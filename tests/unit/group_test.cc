@@ -12,12 +12,28 @@
 
 #include "core/comm.h"
 #include "core/comm_registry.h"
+#include "launch/red_ops.h"
 
 namespace braid {
 namespace {
 
+// These tests queue nothing through the API: an operation side that takes nothing.
+class NoOperations : public OperationSink {
+ public:
+  void enqueue(const CollTask&) override {}
+  void enqueueP2p(const P2pTask&) override {}
+  cudaEvent_t queuedP2pLaunchEvent() const override { return nullptr; }
+  ncclResult_t registerBuffer(void*, size_t, void**) override { return ncclInvalidUsage; }
+  ncclResult_t deregisterBuffer(void*) override { return ncclInvalidUsage; }
+  UserRedOps& redOps() override { return redOps_; }
+
+ private:
+  UserRedOps redOps_;
+};
+
 class CountingDataPath : public DataPathBase {
  public:
+  OperationSink& operations() override { return operations_; }
   bool needsConnect(ConnectScope) const override { return false; }
   ncclResult_t connect(ConnectScope) override { return ncclSuccess; }
   ncclResult_t launchPending() override {
@@ -39,6 +55,9 @@ class CountingDataPath : public DataPathBase {
 
   int launched = 0;
   int dropped = 0;
+
+ private:
+  NoOperations operations_;
 };
 
 // A live (registered) communicator with a counting data path.

@@ -1,0 +1,84 @@
+// What the parts of a communicator's data path (launch/comm_data_path.h) share, and nothing else:
+// the communicator they serve, its device state, its way to other hosts, its share-group membership
+// (the launch order every kernel goes through, and the connections it uses), its progress board,
+// and how its kernels are launched. The coordinator owns each of them and hands every part this
+// context; a part reaches no other part through it.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "device/launch_kernel.h"
+#include "topo/topo.h"
+#include "transport/transport.h"
+
+struct ncclComm;
+
+namespace braid {
+
+class DeviceState;
+class NetworkLink;
+class ProgressRecorder;
+class ShareMembership;
+
+// The transport that carries a pair topo chose (kNone never gets this far: topo fails first).
+inline transport::Kind transportKind(topo::TransportKind kind) {
+  switch (kind) {
+    case topo::TransportKind::kP2p:
+      return transport::Kind::kP2p;
+    case topo::TransportKind::kNet:
+      return transport::Kind::kNet;
+    default:
+      return transport::Kind::kShm;
+  }
+}
+
+// The communicator's ranks as topo describes them.
+std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
+
+// Graph registration and zero-copy sends look at no operation smaller than this: smaller
+// collectives take LL (no zero-copy), and eager operations that small pay for no capture query.
+// (Eager sends go zero-copy from a larger size, see p2p_reg.cc.)
+constexpr size_t kZeroCopyMinBytes = 64 << 10;
+
+// How the communicator's kernels launch. Collective kernels: programmatic dependent launch
+// (BRAID_LAUNCH_PDL) and, Hopper and later (clusters), clusters of the plan's size
+// (plan::Decision: the config's cgaClusterSize or the planner's pick). The others (point-to-point,
+// one rank's PreMulSum): the same without clusters. Point-to-point CTAs must all be resident at
+// once (plan::p2pChannelsPerPeer counts multiprocessors, not cluster slots), and on 4 H200 clusters
+// gained nothing clear: ring-shift sends of 1 GiB moved 338-347 GB/s in clusters of 2, 319 in
+// clusters of 4, 329-336 without.
+struct KernelLaunch {
+  LaunchOptions coll;
+  LaunchOptions plain;
+  bool clusters = false;
+  bool launchEventAttr = false;  // the driver records launch-completion events (CUDA 12.3 and later)
+
+  // Reads the GPU's generation and the driver's version (the current device: the communicator's).
+  [[nodiscard]] ncclResult_t init(int cudaDev);
+  // `base` with an operation's launch-completion event (null: none) for its kernel on `stream`.
+  // Where the driver has no launch-completion events (before CUDA 12.3) the event is recorded on
+  // the stream now, before the launch, as NCCL does there.
+  [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
+                                             LaunchOptions* out) const;
+};
+
+// Owned by the coordinator, which outlives every part that holds this context.
+struct DataPathContext {
+  ncclComm* comm = nullptr;
+  DeviceState* device = nullptr;
+  NetworkLink* net = nullptr;
+  ShareMembership* share = nullptr;
+  ProgressRecorder* progress = nullptr;
+  KernelLaunch launch{};
+
+  // The transports' view of the communicator: its ranks, FIFO sizes (NCCL_BUFFSIZE and its LL
+  // siblings), network and abort flag. netLl: NET connections get LL buffers too (the rings'
+  // topo::Topology::llOk).
+  transport::Context transportContext(bool netLl) const;
+};
+
+}  // namespace braid
