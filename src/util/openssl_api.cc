@@ -41,6 +41,7 @@ std::vector<Symbol> symbolsOf(Api* api) {
       BRAID_OSSL_SYMBOL(Lib::kCrypto, OPENSSL_cleanse),
       BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_get_new_index),
       BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_meth_new),
+      BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_meth_free),
       BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_meth_set_write),
       BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_meth_set_read),
       BRAID_OSSL_SYMBOL(Lib::kCrypto, BIO_meth_set_ctrl),

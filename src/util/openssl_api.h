@@ -63,6 +63,7 @@ struct Api {
   void (*OPENSSL_cleanse)(void* ptr, size_t bytes);
   int (*BIO_get_new_index)();
   BioMethod* (*BIO_meth_new)(int type, const char* name);
+  void (*BIO_meth_free)(BioMethod* method);
   int (*BIO_meth_set_write)(BioMethod* method, int (*write)(Bio*, const char*, int));
   int (*BIO_meth_set_read)(BioMethod* method, int (*read)(Bio*, char*, int));
   int (*BIO_meth_set_ctrl)(BioMethod* method, long (*ctrl)(Bio*, int, long, void*));

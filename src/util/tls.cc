@@ -179,7 +179,8 @@ TlsContext::~TlsContext() {
   if (api_ == nullptr) return;
   if (connectorCtx_ != nullptr) api_->SSL_CTX_free(connectorCtx_);
   if (acceptorCtx_ != nullptr) api_->SSL_CTX_free(acceptorCtx_);
-  // BIO_meth_free is not loaded: a method is a few bytes, made once per ncclSetEncryption call.
+  // Every session of this context, and so every BIO of the method, is gone: they hold the context.
+  if (bioMethod_ != nullptr) api_->BIO_meth_free(bioMethod_);
   api_->OPENSSL_cleanse(key_.data(), key_.size());
 }
 

@@ -57,6 +57,9 @@ void tlsDisable();
 // The context new listeners and connections use: null when encryption is off. Fails, with a WARN,
 // while encryption is requested but unavailable.
 [[nodiscard]] ncclResult_t tlsCurrent(std::shared_ptr<const TlsContext>* out);
+// Whether encryption is asked for (available or not): the pre-shared key then authenticates every
+// peer, whatever the handshake keys of util/socket_auth.h are.
+bool tlsRequested();
 // Forgets the setting, so that the next tlsCurrent reads BRAID_ENCRYPTION_PSK_FILE again. For tests.
 void tlsReset();
 // What turned encryption on, for messages: "ncclSetEncryption" or "BRAID_ENCRYPTION_PSK_FILE".

@@ -136,6 +136,13 @@ void tlsDisable() {
   setting().decided = true;
 }
 
+bool tlsRequested() {
+  std::lock_guard<std::mutex> lock(settingMutex());
+  Setting& s = setting();
+  if (!s.decided) applyKeyFile(&s);
+  return s.requested;
+}
+
 void tlsReset() {
   std::lock_guard<std::mutex> lock(settingMutex());
   setting() = Setting{};
