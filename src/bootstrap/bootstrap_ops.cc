@@ -71,15 +71,19 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
   pollPeers_.clear();
   acceptor_.addPollFds(&pollFds_);
   size_t firstPeer = pollFds_.size();
+  // A connection whose TLS holds input the kernel no longer reports is read without waiting.
+  bool buffered = false;
   for (int p = 0; p < nranks(); ++p) {
-    if (in_[static_cast<size_t>(p)].socket.valid()) {
-      pollFds_.push_back(pollfd{in_[static_cast<size_t>(p)].socket.fd(), POLLIN, 0});
+    const Socket& socket = in_[static_cast<size_t>(p)].socket;
+    if (socket.valid()) {
+      pollFds_.push_back(pollfd{socket.fd(), POLLIN, 0});
       pollPeers_.push_back(p);
+      buffered = buffered || socket.hasBufferedInput();
     }
   }
   if (sending != nullptr) pollFds_.push_back(pollfd{sending->fd(), POLLOUT, 0});
   if (readFd >= 0) pollFds_.push_back(pollfd{readFd, POLLIN, 0});
-  if (::poll(pollFds_.data(), pollFds_.size(), deadline.sliceMs()) < 0 && errno != EINTR) {
+  if (::poll(pollFds_.data(), pollFds_.size(), buffered ? 0 : deadline.sliceMs()) < 0 && errno != EINTR) {
     int err = errno;
     WARN("Rank %d of %d: poll() on bootstrap sockets failed: %s (errno %d)", rank(), nranks(), strerror(err), err);
     return ncclSystemError;
@@ -88,7 +92,10 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
   AcceptedConnection conn;
   while (acceptor_.takeReady(&conn)) NCCLCHECK(adopt(std::move(conn)));
   for (size_t i = 0; i < pollPeers_.size(); ++i) {
-    if (pollFds_[firstPeer + i].revents != 0) NCCLCHECK(readAvailable(pollPeers_[i]));
+    const int peer = pollPeers_[i];
+    if (pollFds_[firstPeer + i].revents != 0 || in_[static_cast<size_t>(peer)].socket.hasBufferedInput()) {
+      NCCLCHECK(readAvailable(peer));
+    }
   }
   return ncclSuccess;
 }

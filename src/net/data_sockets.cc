@@ -50,6 +50,11 @@ std::vector<int> DataSockets::callerFds() const {
   return fds;
 }
 
+bool DataSockets::callerHasBufferedInput() const {
+  if (threaded()) return false;
+  return std::any_of(sockets_.begin(), sockets_.end(), [](const Socket& s) { return s.hasBufferedInput(); });
+}
+
 void DataSockets::queue(int socket, const Part& part) {
   Lane& lane = lanes_[socket];
   if (!threaded()) {
@@ -138,11 +143,13 @@ bool DataSockets::waitForParts(Helper* helper) {
 
 void DataSockets::waitOnSockets(Helper* helper) {
   helper->pollFds.clear();
+  int timeoutMs = kPollMs;
   for (int i : helper->lanes) {
     if (!lanes_[i].busy) continue;
+    if (lanes_[i].socket->hasBufferedInput()) timeoutMs = 0;  // TLS holds input: look at once
     helper->pollFds.push_back(pollfd{lanes_[i].socket->fd(), static_cast<short>(isSend_ ? POLLOUT : POLLIN), 0});
   }
-  (void)poll(helper->pollFds.data(), helper->pollFds.size(), kPollMs);  // EINTR or a timeout: look again
+  (void)poll(helper->pollFds.data(), helper->pollFds.size(), timeoutMs);  // EINTR or a timeout: look again
 }
 
 void DataSockets::noteError(ncclResult_t error) {

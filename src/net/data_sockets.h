@@ -55,6 +55,8 @@ class DataSockets {
   bool threaded() const { return !helpers_.empty(); }
   // The fds a reader on the caller's thread must watch (none when helpers read).
   std::vector<int> callerFds() const;
+  // Whether a socket the caller's thread reads holds input the kernel no longer reports (TLS).
+  bool callerHasBufferedInput() const;
 
   // Called by the connection's thread only.
   void queue(int socket, const Part& part);

@@ -67,8 +67,9 @@ bool SocketNetConn::mayRead() {
     }
   }
   if (scan_ != &scan) return true;
-  // Buffered bytes wait for a receive to be posted: the socket itself may be empty.
-  if (rxBegin_ < rxEnd_) return true;
+  // Buffered bytes wait for a receive to be posted: the socket itself may be empty. So may a TLS
+  // record read in part (util/tls.h): the kernel no longer reports its rest.
+  if (rxBegin_ < rxEnd_ || ctrl_.hasBufferedInput() || data_->callerHasBufferedInput()) return true;
   return scan.mayRead(recvFds_, &scanEpoch_);
 }
 

@@ -17,6 +17,7 @@
 #include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/tls.h"
 
 namespace braid {
 
@@ -163,6 +164,7 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
     return ncclSystemError;
   }
   NCCLCHECK(socketAuthKey(magic, &sock.key_));
+  NCCLCHECK(tlsCurrent(&sock.tlsContext_));
   sock.type_ = type;
   *out = std::move(sock);
   return ncclSuccess;
@@ -218,7 +220,7 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
 }
 
 ncclResult_t Socket::handshakeProgress(bool* done) {
-  *done = !auth_.active;
+  *done = false;
   constexpr size_t kIncoming = kSocketNonceBytes + kSocketProofBytes;
   while (auth_.active) {
     if (auth_.got == kSocketNonceBytes && !auth_.replied) {
@@ -248,24 +250,34 @@ ncclResult_t Socket::handshakeProgress(bool* done) {
     if (got == 0) return ncclSuccess;
     auth_.got += got;
     if (auth_.got == kSocketNonceBytes && !auth_.replied) {
-      SocketHandshake h{static_cast<uint32_t>(type_), auth_.connectorNonce, {}};
+      SocketHandshake h{wireType(), auth_.connectorNonce, {}};
       h.proof = socketAuthProof(key_, SocketAuthRole::kConnector, h.type, auth_.acceptorNonce, auth_.connectorNonce);
       encodeSocketHandshake(h, auth_.reply.data());
     }
     if (auth_.got == kIncoming) {
       NCCLCHECK(checkAcceptorProof());
-      *done = true;
+      if (encrypted()) NCCLCHECK(tlsStart(/*acceptor=*/false));
     }
   }
+  if (tls_ != nullptr) return tlsHandshake(done);
+  *done = true;
   return ncclSuccess;
 }
 
 ncclResult_t Socket::checkAcceptorProof() {
-  const bool ok = socketAcceptorProofValid(key_, static_cast<uint32_t>(type_), auth_.acceptorNonce,
-                                           auth_.connectorNonce, auth_.acceptorProof);
+  const bool ok =
+      socketAcceptorProofValid(key_, wireType(), auth_.acceptorNonce, auth_.connectorNonce, auth_.acceptorProof);
+  // A proof for the other setting: the acceptor holds the key but encrypts where this end does not, or
+  // the reverse.
+  const bool otherSetting = !ok && socketAcceptorProofValid(key_, wireType() ^ kSocketTlsFlag, auth_.acceptorNonce,
+                                                            auth_.connectorNonce, auth_.acceptorProof);
   auth_ = ClientAuth{};
   key_ = SocketAuthKey{};
   if (ok) return ncclSuccess;
+  if (otherSetting) {
+    warnTlsMismatch(peerName(), !encrypted());
+    return ncclRemoteError;
+  }
   std::lock_guard<std::mutex> lock(connectorWarnMutex());
   if (connectorWarnLimit().allow(0)) {
     WARN(
@@ -285,6 +297,8 @@ ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, S
     WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
     return ncclInvalidArgument;
   }
+  std::shared_ptr<const TlsContext> tls;
+  NCCLCHECK(tlsCurrent(&tls));
   const int64_t retries = std::max<int64_t>(0, paramInt(ParamId::kSocketRetryCnt));
   const int64_t sleepMs = std::max<int64_t>(0, paramInt(ParamId::kSocketRetrySleepMsec));
   for (int64_t attempt = 0;; ++attempt) {
@@ -311,6 +325,7 @@ ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, S
       NCCLCHECK(socketAuthKey(magic, &sock.key_));
       NCCLCHECK(randomBytes(sock.auth_.connectorNonce.data(), kSocketNonceBytes));
       sock.type_ = type;
+      sock.tlsContext_ = std::move(tls);
       sock.auth_.active = true;
       *out = std::move(sock);
       return ncclSuccess;
@@ -378,6 +393,7 @@ ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* clos
 }
 
 ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
+  if (tls_ != nullptr) return tlsSendV(iov, count, sent);
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
@@ -396,6 +412,7 @@ ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
 }
 
 ncclResult_t Socket::recvOnce(void* data, size_t bytes, size_t* got, bool* closed) {
+  if (tls_ != nullptr) return tlsRecv(data, bytes, got, closed);
   *got = 0;
   *closed = false;
   for (;;) {
@@ -474,17 +491,16 @@ void SocketAcceptor::close() {
 
 void SocketAcceptor::addPollFds(std::vector<pollfd>* fds) const {
   fds->push_back(pollfd{listener_.fd(), POLLIN, 0});
-  for (const Pending& p : pending_) fds->push_back(pollfd{p.socket.fd(), POLLIN, 0});
+  for (const Pending& p : pending_) {
+    fds->push_back(pollfd{p.socket.fd(), static_cast<short>(POLLIN | (p.socket.tlsWantsWrite() ? POLLOUT : 0)), 0});
+  }
 }
 
-bool SocketAcceptor::readPending(Pending* p) {
-  std::string from = socketAddressToString(p->socket.peerAddress());
-  size_t before = p->received;
-  for (;;) {
-    ssize_t n = ::recv(p->socket.fd(), p->buffer.data() + p->received, p->buffer.size() - p->received, 0);
+bool SocketAcceptor::readRaw(Pending* p, size_t limit, const std::string& from) {
+  while (p->received < limit) {
+    ssize_t n = ::recv(p->socket.fd(), p->buffer.data() + p->received, limit - p->received, 0);
     if (n > 0) {
       p->received += static_cast<size_t>(n);
-      if (p->received == p->buffer.size()) break;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -493,11 +509,25 @@ bool SocketAcceptor::readPending(Pending* p) {
          socketAddressToString(listener_.localAddress()).c_str(), n == 0 ? "end of stream" : strerror(errno));
     return false;
   }
-  // Check the handshake as soon as it is complete, so a stranger is dropped before its hello.
-  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes && !checkHandshake(p, from)) return false;
-  if (p->received < p->buffer.size() && Deadline::Clock::now() >= p->expires) {
-    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes after %lld ms", from.c_str(),
-         socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
+  return true;
+}
+
+bool SocketAcceptor::readPending(Pending* p) {
+  std::string from = socketAddressToString(p->socket.peerAddress());
+  // The handshake first, and no further: it is checked as soon as it is complete, so a stranger is
+  // dropped before its hello, and a connection that encrypts reads the rest through TLS.
+  if (p->received < kSocketHandshakeBytes) {
+    if (!readRaw(p, kSocketHandshakeBytes, from)) return false;
+    if (p->received == kSocketHandshakeBytes && !checkHandshake(p, from)) return false;
+  }
+  if (p->received >= kSocketHandshakeBytes &&
+      !(p->socket.tls_ != nullptr ? readTlsHello(p, from) : readRaw(p, p->buffer.size(), from))) {
+    return false;
+  }
+  if (!p->complete() && Deadline::Clock::now() >= p->expires) {
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes%s after %lld ms",
+         from.c_str(), socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
+         p->socket.tlsHandshaking() ? " and its TLS handshake unfinished" : "",
          static_cast<long long>(handshakeTimeout_.count()));
     return false;
   }
@@ -510,7 +540,9 @@ bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
   if (parseSocketHandshake(reinterpret_cast<const uint8_t*>(p->buffer.data()), p->received, &h) != ncclSuccess) {
     return false;
   }
-  const uint32_t type = h.type;
+  // The top bit of the type word says whether the connector encrypts (socket.h).
+  const uint32_t type = h.type & ~kSocketTlsFlag;
+  const bool peerEncrypts = (h.type & kSocketTlsFlag) != 0;
   const std::string where = socketAddressToString(listener_.localAddress());
   // Shut down, not only closed: a process forked meanwhile may hold a copy of the descriptor, and
   // the refused peer must see the end of the connection now.
@@ -532,11 +564,24 @@ bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
     }
     return false;
   }
-  const SocketProof mine = socketAuthProof(listener_.key_, SocketAuthRole::kAcceptor, type, p->nonce, h.connectorNonce);
+  // The proof of this end's own word: a connector with the other setting learns which it is.
+  const uint32_t word = type | (listener_.encrypted() ? kSocketTlsFlag : 0);
+  const SocketProof mine = socketAuthProof(listener_.key_, SocketAuthRole::kAcceptor, word, p->nonce, h.connectorNonce);
   if (!sendNow(p->socket.fd(), mine.data(), mine.size())) {
     INFO(kSocketLogSubsys, "Dropping connection from %s on %s: it did not take this side's proof", from.c_str(),
          where.c_str());
     return false;
+  }
+  if (peerEncrypts != listener_.encrypted()) {
+    refuse();
+    if (warnLimit_.allow(kWarnTls)) {
+      listener_.warnTlsMismatch("Listener " + where + ": refused the connection from " + from, peerEncrypts);
+    }
+    return false;
+  }
+  if (listener_.encrypted()) {
+    p->socket.tlsContext_ = listener_.tlsContext_;
+    if (p->socket.tlsStart(/*acceptor=*/true) != ncclSuccess) return false;
   }
   return true;
 }
@@ -597,7 +642,7 @@ void SocketAcceptor::markReady(Pending* p) {
 
 void SocketAcceptor::admit(Pending p) {
   if (!sendChallenge(&p) || !readPending(&p)) return;
-  if (p.received == p.buffer.size()) {
+  if (p.complete()) {
     markReady(&p);
     return;
   }
@@ -616,7 +661,7 @@ ncclResult_t SocketAcceptor::progress() {
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }
-    if (p.received == p.buffer.size()) {
+    if (p.complete()) {
       markReady(&p);
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;

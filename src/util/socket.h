@@ -13,6 +13,15 @@
 //   The acceptor drops connections of another type with an INFO line, and refuses a wrong proof
 //   (a stranger, a replayed exchange, a peer with another secret) with a rate-limited WARN; the
 //   connector fails when the acceptor's proof is wrong. Only then does the connector send data.
+// - Encryption (util/tls.h): a listener or connector takes the process's TLS setting when it is
+//   created. The type word of both proofs carries it in its top bit (kSocketTlsFlag), so the two
+//   ends learn each other's setting from an authenticated word that nobody in between can change:
+//   when they differ, the acceptor WARNs, answers with the proof of its own word and closes, and
+//   the connector, finding the acceptor's proof valid for the other setting, WARNs that the
+//   settings differ (ncclRemoteError on both sides, never a hang or garbage). When both encrypt, a
+//   TLS 1.3 handshake follows at once (a wrong pre-shared key fails it, with a WARN on both sides)
+//   and everything after it, the greeting included, goes through TLS: sendSome/recvSome and the
+//   rest of the API below work the same, non-blocking as before.
 // - Framed messages are a uint64 length followed by the payload.
 // - Failures log exactly one WARN naming the peer (the socket's description and address) and the
 //   errno text, and return ncclSystemError (a local call failed), ncclRemoteError (the peer closed,
@@ -35,6 +44,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +53,10 @@
 #include "util/unique_fd.h"
 
 namespace braid {
+
+class TlsContext;
+class TlsSession;
+enum class TlsStatus;
 
 // sockaddr of either family, 28 bytes: the layout NCCL stores at bytes 8-35 of a unique id.
 union SocketAddress {
@@ -67,6 +81,8 @@ std::string socketAddressToString(const SocketAddress& addr);
 
 // The type word of the handshake (the values NCCL uses).
 enum class SocketType : uint32_t { kBootstrap = 1, kProxy = 2, kNetSocket = 3, kNetIb = 4, kRas = 5 };
+// Set in the handshake's type word by an end that encrypts (see the contract above).
+constexpr uint32_t kSocketTlsFlag = 0x80000000u;
 
 constexpr int kSocketPollSliceMs = 20;
 
@@ -102,15 +118,21 @@ using SocketPump = std::function<ncclResult_t(int fd)>;
 
 class Socket {
  public:
-  Socket() = default;
-  Socket(Socket&& other) noexcept = default;
-  Socket& operator=(Socket&& other) noexcept = default;
+  Socket();
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+  ~Socket();
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
   bool valid() const { return fd_.valid(); }
   int fd() const { return fd_.get(); }
-  void close() { fd_.reset(); }
+  void close();
+  // Whether this connection (or, for a listener, each it accepts) goes through TLS.
+  bool encrypted() const { return tlsContext_ != nullptr; }
+  // Input already taken from the kernel and not yet read (a TLS record read in part): a caller
+  // that polls before it reads must treat the socket as readable while this is true.
+  bool hasBufferedInput() const;
 
   // For a listener: the bound address with its real port. For a connection: our end.
   const SocketAddress& localAddress() const { return local_; }
@@ -144,7 +166,9 @@ class Socket {
                                                  const Deadline& deadline, Socket* out);
   [[nodiscard]] ncclResult_t handshakeProgress(bool* done);
   // Whether the connector's handshake is still running: wait for POLLIN (else POLLOUT) then.
-  bool handshakeWantsWrite() const { return auth_.active && auth_.got == kSocketNonceBytes && !auth_.replied; }
+  bool handshakeWantsWrite() const {
+    return (auth_.active && auth_.got == kSocketNonceBytes && !auth_.replied) || tlsWantsWrite();
+  }
 
   [[nodiscard]] ncclResult_t sendAll(const void* data, size_t bytes, const Deadline& deadline);
   [[nodiscard]] ncclResult_t recvAll(void* data, size_t bytes, const Deadline& deadline);
@@ -187,6 +211,21 @@ class Socket {
     size_t sent = 0;
   };
   [[nodiscard]] ncclResult_t checkAcceptorProof();
+  // The handshake's type word: the type, with kSocketTlsFlag when this end encrypts.
+  uint32_t wireType() const { return static_cast<uint32_t>(type_) | (encrypted() ? kSocketTlsFlag : 0); }
+  // TLS (util/socket_tls.cc): starts the session of a connection whose proofs are done, moves its
+  // handshake on (*done once complete; WARNs name the peer), and moves data through it.
+  [[nodiscard]] ncclResult_t tlsStart(bool acceptor);
+  [[nodiscard]] ncclResult_t tlsHandshake(bool* done);
+  bool tlsWantsWrite() const;
+  // Whether its TLS handshake has yet to complete (an accepted connection is not ready until then).
+  bool tlsHandshaking() const;
+  [[nodiscard]] ncclResult_t tlsSendV(const iovec* iov, int count, size_t* sent);
+  [[nodiscard]] ncclResult_t tlsSendFailed(TlsStatus status) const;
+  [[nodiscard]] ncclResult_t tlsRecv(void* data, size_t bytes, size_t* got, bool* closed);
+  // "<who>: <what differs>; ..." for a peer whose encryption setting (`peerEncrypts`) is not this
+  // end's: one WARN.
+  void warnTlsMismatch(const std::string& who, bool peerEncrypts) const;
 
   UniqueFd fd_;
   SocketAuthKey key_{};  // listener, and a connector during its handshake
@@ -195,6 +234,8 @@ class Socket {
   SocketAddress local_{};
   SocketAddress peer_{};
   std::string description_;
+  std::shared_ptr<const TlsContext> tlsContext_;  // a listener, and a connection: null when plain
+  std::unique_ptr<TlsSession> tls_;               // a connection that encrypts, from its TLS handshake on
 
   friend class SocketAcceptor;
 };
@@ -275,10 +316,16 @@ class SocketAcceptor {
     std::vector<char> buffer;  // handshake + hello
     size_t received = 0;
     Deadline::Clock::time_point expires;
+    // The handshake, the greeting and (when it encrypts) the TLS handshake are done.
+    bool complete() const { return received == buffer.size() && !socket.tlsHandshaking(); }
   };
-  enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap, kWarnBadProof };
+  enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap, kWarnBadProof, kWarnTls };
   // Reads what is available; false when the connection must be dropped.
   bool readPending(Pending* pending);
+  // Reads plain bytes until pending->received reaches `limit` or the socket would block.
+  bool readRaw(Pending* pending, size_t limit, const std::string& from);
+  // The greeting through TLS, after its handshake (util/socket_tls.cc); false: drop it.
+  bool readTlsHello(Pending* pending, const std::string& from);
   // Checks a complete connector handshake and answers with this side's proof; false: drop it.
   bool checkHandshake(Pending* pending, const std::string& from);
   // Sends a new connection its challenge; false: drop it.

@@ -10,6 +10,7 @@
 #include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/tls.h"
 
 namespace braid {
 
@@ -78,7 +79,8 @@ SocketProof socketAuthProof(const SocketAuthKey& key, SocketAuthRole role, uint3
 }
 
 void socketAuthWarnIfUnauthenticated() {
-  if (socketAuthSecretConfigured()) return;
+  // A pre-shared key (TLS) keeps strangers out as a secret does.
+  if (socketAuthSecretConfigured() || tlsRequested()) return;
   static std::once_flag once;
   std::call_once(once, [] {
     WARN(

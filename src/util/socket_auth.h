@@ -32,7 +32,8 @@ enum class SocketAuthRole : uint8_t { kConnector = 'C', kAcceptor = 'A' };
 bool socketAuthSecretConfigured();
 SocketProof socketAuthProof(const SocketAuthKey& key, SocketAuthRole role, uint32_t type, const SocketNonce& acceptor,
                             const SocketNonce& connector);
-// For a job whose magic is public (NCCL_COMM_ID): one WARN per process when no secret is set.
+// For a job whose magic is public (NCCL_COMM_ID): one WARN per process when neither a secret nor
+// encryption (util/tls.h, whose key authenticates peers too) is set.
 void socketAuthWarnIfUnauthenticated();
 
 }  // namespace braid

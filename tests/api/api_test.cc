@@ -4,6 +4,7 @@
 #include <nccl.h>
 #include <nccl_device/host.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -165,19 +166,48 @@ TEST(Api, NewerFunctionsWithoutACommunicator) {
   EXPECT_EQ(ncclInvalidUsage, ncclGetMultimemDeviceLeInfo(nullptr, 0, nullptr, nullptr));
   EXPECT_NE(std::string::npos, lastError().find("CFT"));
   EXPECT_STREQ("timeout", ncclGetErrorString(ncclTimeout));
-  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(nullptr));
-  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
-  EXPECT_EQ(ncclSuccess, ncclSetEncryption(&enc));
-  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
-  EXPECT_EQ(ncclInvalidUsage, ncclSetEncryption(&enc));
-  enc.mode = 7;
-  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));
   ncclComm_t grown = nullptr;
   ncclUniqueId id;
   EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, nullptr, 2, &grown, nullptr));  // joining without id
   EXPECT_EQ(ncclInvalidArgument, ncclCommGrow(nullptr, 4, &id, 4, &grown, nullptr));      // rank out of range
   uint64_t value = 0;
   EXPECT_EQ(ncclInvalidArgument, ncclCommMemStats(nullptr, ncclStatGpuMemTotal, &value));
+}
+
+// ncclSetEncryption's arguments, as NCCL reads them: NULL is the default config (plain text); the
+// magic must be there; a smaller size keeps the defaults of the fields it does not cover; a PSK
+// must have at least 32 bytes. Turning TLS on works where OpenSSL 3 is (tls_socket_test covers
+// the connections and the library's absence).
+TEST(Api, SetEncryptionChecksItsConfig) {
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(nullptr));
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(&enc));
+  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));  // no key
+  EXPECT_NE(std::string::npos, lastError().find("config->psk is NULL")) << lastError();
+  enc.psk = "0123456789abcdef0123456789abcde";  // 31 bytes
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));
+  EXPECT_NE(std::string::npos, lastError().find("config->psk has 31 bytes")) << lastError();
+  enc.mode = 7;
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&enc));
+  EXPECT_NE(std::string::npos, lastError().find("config->mode 7")) << lastError();
+  ncclEncryptionConfig_t bad = enc;
+  bad.magic = 0;
+  EXPECT_EQ(ncclInvalidArgument, ncclSetEncryption(&bad));
+  EXPECT_NE(std::string::npos, lastError().find("NCCL_ENCRYPTION_CONFIG_INITIALIZER")) << lastError();
+  // A config that ends before `mode` is the default one: plain text, whatever follows it in memory.
+  bad = enc;
+  bad.size = offsetof(ncclEncryptionConfig_t, mode);
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(&bad));
+  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+  enc.psk = "0123456789abcdef0123456789abcdef";  // 32 bytes
+  const ncclResult_t on = ncclSetEncryption(&enc);
+  if (on == ncclSystemError) {
+    EXPECT_NE(std::string::npos, lastError().find("libssl.so.3 could not be loaded")) << lastError();
+  } else {
+    EXPECT_EQ(ncclSuccess, on) << lastError();
+  }
+  EXPECT_EQ(ncclSuccess, ncclSetEncryption(nullptr));  // back to plain text for the other tests
 }
 
 // Argument checks of ncclMemAlloc/ncclMemFree, made before any CUDA call (no GPU needed).

@@ -128,10 +128,10 @@ TEST(HostApi232, MissingFeaturesFailNamingThem) {
         CHILD_EXPECT(cft.nRanks == 0 && lastErrorNames("CFT"));
 
         ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
-        CHILD_NCCL(ncclSetEncryption(&enc));  // plain text: what Braid speaks
+        CHILD_NCCL(ncclSetEncryption(&enc));  // plain text
         enc.mode = NCCL_ENCRYPTION_MODE_PSK;
-        enc.psk = "secret";
-        CHILD_EXPECT(ncclSetEncryption(&enc) == ncclInvalidUsage && lastErrorNames("TLS"));
+        enc.psk = "secret";  // shorter than NCCL's 32-byte minimum
+        CHILD_EXPECT(ncclSetEncryption(&enc) == ncclInvalidArgument && lastErrorNames("config->psk"));
         CHILD_EXPECT(std::string(ncclGetErrorString(ncclTimeout)) == "timeout");
 
         CHILD_CUDA(cudaFree(buf));
