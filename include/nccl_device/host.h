@@ -3,10 +3,10 @@
  * teams, device-communicator requirements and window pointer lookups, with the struct layouts and
  * initializers of NVIDIA's nccl_device/host.h, so that a program that queries them runs on Braid.
  *
- * Braid implements ncclCommQueryProperties and the team functions. It does not yet provide the
- * device API itself (ncclDevCommCreate and the requirement builders fail with a WARN that says
- * so), nor multicast, GIN or CFT, which need hardware or networks Braid does not drive:
- * ncclCommQueryProperties reports them unsupported.
+ * Braid implements ncclCommQueryProperties, the team functions and the window pointer lookups. It
+ * does not yet provide the device API itself (ncclDevCommCreate and the requirement builders fail
+ * with a WARN that says so), nor multicast, GIN or CFT, which need hardware or networks Braid does
+ * not drive: ncclCommQueryProperties reports them unsupported.
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */
