@@ -33,7 +33,7 @@ class CeBackend final : public RmaBackend {
   CeBackend(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad);
   bool reaches(int peer) const override { return ctx_.inLsa(peer); }
   [[nodiscard]] ncclResult_t put(const PutOp& op, bool graph, cudaStream_t stream) override;
-  [[nodiscard]] ncclResult_t wait(const std::vector<WaitOp>& ops, bool graph, cudaStream_t stream) override;
+  [[nodiscard]] ncclResult_t wait(const std::vector<WaitOp>& waits, bool graph, cudaStream_t stream) override;
   void releaseWaits() override;
 
  private:

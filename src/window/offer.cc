@@ -41,7 +41,7 @@ OfferVerdict judgeOffers(const std::vector<WindowOffer>& offers, int lsaBase, in
                                           "; every rank must pass the same flags");
     }
   }
-  if (lsaBase < 0 || lsaSize < 1 || static_cast<size_t>(lsaBase + lsaSize) > offers.size()) {
+  if (lsaBase < 0 || lsaSize < 1 || static_cast<size_t>(lsaBase) + static_cast<size_t>(lsaSize) > offers.size()) {
     return refuse(ncclInternalError, "the LSA team lies outside the communicator");
   }
   OfferVerdict v;

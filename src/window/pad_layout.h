@@ -27,7 +27,7 @@ struct PadLayout {
   uint64_t count(int ctx, int sig, int rank) const { return 8 * index(ctx, sig, rank); }
   uint64_t graphCount(int ctx, int sig, int rank) const { return 8 * (words() + index(ctx, sig, rank)); }
   uint64_t stage(int ctx, int sig, int rank) const { return 8 * (2 * words() + index(ctx, sig, rank)); }
-  uint64_t bytes() const { return 8 * 3 * words(); }
+  uint64_t bytes() const { return uint64_t{24} * words(); }
 };
 
 // A pad of more than this is refused (a configuration with millions of contexts or signals).

@@ -35,7 +35,7 @@ class RmaBackend {
   virtual bool reaches(int peer) const = 0;
   // Enqueues on `stream`; `graph`: the stream is being captured (the operation must be replayable).
   [[nodiscard]] virtual ncclResult_t put(const PutOp& op, bool graph, cudaStream_t stream) = 0;
-  [[nodiscard]] virtual ncclResult_t wait(const std::vector<WaitOp>& ops, bool graph, cudaStream_t stream) = 0;
+  [[nodiscard]] virtual ncclResult_t wait(const std::vector<WaitOp>& waits, bool graph, cudaStream_t stream) = 0;
   // Teardown with operations possibly still waiting on the GPU: satisfies every wait this rank's
   // streams may be blocked on (their signals will never come), so that they drain.
   virtual void releaseWaits() = 0;

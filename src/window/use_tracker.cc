@@ -18,6 +18,7 @@ ncclResult_t UseTracker::note(cudaStream_t stream) {
       return ncclSuccess;
     }
   }
+  (void)pending();  // a new stream: first let go of the entries whose work is done
   Entry e{stream, nullptr};
   CUDACHECK(cudaEventCreateWithFlags(&e.event, cudaEventDisableTiming));
   cudaError_t err = cudaEventRecord(e.event, stream);
@@ -29,13 +30,16 @@ ncclResult_t UseTracker::note(cudaStream_t stream) {
 
 bool UseTracker::pending() {
   for (auto it = entries_.begin(); it != entries_.end();) {
-    cudaError_t state = cudaEventQuery(it->event);
-    if (state == cudaErrorNotReady) return true;
+    const cudaError_t state = cudaEventQuery(it->event);
+    if (state == cudaErrorNotReady) {
+      ++it;
+      continue;
+    }
     if (state != cudaSuccess) (void)cudaGetLastError();  // a sticky error shows up on the next call anyway
     (void)cudaEventDestroy(it->event);
     it = entries_.erase(it);
   }
-  return false;
+  return !entries_.empty();
 }
 
 bool UseTracker::drain(std::chrono::milliseconds timeout) {

@@ -17,7 +17,7 @@ class UseTracker {
   ~UseTracker();
   UseTracker(const UseTracker&) = delete;
   UseTracker& operator=(const UseTracker&) = delete;
-  UseTracker(UseTracker&& other) noexcept : entries_(std::move(other.entries_)) {}
+  UseTracker(UseTracker&& other) noexcept : entries_(std::move(other.entries_)) { other.entries_.clear(); }
 
   // Records that work just enqueued on `stream` uses the window (not while capturing).
   [[nodiscard]] ncclResult_t note(cudaStream_t stream);
