@@ -176,7 +176,9 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
   for (WindowOffer& o : offers) o.udsName[sizeof(o.udsName) - 1] = '\0';
   const OfferVerdict verdict = judgeOffers(offers, ctx_.lsaBase(), ctx_.lsaSize);
   if (verdict.result != ncclSuccess) {
-    if (status == ncclSuccess) WARN("%s: %s", what.c_str(), verdict.why.c_str());
+    // The signal memory is optional (windows work without it): a peer's refusal is news, not an error.
+    if (status == ncclSuccess && internal) INFO(kLogInit, "%s: %s", what.c_str(), verdict.why.c_str());
+    if (status == ncclSuccess && !internal) WARN("%s: %s", what.c_str(), verdict.why.c_str());
     return status != ncclSuccess ? status : verdict.result;
   }
   auto w = std::make_unique<Window>();
@@ -195,18 +197,19 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
 }
 
 ncclResult_t Manager::makePad() {
+  // Every rank takes part, whatever it can do, so that the registrations stay in step even where
+  // the ranks' configurations differ.
   padTried_ = true;
-  if (ctx_.numRmaCtx == 0) {
-    rmaWhy_ = "one-sided operations are disabled for this communicator (numRmaCtx = 0)";
-    return ncclSuccess;
-  }
   PadLayout layout;
   layout.nCtx = ctx_.numRmaCtx;
   layout.nSig = ctx_.numRmaSig;
   layout.nranks = ctx_.nranks;
   std::string why;
   ncclResult_t refusal = ncclSuccess;
-  if (!rmaSupport(drv_, ctx_.cudaDev, &why)) {
+  if (ctx_.numRmaCtx <= 0) {
+    why = "one-sided operations are disabled for this communicator (numRmaCtx = 0)";
+    refusal = ncclInvalidUsage;
+  } else if (!rmaSupport(drv_, ctx_.cudaDev, &why)) {
     INFO(kLogInit, "%s: no one-sided operations: %s", me().c_str(), why.c_str());
     refusal = ncclInvalidUsage;
   }
