@@ -3,12 +3,12 @@
  * teams, device-communicator requirements and window pointer lookups, with the struct layouts and
  * initializers of NVIDIA's nccl_device/host.h, so that a program that queries them runs on Braid.
  *
- * Braid implements ncclCommQueryProperties and the team functions. The device side is
- * nccl_device.h; the host does not yet create device communicators (ncclDevCommCreate and the
- * requirement builders fail with a WARN that says so), and it has no multicast, GIN or CFT, which
- * need hardware or networks Braid does not drive: ncclCommQueryProperties reports them unsupported.
- * The structures a device communicator is made of (struct ncclDevComm, a window's device descriptor)
- * are in nccl_device/comm.h, included at the end.
+ * Braid implements ncclCommQueryProperties, the team functions and the window pointer lookups. It
+ * does not yet create device communicators (ncclDevCommCreate and the requirement builders fail
+ * with a WARN that says so), nor multicast, GIN or CFT, which need hardware or networks Braid does
+ * not drive: ncclCommQueryProperties reports them unsupported. The device side is nccl_device.h;
+ * the structures a device communicator is made of (struct ncclDevComm, a window's device
+ * descriptor) are in nccl_device/comm.h, included at the end.
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */

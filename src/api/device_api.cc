@@ -1,19 +1,22 @@
-// The host side of NCCL's device API (nccl_device/host.h): teams, which Braid computes, and the
-// device communicator, window pointer lookups and resource requirements, which wait for Braid's
-// symmetric windows and device API. Those fail with a WARN naming what is missing; the multicast
-// lookups answer NULL, as NCCL does where there is no multicast (Braid never uses NVLink SHARP).
+// The host side of NCCL's device API (nccl_device/host.h): teams, which Braid computes, window
+// pointer lookups (window/window_registry.h), and the device communicator and resource
+// requirements, which wait for Braid's device API: those fail with a WARN naming what is missing.
+// The multicast lookups answer NULL, as NCCL does where there is no multicast (Braid never uses
+// NVLink SHARP).
 #include <nccl_device/host.h>
+
+#include <memory>
 
 #include "api/api_guard.h"
 #include "api/export.h"
 #include "core/comm.h"
 #include "core/teams.h"
 #include "util/check.h"
+#include "window/window_registry.h"
 
 namespace {
 
 constexpr const char* kDeviceApi = "the NCCL device API (ncclDevComm, nccl_device.h)";
-constexpr const char* kWindows = "symmetric memory windows (ncclCommWindowRegister)";
 constexpr const char* kCft = "CFT (Compute Fabric Transport, which needs Blackwell GPUs and CUDA 13.3)";
 constexpr const char* kGin = "GIN (GPU-initiated networking needs an InfiniBand/RoCE or EFA NIC driven from the GPU)";
 
@@ -75,23 +78,64 @@ ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t, size_t, ncclMultimemHand
                          [&] { return noMulticast(outPtr, "ncclGetMultimemDevicePointer"); });
 }
 
+namespace {
+
+// The window behind `window`, or ncclInvalidArgument for a handle that is no live window.
+ncclResult_t lookUp(ncclWindow_t window, void** outPtr, const char* caller,
+                    std::shared_ptr<const braid::window::WindowInfo>* out) {
+  NCCLCHECK(checkOut(window, caller, "window"));
+  NCCLCHECK(checkOut(outPtr, caller, "outPtr"));
+  *outPtr = nullptr;
+  *out = braid::window::registryFind(window);
+  if (*out == nullptr) {
+    WARN("%s: window %p is not a registered window (never registered, or deregistered)", caller,
+         static_cast<void*>(window));
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+// LSA rank `lsa`'s byte `offset` of the window, checked against that rank's window size.
+ncclResult_t lsaPointer(const braid::window::WindowInfo& w, size_t offset, int lsa, void** outPtr, const char* caller) {
+  if (offset >= w.lsaBytes[lsa]) {
+    WARN("%s: offset %zu is past the end of LSA rank %d's window (%llu bytes)", caller, offset, lsa,
+         static_cast<unsigned long long>(w.lsaBytes[lsa]));
+    return ncclInvalidArgument;
+  }
+  *outPtr = w.lsaPtr(lsa, offset);
+  return ncclSuccess;
+}
+
+}  // namespace
+
 BRAID_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset, int lsaRank, void** outPtr);
-ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t, int, void** outPtr) {
-  return braid::apiGuard("ncclGetLsaDevicePointer", [&] {
-    NCCLCHECK(checkOut(window, "ncclGetLsaDevicePointer", "window"));
-    NCCLCHECK(checkOut(outPtr, "ncclGetLsaDevicePointer", "outPtr"));
-    *outPtr = nullptr;
-    return braid::notImplemented("ncclGetLsaDevicePointer", kWindows);
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void** outPtr) {
+  const char* caller = "ncclGetLsaDevicePointer";
+  return braid::apiGuard(caller, [&] {
+    std::shared_ptr<const braid::window::WindowInfo> w;
+    NCCLCHECK(lookUp(window, outPtr, caller, &w));
+    if (lsaRank < 0 || lsaRank >= w->lsaSize) {
+      WARN("%s: lsaRank %d is out of range [0, %d) (the LSA team of window %p)", caller, lsaRank, w->lsaSize,
+           static_cast<void*>(window));
+      return ncclInvalidArgument;
+    }
+    return lsaPointer(*w, offset, lsaRank, outPtr, caller);
   });
 }
 
+// A peer outside the caller's LSA team (another host) has no address here: NULL, with success.
 BRAID_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer, void** outPtr);
-ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t, int, void** outPtr) {
-  return braid::apiGuard("ncclGetPeerDevicePointer", [&] {
-    NCCLCHECK(checkOut(window, "ncclGetPeerDevicePointer", "window"));
-    NCCLCHECK(checkOut(outPtr, "ncclGetPeerDevicePointer", "outPtr"));
-    *outPtr = nullptr;
-    return braid::notImplemented("ncclGetPeerDevicePointer", kWindows);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr) {
+  const char* caller = "ncclGetPeerDevicePointer";
+  return braid::apiGuard(caller, [&] {
+    std::shared_ptr<const braid::window::WindowInfo> w;
+    NCCLCHECK(lookUp(window, outPtr, caller, &w));
+    if (peer < 0 || peer >= w->nranks) {
+      WARN("%s: peer %d is out of range [0, %d)", caller, peer, w->nranks);
+      return ncclInvalidArgument;
+    }
+    if (!w->inLsa(peer)) return ncclSuccess;
+    return lsaPointer(*w, offset, peer - w->lsaBase(), outPtr, caller);
   });
 }
 

@@ -1,9 +1,9 @@
 // ncclMemAlloc/ncclMemFree (register/mem_alloc), ncclCommRegister/Deregister (launch/reg_launch.cc),
-// ncclRedOpCreatePreMulSum/ncclRedOpDestroy (launch/red_ops.h), and the window and device-API entry
-// points that have not landed yet: each of those fails with a WARN naming the feature (and the
-// issue that brings it stays open).
+// ncclCommWindowRegister/Deregister (window/manager.h), and ncclRedOpCreatePreMulSum/ncclRedOpDestroy
+// (launch/red_ops.h).
 #include "api/api_guard.h"
 #include "api/export.h"
+#include "api/window_glue.h"
 #include "core/comm.h"
 #include "launch/enqueue.h"
 #include "register/mem_alloc.h"
@@ -32,17 +32,48 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
 BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
           int winFlags);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
-  return braid::apiGuard("ncclCommWindowRegister", [&] {
-    NCCLCHECK(braid::commCheckUsable(comm, "ncclCommWindowRegister"));
-    return braid::notImplemented("ncclCommWindowRegister", "symmetric memory windows");
+  const char* caller = "ncclCommWindowRegister";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckUsable(comm, caller));
+    // A rank with a bad argument still takes part in the collective registration, refusing it, so
+    // that the other ranks fail with it instead of waiting for it.
+    ncclResult_t refusal = ncclSuccess;
+    if (win == nullptr) {
+      WARN("%s: rank %d: win is NULL", caller, comm->rank_);
+      refusal = ncclInvalidArgument;
+    } else {
+      *win = nullptr;
+    }
+    braid::window::Manager* windows = nullptr;
+    NCCLCHECK(braid::commWindows(comm, true, &windows));
+    auto job = [windows, buff, size, winFlags, refusal, win] {
+      ncclWindow_t made = nullptr;
+      NCCLCHECK(windows->registerWindow(buff, size, winFlags, refusal, &made));
+      if (win != nullptr) *win = made;
+      return ncclSuccess;
+    };
+    // Inside a group the registration waits for the outermost ncclGroupEnd (as NCCL: *win is filled
+    // in then), so that one thread may register a window on several GPUs' communicators at once.
+    braid::GroupContext& group = braid::GroupContext::current();
+    if (!group.active()) return job();
+    group.deferInit(job, [] {});
+    return refusal;
   });
 }
 
 BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return braid::apiGuard("ncclCommWindowDeregister", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclCommWindowDeregister"));
-    return braid::notImplemented("ncclCommWindowDeregister", "symmetric memory windows");
+  const char* caller = "ncclCommWindowDeregister";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, caller));
+    braid::window::Manager* windows = nullptr;
+    NCCLCHECK(braid::commWindows(comm, false, &windows));
+    if (windows == nullptr) {
+      if (win == nullptr) return ncclSuccess;
+      WARN("%s: win %p is not a window of this communicator (it has none)", caller, static_cast<void*>(win));
+      return ncclInvalidArgument;
+    }
+    return windows->deregisterWindow(win);
   });
 }
 

@@ -3,13 +3,16 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "api/api_guard.h"
 #include "api/export.h"
+#include "api/window_glue.h"
 #include "core/comm.h"
 #include "core/teams.h"
 #include "topo/nvml_api.h"
 #include "util/check.h"
+#include "window/support.h"
 
 namespace {
 
@@ -19,20 +22,33 @@ namespace {
 // prefix copy gives them the right value too.)
 constexpr size_t kFirstField = offsetof(ncclCommProperties_t, rank);
 
-ncclCommProperties_t propertiesOf(const ncclComm* comm) {
+// One-sided operations from the host run where every rank shares this rank's host (one LSA team:
+// no network path yet), the communicator has RMA contexts, the GPU and driver allow them, and the
+// signal memory that the first window registration makes has not failed.
+bool hostRma(ncclComm* comm, int nLsaTeams) {
+  if (nLsaTeams != 1 || comm->config_.numRmaCtx <= 0) return false;
+  const braid::CudaDriver* drv = nullptr;
+  std::string why;
+  if (braid::cudaDriver(&drv) != ncclSuccess || !braid::window::rmaSupport(drv, comm->cudaDev_, &why)) return false;
+  braid::window::Manager* windows = nullptr;
+  if (braid::commWindows(comm, false, &windows) != ncclSuccess) return false;
+  return windows == nullptr || windows->rmaPossible();
+}
+
+ncclCommProperties_t propertiesOf(ncclComm* comm) {
   ncclCommProperties_t p;
   std::memset(&p, 0, sizeof(p));  // also the padding: see above
   p.rank = comm->rank_;
   p.nRanks = comm->nranks_;
   p.cudaDev = comm->cudaDev_;
   p.nvmlDev = braid::topo::nvmlIndexOfBusId(comm->busId_);
-  // Not yet in Braid: the device API (nccl_device.h), one-sided put/signal from the host. Never in
-  // Braid on these machines: multicast (NVLink SHARP stays off), GIN and CFT.
+  // Not yet in Braid: the device API (nccl_device.h). Never in Braid on these machines: multicast
+  // (NVLink SHARP stays off), GIN and CFT.
   p.deviceApiSupport = false;
   p.multimemSupport = false;
   p.ginType = NCCL_GIN_TYPE_NONE;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;
-  p.hostRmaSupport = false;
+  p.hostRmaSupport = hostRma(comm, p.nLsaTeams);
   p.railedGinType = NCCL_GIN_TYPE_NONE;
   p.commHash = comm->commHash_;
   p.ginMinStride = 0;

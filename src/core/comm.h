@@ -22,6 +22,7 @@
 #include "core/graph_progress.h"
 #include "core/peer_info.h"
 #include "core/share_group.h"
+#include "core/windows_base.h"
 #include "util/launch_counts.h"
 
 namespace braid {
@@ -50,6 +51,9 @@ struct ncclComm {
   std::shared_ptr<braid::ShareGroup> shareGroup_;
   // Queued operations, connections and device state; created by launch/ at the first operation.
   std::unique_ptr<braid::DataPathBase> dataPath_;
+  // Symmetric memory windows and one-sided operations (window/manager.h); created at the first
+  // ncclCommWindowRegister, released before the data path.
+  std::unique_ptr<braid::CommWindowsBase> windows_;
 
   // Polled by every wait of this communicator (bootstrap, later kernels and proxies).
   std::atomic<int> abortFlag_{0};

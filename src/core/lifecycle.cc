@@ -207,6 +207,8 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
     if (peerFailed) abort = true;
     if (abort || result != ncclSuccess) comm->dataPath_->signalAbort();
   }
+  if (comm->windows_) comm->windows_->release(abort, asyncFailure(comm) != ncclSuccess);
+  comm->windows_.reset();
   comm->abortFlag_ = 1;
   comm->dataPath_.reset();
   comm->bootstrap_.reset();

@@ -44,7 +44,9 @@ void load() {
             resolve("cuMemImportFromShareableHandle", &gDriver.cuMemImportFromShareableHandle) &&
             resolve("cuMemGetAddressRange", &gDriver.cuMemGetAddressRange) &&
             resolve("cuMemRetainAllocationHandle", &gDriver.cuMemRetainAllocationHandle) &&
-            resolve("cuMemGetAccess", &gDriver.cuMemGetAccess);
+            resolve("cuMemGetAccess", &gDriver.cuMemGetAccess) &&
+            resolve("cuMemGetAllocationPropertiesFromHandle", &gDriver.cuMemGetAllocationPropertiesFromHandle) &&
+            resolve("cuStreamBatchMemOp", &gDriver.cuStreamBatchMemOp);
   gLoadResult = ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 

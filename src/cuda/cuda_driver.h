@@ -29,6 +29,10 @@ struct CudaDriver {
   CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr);
   CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle*, void*);
   CUresult (*cuMemGetAccess)(unsigned long long*, const CUmemLocation*, CUdeviceptr);
+  // Symmetric windows and one-sided operations (window/): where an allocation lives, and the
+  // stream memory operations that write and wait on signal words without a kernel.
+  CUresult (*cuMemGetAllocationPropertiesFromHandle)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
+  CUresult (*cuStreamBatchMemOp)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
 };
 
 // Resolves the table once per process. Fails with ncclUnhandledCudaError and a WARN naming the

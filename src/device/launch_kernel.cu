@@ -2,12 +2,13 @@
 // loadKernels: makes every kernel resident.
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
+#include "device/signal_add.h"
 
 namespace braid {
 
 cudaError_t loadKernels() {
-  return loadAll(
-      {loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels, loadOneRankKernels});
+  return loadAll({loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels,
+                  loadOneRankKernels, loadSignalAddKernel});
 }
 
 cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,

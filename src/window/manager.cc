@@ -1,0 +1,163 @@
+#include "window/manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "cuda/capture_mode.h"
+#include "cuda/cuda_check.h"
+#include "cuda/scoped_device.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "window/window_registry.h"
+
+namespace braid::window {
+
+ncclResult_t Manager::create(WindowContext ctx, std::unique_ptr<Manager>* out) {
+  const CudaDriver* drv = nullptr;
+  NCCLCHECK(cudaDriver(&drv));
+  std::unique_ptr<Manager> m(new Manager(std::move(ctx), drv));
+  CUDACHECK(cudaStreamCreateWithFlags(&m->setupStream_, cudaStreamNonBlocking));
+  NCCLCHECK(m->fds_.open(m->ctx_.commHash, m->ctx_.rank));
+  *out = std::move(m);
+  return ncclSuccess;
+}
+
+std::string Manager::me() const {
+  return "rank " + std::to_string(ctx_.rank) + " (GPU " + std::to_string(ctx_.cudaDev) + ")";
+}
+
+Manager::~Manager() {
+  ScopedDevice device(ctx_.cudaDev);
+  for (const auto& w : windows_) {
+    if (!w->deregistered) registryRemove(w->info->handle);
+  }
+  windows_.clear();  // unmaps every flat range
+  backend_.reset();
+  padWindow_.reset();
+  pad_.reset();
+  graphReleases_->close();
+  if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
+}
+
+void Manager::release(bool abort, bool peerFailed) {
+  // Every eager one-sided operation notes the signal memory's window, so its tracker says whether
+  // any may still run; unmapping under a stream that still waits on signal memory would fault.
+  if (padWindow_ == nullptr) return;
+  ScopedDevice device(ctx_.cudaDev);
+  UseTracker& uses = padWindow_->uses;
+  if (!uses.pending()) return;
+  if (!abort && !peerFailed) {
+    const auto timeout = std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout));
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (uses.pending() && !ctx_.peerFailed() && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!uses.pending()) return;
+    WARN(
+        "%s: the communicator is destroyed while one-sided operations still wait for signals that have not come "
+        "(after %lld s); they are released so that their streams drain",
+        me().c_str(), static_cast<long long>(timeout.count()));
+  }
+  backend_->releaseWaits();
+  if (!uses.drain(std::chrono::seconds(10))) {
+    INFO(kLogInit, "%s: one-sided operations are still running after their waits were released", me().c_str());
+  }
+}
+
+ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, ncclResult_t refusal, ncclWindow_t* out) {
+  // Registration is host-side work, allowed while this or another thread captures a stream.
+  RelaxedCaptureMode relaxed;
+  ScopedDevice device(ctx_.cudaDev);
+  collectGraphReleases();
+  if (refusal == ncclSuccess) refusal = localRefusal(buff, size, winFlags);
+  if (!padTried_) NCCLCHECK(makePad());
+  std::unique_ptr<Window> w;
+  NCCLCHECK(registerCollective(buff, size, winFlags, false, refusal, &w));
+  registryAdd(w->info);
+  *out = w->info->handle;
+  windows_.push_back(std::move(w));
+  return ncclSuccess;
+}
+
+Window* Manager::findOwn(ncclWindow_t handle) {
+  for (const auto& w : windows_) {
+    if (!w->deregistered && w->info->handle == handle) return w.get();
+  }
+  return nullptr;
+}
+
+Window* Manager::windowHolding(const void* ptr, uint64_t bytes) {
+  // The same memory may be in several windows: one registered with NCCL_WIN_COLL_SYMMETRIC wins.
+  Window* any = nullptr;
+  for (const auto& w : windows_) {
+    if (w->deregistered || !w->info->holds(ptr, bytes)) continue;
+    if ((w->info->winFlags & kWinCollSymmetric) != 0) return w.get();
+    any = w.get();
+  }
+  return any;
+}
+
+void Manager::destroyWindow(Window* w) {
+  structs_.give(w->slot);
+  auto it = std::find_if(windows_.begin(), windows_.end(), [w](const auto& p) { return p.get() == w; });
+  if (it != windows_.end()) windows_.erase(it);  // unmaps its flat range
+}
+
+void Manager::collectGraphReleases() {
+  for (uint64_t serial : graphReleases_->take()) {
+    for (const auto& w : windows_) {
+      if (w->serial != serial) continue;
+      if (--w->graphRefs == 0 && w->deregistered) {
+        INFO(kLogAlloc, "%s: window %llu unmapped: the last graph that used it was destroyed", me().c_str(),
+             static_cast<unsigned long long>(serial));
+        destroyWindow(w.get());
+      }
+      break;
+    }
+  }
+}
+
+ncclResult_t Manager::deregisterWindow(ncclWindow_t handle) {
+  const char* caller = "ncclCommWindowDeregister";
+  RelaxedCaptureMode relaxed;
+  ScopedDevice device(ctx_.cudaDev);
+  collectGraphReleases();
+  if (handle == nullptr) return ncclSuccess;  // as NCCL
+  Window* w = findOwn(handle);
+  if (w == nullptr) {
+    WARN("%s: %s: win %p is not a window of this communicator (deregistered already?)", caller, me().c_str(),
+         static_cast<void*>(handle));
+    return ncclInvalidArgument;
+  }
+  if (w->uses.pending()) {
+    WARN(
+        "%s: %s: window %p is still used by a one-sided operation pending on the GPU; synchronize its stream "
+        "first (the window is kept)",
+        caller, me().c_str(), static_cast<void*>(handle));
+    return ncclInvalidUsage;
+  }
+  registryRemove(handle);
+  w->deregistered = true;
+  if (w->graphRefs > 0) {
+    INFO(kLogAlloc, "%s: %s: window %p stays mapped until the %d captured graphs that use it are destroyed", caller,
+         me().c_str(), static_cast<void*>(handle), w->graphRefs);
+    return ncclSuccess;
+  }
+  destroyWindow(w);
+  return ncclSuccess;
+}
+
+ncclResult_t Manager::userPtr(ncclWindow_t handle, void** out) {
+  Window* w = findOwn(handle);
+  if (w == nullptr) {
+    WARN("ncclWinGetUserPtr: %s: win %p is not a window of this communicator", me().c_str(),
+         static_cast<void*>(handle));
+    return ncclInvalidArgument;
+  }
+  *out = w->info->userPtr;
+  return ncclSuccess;
+}
+
+}  // namespace braid::window

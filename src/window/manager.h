@@ -1,0 +1,102 @@
+// The symmetric memory windows of one communicator and its one-sided operations: the object the
+// communicator owns (ncclComm::windows_), created by the API layer at the first
+// ncclCommWindowRegister.
+//
+// Registration is collective (registration.cc): every rank gathers every rank's offer, maps its
+// LSA team's allocations into a new flat range, and all agree on the outcome before anyone
+// returns. The first registration also registers each rank's signal memory (signal_pad.h), which
+// one-sided operations need. Deregistration is local; a window that captured graphs still use is
+// unmapped when the last of them is destroyed, one that eager operations still use is kept and the
+// call refused.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/windows_base.h"
+#include "cuda/cuda_driver.h"
+#include "register/graph_hold.h"
+#include "window/fd_post.h"
+#include "window/local_alloc.h"
+#include "window/offer.h"
+#include "window/rma_backend.h"
+#include "window/signal_pad.h"
+#include "window/struct_pool.h"
+#include "window/window.h"
+#include "window/window_context.h"
+
+namespace braid::window {
+
+class Manager final : public CommWindowsBase {
+ public:
+  // The current device must be ctx.cudaDev.
+  [[nodiscard]] static ncclResult_t create(WindowContext ctx, std::unique_ptr<Manager>* out);
+  ~Manager() override;
+  void release(bool abort, bool peerFailed) override;
+
+  // ncclCommWindowRegister. `refusal` is a local error found before (a bad argument): the rank
+  // still takes part, so that its peers fail with it instead of waiting. Collective.
+  [[nodiscard]] ncclResult_t registerWindow(void* buff, size_t size, int winFlags, ncclResult_t refusal,
+                                            ncclWindow_t* out);
+  // ncclCommWindowDeregister (local).
+  [[nodiscard]] ncclResult_t deregisterWindow(ncclWindow_t handle);
+  // ncclWinGetUserPtr.
+  [[nodiscard]] ncclResult_t userPtr(ncclWindow_t handle, void** out);
+
+  // One-sided operations (rma_ops.cc); arguments are checked here.
+  [[nodiscard]] ncclResult_t putSignal(const void* src, size_t count, ncclDataType_t type, int peer,
+                                       ncclWindow_t peerWin, size_t peerOffset, int sig, int ctx, unsigned flags,
+                                       cudaStream_t stream);
+  [[nodiscard]] ncclResult_t signal(int peer, int sig, int ctx, unsigned flags, cudaStream_t stream);
+  [[nodiscard]] ncclResult_t waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, cudaStream_t stream);
+
+  // Whether one-sided operations can run, or may once the first registration sets them up
+  // (ncclCommQueryProperties' hostRmaSupport).
+  bool rmaPossible() const { return backend_ != nullptr || !padTried_; }
+
+ private:
+  Manager(WindowContext ctx, const CudaDriver* drv) : ctx_(std::move(ctx)), drv_(drv) {}
+
+  // registration.cc
+  [[nodiscard]] ncclResult_t registerCollective(void* buff, uint64_t size, int winFlags, bool internal,
+                                                ncclResult_t refusal, std::unique_ptr<Window>* out);
+  [[nodiscard]] ncclResult_t mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers,
+                                     const OfferVerdict& verdict, LocalAllocation* local, Window* w);
+  [[nodiscard]] ncclResult_t publish(Window* w, WindowInfo* info);
+  [[nodiscard]] ncclResult_t agree(ncclResult_t mine, const std::string& what);
+  [[nodiscard]] ncclResult_t makePad();
+  ncclResult_t localRefusal(void* buff, size_t size, int winFlags) const;
+  bool anyPeerProcess() const;
+
+  // manager.cc
+  Window* findOwn(ncclWindow_t handle);
+  Window* windowHolding(const void* ptr, uint64_t bytes);
+  void destroyWindow(Window* w);
+  void collectGraphReleases();
+  std::string me() const;
+
+  // rma_ops.cc
+  [[nodiscard]] ncclResult_t checkRmaReady(const char* caller) const;
+  [[nodiscard]] ncclResult_t checkTarget(int peer, int sig, int ctx, const char* caller) const;
+  [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);
+
+  WindowContext ctx_;
+  const CudaDriver* drv_;
+  cudaStream_t setupStream_ = nullptr;  // private non-blocking stream for struct writes and pad setup
+  FdPost fds_;
+  StructPool structs_;
+  uint64_t serial_ = 0;
+  std::vector<std::unique_ptr<Window>> windows_;
+  std::shared_ptr<reg::ReleaseBox> graphReleases_ = std::make_shared<reg::ReleaseBox>();
+  bool padTried_ = false;
+  std::unique_ptr<SignalPad> pad_;
+  std::unique_ptr<Window> padWindow_;
+  std::unique_ptr<RmaBackend> backend_;
+  std::string rmaWhy_;  // why one-sided operations cannot run (empty while they can or may)
+};
+
+}  // namespace braid::window

@@ -1,0 +1,54 @@
+// One registered window on this rank: what lookups need (WindowInfo, immutable once registered
+// and shared with the process-wide registry, window_registry.h) and what the owner keeps (the
+// flat mapping, the device struct, the uses still pending on the GPU).
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "window/flat_range.h"
+#include "window/use_tracker.h"
+#include "window/window_types.h"
+
+namespace braid::window {
+
+struct WindowInfo {
+  const void* owner = nullptr;  // the Manager that registered it
+  ncclWindow_t handle = nullptr;
+  char* userPtr = nullptr;
+  uint64_t userBytes = 0;
+  int winFlags = 0;
+  bool internal = false;  // the library's signal memory, not a user's window
+  int worldRank = 0;
+  int nranks = 0;
+  int lsaRank = 0;
+  int lsaSize = 1;
+  char* lsaFlatBase = nullptr;  // LSA rank 0's copy of byte 0
+  uint64_t stride = 0;
+  std::vector<uint64_t> lsaBytes;  // the window's size on every LSA rank
+
+  int lsaBase() const { return worldRank - lsaRank; }
+  bool inLsa(int world) const { return world >= lsaBase() && world < lsaBase() + lsaSize; }
+  // LSA rank `lsa`'s byte `offset` in this rank's address space.
+  char* lsaPtr(int lsa, uint64_t offset) const { return lsaFlatBase + static_cast<uint64_t>(lsa) * stride + offset; }
+  // Whether [ptr, ptr + bytes) lies in this rank's own part (its user buffer).
+  bool holds(const void* ptr, uint64_t bytes) const {
+    const char* p = static_cast<const char*>(ptr);
+    return p >= userPtr && p <= userPtr + userBytes && bytes <= static_cast<uint64_t>(userPtr + userBytes - p);
+  }
+};
+
+struct Window {
+  std::shared_ptr<const WindowInfo> info;
+  uint64_t serial = 0;
+  std::unique_ptr<FlatRange> flat;
+  WindowVidmem* slot = nullptr;  // device struct (the handle); given back to the pool when the window goes
+  UseTracker uses;               // eager one-sided operations that may still use it
+  int graphRefs = 0;             // captured graphs that use it (released when they are destroyed)
+  bool deregistered = false;     // kept only for graphRefs
+};
+
+}  // namespace braid::window
