@@ -32,6 +32,16 @@ std::string pidNamespace() {
 
 }  // namespace
 
+watch::PeerProcess peerProcessOf(const PeerInfo& peer) {
+  watch::PeerProcess p;
+  p.pid = peer.pid;
+  p.cudaDev = peer.cudaDev;
+  p.hostHash = peer.hostHash;
+  p.pidSpace = peer.pidSpace;
+  p.boardServer = peer.boardServer;
+  return p;
+}
+
 uint64_t hashBytes(const void* data, size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;
   const unsigned char* p = static_cast<const unsigned char*>(data);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "util/socket.h"
+#include "watch/peer_process.h"
 
 namespace braid {
 
@@ -20,12 +21,15 @@ struct PeerInfo {
   uint64_t hostHash;          // same value on ranks of one host (NCCL_HOSTID overrides)
   uint64_t pidHash;           // same value on ranks of one process
   uint64_t pidSpace;          // same value where pids mean the same process: one kernel boot, one pid namespace
-  int32_t pid;                // the process, in pidSpace (dead-peer detection, peer_watch.h)
-  SocketAddress boardServer;  // where its process serves its progress boards (board_server.h); AF_UNSPEC: nowhere
+  int32_t pid;                // the process, in pidSpace (dead-peer detection, watch/peer_watch.h)
+  SocketAddress boardServer;  // where its process serves its progress boards (watch/board_server.h); AF_UNSPEC: nowhere
   int32_t sharesConnections;  // 1: it joins its parent's share group (core/share_group.h); all ranks must
   int32_t reserved;
 };
 static_assert(sizeof(PeerInfo) == 88, "PeerInfo crosses process boundaries: keep it packed and fixed");
+
+// What the communicator's watch needs of a peer (watch/comm_watch.h).
+watch::PeerProcess peerProcessOf(const PeerInfo& peer);
 
 // FNV-1a: stable across processes and builds, which std::hash does not promise.
 uint64_t hashBytes(const void* data, size_t size);

@@ -108,7 +108,7 @@ transport::Context CommDataPath::transportContext() const {
   ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
-  ctx.abortFlag = &comm_->abortFlag_;
+  ctx.abortFlag = comm_->watch_.abortFlag().hostWord();
   ctx.network = net_.network();
   ctx.proxy = net_.proxy();
   ctx.netLl = topo_.llOk;  // with a NET hop, only when BRAID_NET_LL allows LL on it
@@ -223,6 +223,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
   }
   RelaxedCaptureMode relaxed;  // the operation that connects may be captured
   NCCLCHECK(device_->allocAbortFlag());
+  watch_.lendAbortWord(device_->hostAbortFlag());
   if (needsRingConnect()) NCCLCHECK(connectRingsAndDirect());
   if (scope == ConnectScope::kAll && needsP2pConnect()) NCCLCHECK(connectP2p());
   if (scope == ConnectScope::kAll && needsP2pCountCheck()) NCCLCHECK(checkP2pCounts());

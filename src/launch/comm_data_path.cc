@@ -104,11 +104,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
     path->order_ = std::make_unique<LaunchOrder>();
     NCCLCHECK(path->order_->init(mixing));
   }
-  comm->lastLaunch_.store(path->order().latestEvent());  // for the peer watch (core/peer_watch.h)
-  if (comm->nranks_ > 1) {
-    path->progress_.init(comm->commHash_, comm->rank_, comm->nranks_);
-    comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
-  }
+  path->watch_.attach(&comm->watch_, path->order().latestEvent(), comm->nranks_ > 1);  // watch/comm_watch.h
   CUDACHECK(cudaEventCreateWithFlags(&path->joinEvent_, cudaEventDisableTiming));
   int major = 0;
   CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cudaDev_));
@@ -212,9 +208,9 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     work.chunkBytes = decision.chunkBytes;
     work.sharedSteps = stepsInGroupWords() ? 1 : 0;  // see connectOrReuse
     if (order.launchCaptured()) {
-      progress_.noteCapture(task, work.nChannels, &work);
+      watch_.noteCapture(task, work.nChannels, &work);
     } else {
-      progress_.noteLaunch(task, work.nChannels, &work);
+      watch_.noteLaunch(task, work.nChannels, &work);
     }
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us), CTA policy %d",
           plan::collName(task.coll), collBytes(task, nranks), plan::algoName(decision.algo),
@@ -228,7 +224,7 @@ ncclResult_t CommDataPath::launchOne(const CollTask& task, const RegisteredLaunc
     if (registered.direct) NCCLCHECK(noteRegisteredUse(registered, task.stream));
   }
   NCCLCHECK(order.after(task.stream));
-  if (!order.launchCaptured()) progress_.noteRecorded();
+  if (!order.launchCaptured()) watch_.noteRecorded();
   return ncclSuccess;
 }
 
@@ -262,9 +258,7 @@ ncclResult_t CommDataPath::waitIdle(const IdleWaitCheck& check) {
   }
 }
 
-void CommDataPath::signalAbort() {
-  net_.noteAbort();
-  device_->signalAbort();
+void CommDataPath::kernelsAborted() {
   if (shared_ != nullptr) {
     // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.
     std::lock_guard<std::mutex> lock(group_->mutex);

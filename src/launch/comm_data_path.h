@@ -24,10 +24,10 @@
 #include "launch/network_link.h"
 #include "launch/p2p_stage.h"
 #include "launch/p2p_task.h"
-#include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/reg_exchange.h"
 #include "launch/shared_connections.h"
+#include "launch/watch_link.h"
 #include "plan/p2p_stage.h"
 #include "plan/plan.h"
 #include "register/registry.h"
@@ -101,7 +101,7 @@ class CommDataPath final : public DataPathBase {
     p2pQueue_.clear();
   }
   [[nodiscard]] ncclResult_t waitIdle(const IdleWaitCheck& check) override;
-  void signalAbort() override;
+  void kernelsAborted() override;
   [[nodiscard]] ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) override;  // share_connect.cc
   // Suspension (suspend_memory.cc).
   MemoryStats memoryStats() const override;
@@ -236,7 +236,7 @@ class CommDataPath final : public DataPathBase {
   std::shared_ptr<DeviceState> device_ = std::make_shared<DeviceState>();
   plan::CommModel model_{};
   std::unique_ptr<LaunchOrder> order_;  // null in a share group (the group's is used)
-  ProgressRecorder progress_;           // hang diagnosis: this rank's numbered collective launches
+  WatchLink watch_;                     // the communicator's watch: hang diagnosis, the peer watch, the abort word
   // Collective kernels: programmatic dependent launch (BRAID_LAUNCH_PDL) and, Hopper and later
   // (clusters_), clusters of the plan's size (plan::Decision: the config's cgaClusterSize or the
   // planner's pick). The others (point-to-point, one rank's PreMulSum): the same without clusters.

@@ -351,9 +351,9 @@ ncclResult_t CommDataPath::launchP2pKernels(const std::vector<P2pTask>& tasks, c
     DevWaitNotes* waitNotes = nullptr;
     // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
     if (order().launchCaptured()) {
-      progress_.noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
+      watch_.noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
     } else {
-      progress_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
+      watch_.noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
     LaunchOptions launch = plainLaunch_;
     if (last) NCCLCHECK(withLaunchEvent(plainLaunch_, launchEvent, stream, &launch));

@@ -70,6 +70,11 @@ enum class SocketType : uint32_t { kBootstrap = 1, kProxy = 2, kNetSocket = 3, k
 
 constexpr int kSocketPollSliceMs = 20;
 
+// The bit of an abort flag that makes host waits give up. A communicator's flag holds other bits
+// as well (watch/abort_flag.h: whether its kernels were told to stop, which leaves its host waits
+// going); a plain flag that is set to 1 works the same.
+constexpr int kAbortHostWaits = 1;
+
 // A point in time after which a wait gives up, and an optional abort flag that cuts it short.
 class Deadline {
  public:
@@ -81,7 +86,9 @@ class Deadline {
   Deadline capped(std::chrono::milliseconds timeout) const;
 
   bool expired() const { return !infinite_ && Clock::now() >= when_; }
-  bool aborted() const { return abortFlag_ != nullptr && abortFlag_->load(std::memory_order_acquire) != 0; }
+  bool aborted() const {
+    return abortFlag_ != nullptr && (abortFlag_->load(std::memory_order_acquire) & kAbortHostWaits) != 0;
+  }
   // Milliseconds to wait in the next poll(): min(remaining, maxSliceMs), at least 0.
   int sliceMs(int maxSliceMs = kSocketPollSliceMs) const;
   // Seconds of the original timeout, for messages ("after 3 s").

@@ -25,11 +25,11 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
-#include "core/board_server.h"
 #include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/socket.h"
+#include "watch/board_server.h"
 
 namespace braid {
 namespace {
@@ -378,7 +378,7 @@ TEST_F(BootstrapHostileTest, RootSurvivesDescriptorExhaustion) {
   EXPECT_TRUE(sawDescriptors) << "the flood did not exhaust the root's descriptors";
 }
 
-// The board server (core/board_server.cc) under the same flood: it keeps answering. The request
+// The board server (watch/board_server.cc) under the same flood: it keeps answering. The request
 // and answer layouts are the server's wire format, repeated here.
 TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
   int addrPipe[2], ctlPipe[2];
@@ -394,7 +394,7 @@ TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
     ::close(ctlPipe[1]);
     setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
     logReset();
-    const SocketAddress address = boardServerAddress();
+    const SocketAddress address = watch::boardServerAddress();
     int open = 0;
     for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) open += entry.path().empty() ? 0 : 1;
     rlimit limit{static_cast<rlim_t>(open + 16), static_cast<rlim_t>(open + 16)};

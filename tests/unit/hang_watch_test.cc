@@ -3,7 +3,7 @@
 // shared memory and, for ranks on other hosts, from their processes' board servers over TCP, and
 // the report's words. The kernels' side (DevWaitNotes writes) is covered by the
 // GPU tests (tests/gpu/hang_report_test.cc).
-#include "core/hang_watch.h"
+#include "watch/hang_watch.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/board_server.h"
-#include "core/hang_report.h"
-#include "core/progress_board.h"
 #include "device/dev_types.h"
 #include "progress_board_test_util.h"
 #include "util/shm_segment.h"
+#include "watch/board_server.h"
+#include "watch/hang_report.h"
+#include "watch/progress_board.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 using Where = RankProgress::Where;
@@ -175,7 +175,7 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwic
   const uint64_t hash = shared.hash;
   const int pid = static_cast<int>(::getpid());
   const std::vector<ProgressBoard*>& boards = shared.boards;
-  const std::vector<PeerInfo>& peers = shared.peers;
+  const std::vector<PeerProcess>& peers = shared.peers;
   for (int r = 1; r <= 2; r++) {
     for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(boards[r], op(s, 1));
   }
@@ -210,7 +210,7 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwic
   EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 1, pid), progressBoardBytes(5) * 2, &missing),
             ncclSuccess);
   // A board of a communicator of another size (a stale segment) is not read.
-  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
+  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerProcess>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
             Where::kUnknown);
 }
 
@@ -254,7 +254,7 @@ TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
   board1->rank = 1;
   const int64_t launchedNs = monotonicNs();
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(board1, op(s, 1, CollId::kAllReduce, launchedNs));
-  std::vector<PeerInfo> peers = shared.peers;
+  std::vector<PeerProcess> peers = shared.peers;
   peers[1].hostHash = 11;
   peers[1].boardServer = boardServerAddress();
   peers[3].hostHash = 33;
@@ -293,4 +293,4 @@ TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
 }
 
 }  // namespace
-}  // namespace braid
+}  // namespace braid::watch

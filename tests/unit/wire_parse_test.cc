@@ -1,4 +1,4 @@
-// The parsers of what peers send (bootstrap/wire.h, core/board_wire.h, the socket handshake, the
+// The parsers of what peers send (bootstrap/wire.h, watch/board_wire.h, the socket handshake, the
 // socket network's hello), as pure functions: each refuses wrong sizes and out-of-range fields,
 // and accepts what the senders send. The fuzz harnesses of tests/fuzz/ run the same functions on
 // arbitrary bytes.
@@ -10,13 +10,20 @@
 #include <vector>
 
 #include "bootstrap/wire.h"
-#include "core/board_wire.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
 #include "util/socket_auth.h"
+#include "watch/board_wire.h"
 
 namespace braid {
 namespace {
+
+using watch::BoardAnswerHeader;
+using watch::BoardRequest;
+using watch::kBoardServerMagic;
+using watch::kMaxBoardRanks;
+using watch::parseBoardAnswerHeader;
+using watch::parseBoardRequest;
 
 template <typename T>
 std::vector<uint8_t> bytesOf(const T& value) {

@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/progress_board.h"
 #include "util/socket.h"
+#include "watch/progress_board.h"
 
-namespace braid {
+namespace braid::watch {
 
 // This process's board server, started on first use; an address with family AF_UNSPEC (invalid)
 // when hang reports are off (BRAID_HANG_REPORT_MS or BRAID_PEER_WATCH_MS 0) or it could not start (said once, at INFO:
@@ -40,4 +40,4 @@ struct FetchedBoard {
 bool fetchBoard(const SocketAddress& server, uint64_t commHash, int rank, int nRanks, const Deadline& deadline,
                 FetchedBoard* out);
 
-}  // namespace braid
+}  // namespace braid::watch

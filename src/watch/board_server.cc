@@ -1,4 +1,4 @@
-#include "core/board_server.h"
+#include "watch/board_server.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -9,14 +9,14 @@
 #include <mutex>
 #include <thread>
 
-#include "core/board_wire.h"
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
 #include "util/thread_guard.h"
+#include "watch/board_wire.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 constexpr std::chrono::milliseconds kAnswerTimeout{1000};
@@ -124,4 +124,4 @@ bool fetchBoard(const SocketAddress& server, uint64_t commHash, int rank, int nR
   return board->magic == kProgressBoardMagic && board->rank == rank && board->nRanks == nRanks;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace braid {
+namespace braid::watch {
 
 constexpr uint64_t kBoardServerMagic = 0x4252414944425244ull;  // "BRAIDBRD": the handshake and the answer
 constexpr int kMaxBoardRanks = 1 << 20;                        // a request for more is garbage
@@ -43,4 +43,4 @@ inline bool parseBoardAnswerHeader(const uint8_t* data, size_t size, size_t expe
   return out->magic == kBoardServerMagic && out->bytes == expectedBytes;
 }
 
-}  // namespace braid
+}  // namespace braid::watch
