@@ -131,6 +131,9 @@ class Socket {
   // Binds to `local` (port 0: an ephemeral port) with SO_REUSEADDR and listens. A SocketAcceptor
   // on it returns only connections that proved the key of `magic` for `type`.
   [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out);
+  // The same with the key itself (socket_auth.h: a listener's own secret, socketAuthKeyForSecret).
+  [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, const SocketAuthKey& key, SocketType type,
+                                           Socket* out);
   SocketType type() const { return type_; }
 
   // Connects to `remote` and sends the handshake. Connection attempts are retried on ETIMEDOUT,
@@ -143,10 +146,17 @@ class Socket {
   [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                                             const std::string& peerDescription, bool retryRefused,
                                             const Deadline& deadline, Socket* out, const SocketPump& pump = {});
+  // The same with the key itself.
+  [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
+                                            const std::string& peerDescription, bool retryRefused,
+                                            const Deadline& deadline, Socket* out, const SocketPump& pump = {});
   // The same in two steps, for callers that must not wait for the acceptor: connectStart returns
   // after TCP's connect (which the peer's kernel completes alone); handshakeProgress then moves
   // the handshake on without blocking and sets *done once it is complete (at once if none runs).
   [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                                 const std::string& peerDescription, bool retryRefused,
+                                                 const Deadline& deadline, Socket* out);
+  [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
                                                  const std::string& peerDescription, bool retryRefused,
                                                  const Deadline& deadline, Socket* out);
   [[nodiscard]] ncclResult_t handshakeProgress(bool* done);
