@@ -116,11 +116,13 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.pidHash = localPidHash();
   self.pidSpace = localPidSpace();
   self.pid = static_cast<int32_t>(::getpid());
-  self.boardServer = watch::boardServerAddress();
+  self.boardServer = watch::boardServerContact();
+  self.version = kPeerInfoVersion;
   self.sharesConnections = comm->shareGroup_ != nullptr ? 1 : 0;
   comm->peers_.assign(comm->nranks_, PeerInfo{});
   comm->peers_[comm->rank_] = self;
   NCCLCHECK(comm->bootstrap_->allGather(comm->peers_.data(), sizeof(PeerInfo)));
+  for (int r = 0; r < comm->nranks_; r++) NCCLCHECK(checkPeerInfo(comm->peers_[r], r, comm->nranks_));
   NCCLCHECK(checkDistinctGpus(comm->peers_));
   agreeOnSharing(comm);
 

@@ -81,6 +81,26 @@ void busIdToString(int64_t id, char* out, size_t outSize) {
                 (id >> 4) & 0xff, id & 0xf);
 }
 
+ncclResult_t checkPeerInfo(const PeerInfo& peer, int slot, int nranks) {
+  if (peer.version != kPeerInfoVersion) {
+    WARN(
+        "rank %d of %d sent peer information of layout %d, this rank's is %d: every rank of a job must run the "
+        "same Braid build",
+        slot, nranks, peer.version, kPeerInfoVersion);
+    return ncclInvalidUsage;
+  }
+  if (peer.rank != slot) {
+    WARN("rank %d of %d sent peer information that says it is rank %d", slot, nranks, peer.rank);
+    return ncclRemoteError;
+  }
+  const int family = peer.boardServer.address.sa.sa_family;
+  if (family != AF_UNSPEC && !socketAddressIsValid(peer.boardServer.address)) {
+    WARN("rank %d of %d sent a board server address of unknown family %d", slot, nranks, family);
+    return ncclRemoteError;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t checkDistinctGpus(const std::vector<PeerInfo>& peers) {
   for (size_t a = 0; a < peers.size(); a++) {
     for (size_t b = a + 1; b < peers.size(); b++) {

@@ -4,16 +4,16 @@
 
 #include <cstdint>
 
-#include "util/socket.h"
+#include "watch/board_server.h"
 
 namespace braid::watch {
 
 struct PeerProcess {
-  int32_t pid = 0;              // in pidSpace
-  int32_t cudaDev = -1;         // its GPU, in its process (named in the dead-peer WARN)
-  uint64_t hostHash = 0;        // same on ranks of one host (NCCL_HOSTID overrides)
-  uint64_t pidSpace = 0;        // same where pids mean the same process; 0: unknown
-  SocketAddress boardServer{};  // where its process serves its progress boards (board_server.h); AF_UNSPEC: nowhere
+  int32_t pid = 0;                   // in pidSpace
+  int32_t cudaDev = -1;              // its GPU, in its process (named in the dead-peer WARN)
+  uint64_t hostHash = 0;             // same on ranks of one host (NCCL_HOSTID overrides)
+  uint64_t pidSpace = 0;             // same where pids mean the same process; 0: unknown
+  BoardServerContact boardServer{};  // where its process serves its progress boards, and the secret that opens it
 };
 
 }  // namespace braid::watch

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -111,21 +112,23 @@ TEST(WatchThread, ASlowVisitBlocksOthersNotAndStoppingItsWatchWaitsForIt) {
   removeWatched(added);
 }
 
-// What the watch reads of a peer is what it told at init.
+// What the watch reads of a peer is what it told at init, its board server's secret included.
 TEST(PeerWatch, PeerProcessIsWhatThePeerTold) {
   PeerInfo info{};
   info.pid = 4321;
   info.cudaDev = 3;
   info.hostHash = 0x1111;
   info.pidSpace = 0x2222;
-  info.boardServer.sin.sin_family = AF_INET;
-  info.boardServer.sin.sin_port = htons(5555);
+  info.boardServer.address.sin.sin_family = AF_INET;
+  info.boardServer.address.sin.sin_port = htons(5555);
+  for (size_t i = 0; i < kBoardSecretBytes; i++) info.boardServer.secret[i] = static_cast<uint8_t>(i + 1);
   const PeerProcess p = peerProcessOf(info);
   EXPECT_EQ(p.pid, 4321);
   EXPECT_EQ(p.cudaDev, 3);
   EXPECT_EQ(p.hostHash, 0x1111u);
   EXPECT_EQ(p.pidSpace, 0x2222u);
-  EXPECT_EQ(socketAddressPort(p.boardServer), 5555);
+  EXPECT_EQ(socketAddressPort(p.boardServer.address), 5555);
+  EXPECT_EQ(0, std::memcmp(p.boardServer.secret, info.boardServer.secret, kBoardSecretBytes));
 }
 
 }  // namespace
