@@ -15,7 +15,7 @@ window::WindowContext contextOf(ncclComm* comm) {
   ctx.cudaDev = comm->cudaDev_;
   ctx.commHash = comm->commHash_;
   ctx.bootstrap = comm->bootstrap_.get();
-  ctx.abortFlag = &comm->abortFlag_;
+  ctx.abortFlag = comm->watch_.abortFlag().hostWord();
   for (const PeerInfo& p : comm->peers_) ctx.places.push_back(window::RankPlace{p.hostHash, p.pidHash, p.cudaDev});
   const LsaLayout lsa = lsaLayoutOf(comm->peers_, comm->rank_);
   ctx.lsaSize = lsa.size;

@@ -33,8 +33,8 @@ namespace braid {
 class Bootstrap {
  public:
   // Joins the communicator of `nranks` ranks described by `ids` (nIds >= 1, the same ids in the
-  // same order on every rank) as `rank`. `abortFlag` may be null; when it becomes nonzero every
-  // wait returns ncclInternalError (or the caller's abort result) promptly.
+  // same order on every rank) as `rank`. `abortFlag` may be null; once its kAbortHostWaits bit
+  // is set (util/socket.h) every wait returns ncclInternalError (or the caller's abort result) promptly.
   [[nodiscard]] static ncclResult_t create(const ncclUniqueId* ids, int nIds, int rank, int nranks,
                                            const std::atomic<int>* abortFlag, std::unique_ptr<Bootstrap>* out);
   virtual ~Bootstrap() = default;

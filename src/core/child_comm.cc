@@ -116,7 +116,7 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
           return child == nullptr ? ncclSuccess : rendezvousChild(cudaDev, child, id, caller);
         },
         [child] {
-          if (child != nullptr) child->abortFlag_ = 1;
+          if (child != nullptr) child->watch_.abortFlag().raise(watch::kAbortHostWaits);
         });
     return ncclSuccess;
   }

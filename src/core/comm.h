@@ -19,15 +19,13 @@
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
 #include "core/data_path.h"
-#include "core/graph_progress.h"
 #include "core/peer_info.h"
 #include "core/share_group.h"
 #include "core/windows_base.h"
-#include "util/launch_counts.h"
+#include "watch/comm_watch.h"
 
 namespace braid {
 class AsyncGroupJob;
-struct ProgressBoard;
 enum class CommState : int { kInitializing, kReady, kFinalized, kFailed, kRevoked };
 }  // namespace braid
 
@@ -44,6 +42,10 @@ struct ncclComm {
   uint64_t commHash_ = 0;  // identifies the communicator in logs (same on every rank)
   braid::CommConfig config_;
 
+  // Its abort flag, hang diagnosis and peer watch (watch/comm_watch.h). Declared before what uses
+  // it (the bootstrap polls the abort flag, the data path lends the watch its latest launch), so
+  // that it goes last; freeComm stops it first, while the state it reads is still there.
+  braid::watch::CommWatch watch_;
   std::unique_ptr<braid::Bootstrap> bootstrap_;
   std::vector<braid::PeerInfo> peers_;
   // The communicators this one shares connections with (core/share_group.h); null: none. Declared
@@ -55,27 +57,9 @@ struct ncclComm {
   // ncclCommWindowRegister, released before the data path.
   std::unique_ptr<braid::CommWindowsBase> windows_;
 
-  // Polled by every wait of this communicator (bootstrap, later kernels and proxies).
-  std::atomic<int> abortFlag_{0};
   std::atomic<braid::CommState> state_{braid::CommState::kInitializing};
   // What ncclCommGetAsyncError reports.
   std::atomic<ncclResult_t> asyncError_{ncclInProgress};
-  // The data path's event of its latest launch, once it exists: the peer watch asks it (while it
-  // visits the communicator in the registry, which release() waits out before tearing the data
-  // path down) whether work is in flight.
-  std::atomic<cudaEvent_t> lastLaunch_{nullptr};
-  // The data path's count of launches that may use the network, once it has a proxy and a peer
-  // watch runs (null otherwise): the watch notes there which have ended, for the proxy's sleeps.
-  std::atomic<braid::LaunchCounts*> netLaunches_{nullptr};
-  // The data path's progress board, once it exists (null without one): core/hang_watch.h. Read
-  // during the registry visit like lastLaunch_. Then the watch thread's own memory of the waits it
-  // has seen and reported (core/wait_notes.h): in collectives, graph ops (core/graph_progress.h)
-  // and point-to-point launches, eager and replayed (core/p2p_progress.h).
-  std::atomic<braid::ProgressBoard*> progressBoard_{nullptr};
-  braid::WaitWatch eagerWatch_;
-  braid::WaitWatch graphWatch_;
-  braid::WaitWatch p2pWatch_;
-  braid::WaitWatch p2pGraphWatch_;
   // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
   // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
   std::thread background_;

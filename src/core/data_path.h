@@ -43,12 +43,14 @@ class DataPathBase {
   // Drops queued operations (a group that failed before launching).
   virtual void dropPending() = 0;
   // Checked every few milliseconds by a wait for launched work: an error ends the wait with it, the
-  // work still in flight (a dead peer's: core/peer_watch.h). Empty: the wait ends only when done.
+  // work still in flight (a dead peer's: watch/peer_watch.h). Empty: the wait ends only when done.
   using IdleWaitCheck = std::function<ncclResult_t()>;
   // Waits until every launched operation has completed (ncclCommFinalize, ncclCommDestroy).
   [[nodiscard]] virtual ncclResult_t waitIdle(const IdleWaitCheck& check) = 0;
-  // Raises the device-visible abort flag: every kernel of this communicator leaves its wait loops.
-  virtual void signalAbort() = 0;
+  // The communicator's abort flag has told its kernels to leave their wait loops
+  // (watch/abort_flag.h), part way through an operation perhaps: nothing may reuse what they may
+  // have left half-done (a share group's connections).
+  virtual void kernelsAborted() = 0;
   // Makes the communicator, which has run operations, a member of a new share group, the group's
   // first (core/share_group.h); nothing if it is in one.
   [[nodiscard]] virtual ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) = 0;

@@ -109,8 +109,8 @@ ncclResult_t GroupContext::launchComms(const std::vector<ncclComm*>& comms, doub
   std::vector<DeferredJob> connects;
   for (ncclComm* comm : comms) {
     if (!comm->dataPath_->needsConnect(scope)) continue;
-    connects.push_back(
-        DeferredJob{[comm, scope] { return comm->dataPath_->connect(scope); }, [comm] { comm->abortFlag_ = 1; }});
+    connects.push_back(DeferredJob{[comm, scope] { return comm->dataPath_->connect(scope); },
+                                   [comm] { comm->watch_.abortFlag().raise(watch::kAbortHostWaits); }});
   }
   ncclResult_t result = runConcurrently(connects);
   std::map<int, double> usPerGpu;

@@ -11,17 +11,16 @@
 #include <system_error>
 #include <vector>
 
-#include "core/board_server.h"
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group.h"
 #include "core/init_internal.h"
-#include "core/peer_watch.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_driver.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/thread_guard.h"
+#include "watch/board_server.h"
 
 namespace braid {
 namespace {
@@ -104,8 +103,8 @@ void agreeOnSharing(ncclComm* comm) {
 ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, int computeCap) {
   auto start = std::chrono::steady_clock::now();
   CUDACHECK(cudaSetDevice(comm->cudaDev_));
-  NCCLCHECK(Bootstrap::create(ids.data(), static_cast<int>(ids.size()), comm->rank_, comm->nranks_, &comm->abortFlag_,
-                              &comm->bootstrap_));
+  NCCLCHECK(Bootstrap::create(ids.data(), static_cast<int>(ids.size()), comm->rank_, comm->nranks_,
+                              comm->watch_.abortFlag().hostWord(), &comm->bootstrap_));
 
   PeerInfo self{};
   self.rank = comm->rank_;
@@ -117,11 +116,13 @@ ncclResult_t rendezvous(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
   self.pidHash = localPidHash();
   self.pidSpace = localPidSpace();
   self.pid = static_cast<int32_t>(::getpid());
-  self.boardServer = boardServerAddress();
+  self.boardServer = watch::boardServerContact();
+  self.version = kPeerInfoVersion;
   self.sharesConnections = comm->shareGroup_ != nullptr ? 1 : 0;
   comm->peers_.assign(comm->nranks_, PeerInfo{});
   comm->peers_[comm->rank_] = self;
   NCCLCHECK(comm->bootstrap_->allGather(comm->peers_.data(), sizeof(PeerInfo)));
+  for (int r = 0; r < comm->nranks_; r++) NCCLCHECK(checkPeerInfo(comm->peers_[r], r, comm->nranks_));
   NCCLCHECK(checkDistinctGpus(comm->peers_));
   agreeOnSharing(comm);
 
@@ -152,11 +153,29 @@ ncclResult_t queryLocalGpu(ncclComm* comm, int* computeCap) {
   return ncclSuccess;
 }
 
+namespace {
+
+// The communicator's watch (watch/comm_watch.h), started before the communicator says it is ready.
+void startWatch(ncclComm* comm) {
+  watch::CommWatch::Subject subject;
+  subject.handle = comm;
+  subject.commHash = comm->commHash_;
+  subject.rank = comm->rank_;
+  subject.cudaDev = comm->cudaDev_;
+  subject.peers.reserve(comm->peers_.size());
+  for (const PeerInfo& peer : comm->peers_) subject.peers.push_back(peerProcessOf(peer));
+  subject.ready = [comm] { return comm->state_.load() == CommState::kReady; };
+  subject.asyncError = &comm->asyncError_;
+  comm->watch_.start(std::move(subject));
+}
+
+}  // namespace
+
 ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, int computeCap) {
   ncclResult_t result = rendezvous(comm, ids, computeCap);
   if (result == ncclSuccess) {
+    startWatch(comm);
     comm->state_ = CommState::kReady;
-    startPeerWatch();
   } else {
     comm->bootstrap_.reset();
     comm->state_ = CommState::kFailed;
@@ -224,7 +243,7 @@ ncclResult_t commInitRankParsed(ncclComm_t* newcomm, int nranks, const ncclUniqu
   if (group.active()) {
     // The caller gets the handle now; the rendezvous completes at the outermost ncclGroupEnd.
     group.deferInit([raw, idCopies, computeCap] { return finishInit(raw, idCopies, computeCap); },
-                    [raw] { raw->abortFlag_ = 1; });
+                    [raw] { raw->watch_.abortFlag().raise(watch::kAbortHostWaits); });
     return ncclSuccess;
   }
   if (parsed.blocking == 0) {
@@ -280,7 +299,7 @@ ncclResult_t commInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   // before the failure are aborted first so that they do not wait for the ones that never came.
   if (result != ncclSuccess) {
     for (int i = 0; i < ndev; i++) {
-      if (comms[i] != nullptr) comms[i]->abortFlag_ = 1;
+      if (comms[i] != nullptr) comms[i]->watch_.abortFlag().raise(watch::kAbortHostWaits);
     }
   }
   ncclResult_t groupResult = group.end();

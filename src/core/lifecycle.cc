@@ -5,7 +5,6 @@
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group_job.h"
-#include "core/peer_watch.h"
 #include "cuda/capture_mode.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -19,7 +18,7 @@ namespace {
 // then the background exchanges of splits and shrinks of this communicator end.
 void joinBackground(ncclComm* comm) {
   if (comm->background_.joinable()) {
-    if (comm->state_.load() == CommState::kInitializing) comm->abortFlag_ = 1;
+    if (comm->state_.load() == CommState::kInitializing) comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
     comm->background_.join();
   }
   joinChildExchanges(comm);
@@ -45,6 +44,13 @@ ncclResult_t asyncFailure(const ncclComm* comm) {
   return async == ncclInProgress ? ncclSuccess : async;
 }
 
+// Tells the communicator's kernels to leave their wait loops, through its abort flag
+// (watch/abort_flag.h); its bootstrap stays up.
+void stopKernels(ncclComm* comm) {
+  comm->watch_.abortFlag().raise(watch::kAbortKernels);
+  if (comm->dataPath_) comm->dataPath_->kernelsAborted();
+}
+
 }  // namespace
 
 // A peer process on this host that is gone is marked here, so the watch need not see it first
@@ -56,13 +62,16 @@ constexpr std::chrono::milliseconds kDeadPeerGrace{100};
 DataPathBase::IdleWaitCheck peerFailureCheck(ncclComm* comm) {
   return [comm, start = std::chrono::steady_clock::now()]() -> ncclResult_t {
     NCCLCHECK(asyncFailure(comm));
-    if (std::chrono::steady_clock::now() - start >= kDeadPeerGrace && markIfPeerDied(comm)) return ncclRemoteError;
+    if (std::chrono::steady_clock::now() - start >= kDeadPeerGrace && comm->watch_.markIfPeerDied()) {
+      return ncclRemoteError;
+    }
     return ncclSuccess;
   };
 }
 
 void freeComm(ncclComm* comm) {
   commRegistryRemove(comm);
+  comm->watch_.stop();
   joinBackground(comm);
   comm->magic_ = 0;
   delete comm;
@@ -145,7 +154,7 @@ ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
 ncclResult_t revokeComm(ncclComm* comm) {
   ncclResult_t result = ncclSuccess;
   if (comm->dataPath_) {
-    comm->dataPath_->signalAbort();
+    stopKernels(comm);
     result = comm->dataPath_->waitIdle({});  // its kernels leave at the abort flag
   }
   comm->state_ = CommState::kRevoked;
@@ -187,11 +196,13 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   RelaxedCaptureMode relaxed;
   int rank = comm->rank_;
   ncclResult_t result = ncclSuccess;
-  // First: the peer watch must not look at what is torn down below. A visit in progress is waited
-  // out: a check takes microseconds, a hang report 50 ms (up to 2 s per look at another host).
+  // First: its handle fails checks from now on, and the watch thread must not look at what is torn
+  // down below. A visit in progress is waited out: a check takes microseconds, a hang report 50 ms
+  // (up to 2 s per look at another host).
   commRegistryRemove(comm);
+  comm->watch_.stop();
   // Abort cuts short the bootstrap waits of the background work waited for below.
-  if (abort) comm->abortFlag_ = 1;
+  if (abort) comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
   joinBackground(comm);                          // no nonblocking creation, split or shrink exchange may still use it
   if (comm->groupJob_) comm->groupJob_->wait();  // nor a nonblocking group's launches
   if (comm->dataPath_) {
@@ -205,11 +216,11 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
       if (peerFailed) result = ncclSuccess;
     }
     if (peerFailed) abort = true;
-    if (abort || result != ncclSuccess) comm->dataPath_->signalAbort();
+    if (abort || result != ncclSuccess) stopKernels(comm);
   }
   if (comm->windows_) comm->windows_->release(abort, asyncFailure(comm) != ncclSuccess);
   comm->windows_.reset();
-  comm->abortFlag_ = 1;
+  comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
   comm->dataPath_.reset();
   comm->bootstrap_.reset();
   freeComm(comm);

@@ -32,6 +32,16 @@ std::string pidNamespace() {
 
 }  // namespace
 
+watch::PeerProcess peerProcessOf(const PeerInfo& peer) {
+  watch::PeerProcess p;
+  p.pid = peer.pid;
+  p.cudaDev = peer.cudaDev;
+  p.hostHash = peer.hostHash;
+  p.pidSpace = peer.pidSpace;
+  p.boardServer = peer.boardServer;
+  return p;
+}
+
 uint64_t hashBytes(const void* data, size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;
   const unsigned char* p = static_cast<const unsigned char*>(data);
@@ -69,6 +79,26 @@ int64_t busIdToInt(const char* busId) {
 void busIdToString(int64_t id, char* out, size_t outSize) {
   std::snprintf(out, outSize, "%04" PRIx64 ":%02" PRIx64 ":%02" PRIx64 ".%" PRIx64, id >> 20, (id >> 12) & 0xff,
                 (id >> 4) & 0xff, id & 0xf);
+}
+
+ncclResult_t checkPeerInfo(const PeerInfo& peer, int slot, int nranks) {
+  if (peer.version != kPeerInfoVersion) {
+    WARN(
+        "rank %d of %d sent peer information of layout %d, this rank's is %d: every rank of a job must run the "
+        "same Braid build",
+        slot, nranks, peer.version, kPeerInfoVersion);
+    return ncclInvalidUsage;
+  }
+  if (peer.rank != slot) {
+    WARN("rank %d of %d sent peer information that says it is rank %d", slot, nranks, peer.rank);
+    return ncclRemoteError;
+  }
+  const int family = peer.boardServer.address.sa.sa_family;
+  if (family != AF_UNSPEC && !socketAddressIsValid(peer.boardServer.address)) {
+    WARN("rank %d of %d sent a board server address of unknown family %d", slot, nranks, family);
+    return ncclRemoteError;
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t checkDistinctGpus(const std::vector<PeerInfo>& peers) {

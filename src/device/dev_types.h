@@ -190,7 +190,7 @@ struct DevComm {
 
 constexpr int kMaxP2pKernelCtas = 128;  // DevP2pArgsLarge::kMaxCtas
 
-// Hang diagnosis of collectives and point-to-point kernels (core/wait_notes.h) without a store to
+// Hang diagnosis of collectives and point-to-point kernels (watch/wait_notes.h) without a store to
 // host memory on the fast path: a kernel that stores to host memory at all takes ~0.9 us longer to
 // end (2 H200, AllReduce of 8 B: 5.9 us without, 6.8 with one or many such stores, whatever the
 // store's kind), so a collective kernel notes nothing unless one of its threads has waited long:
@@ -279,7 +279,7 @@ struct DevP2pArgs {
   uint64_t slotBytes;  // Simple slot of the point-to-point connections; every step but an operation's last is full
   int32_t nCtas;
   int32_t sharedSteps;  // 1: the connections' steps are a share group's words (see DevSendConn)
-  // Hang diagnosis (core/p2p_progress.h): where its CTAs note their long waits, as in launch seq
+  // Hang diagnosis (watch/p2p_progress.h): where its CTAs note their long waits, as in launch seq
   // (host-mapped; null when seq is 0).
   DevWaitNotes* waitNotes;
   uint64_t seq;

@@ -115,7 +115,7 @@ __device__ __forceinline__ void noteOpStarted(const DevKernelArgs& args, PrimsSh
   if (blockIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&args.comm->graphOpsBegun), 1ull);
 }
 // Hang diagnosis of a point-to-point kernel: its waits are noted like an eager collective's, with
-// the kernel's own number (core/p2p_progress.h). Nothing is stored to host memory otherwise.
+// the kernel's own number (watch/p2p_progress.h). Nothing is stored to host memory otherwise.
 __device__ __forceinline__ void notePeerOpsStarted(DevWaitNotes* waitNotes, uint64_t seq, PrimsShared* shared) {
   if (threadIdx.x != 0) return;
   shared->waitNotes = waitNotes;

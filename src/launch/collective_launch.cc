@@ -9,8 +9,8 @@
 #include "device/launch_kernel.h"
 #include "launch/collective_engine.h"
 #include "launch/device_state.h"
-#include "launch/progress_recorder.h"
 #include "launch/share_membership.h"
+#include "launch/watch_link.h"
 #include "util/check.h"
 #include "util/dtype.h"
 #include "util/log.h"
@@ -52,9 +52,9 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
     args.comm = ctx_.device->devComm();
     args.work = op.work;
     if (order.launchCaptured()) {
-      ctx_.progress->noteCapture(task, args.work.nChannels, &args.work);
+      ctx_.watch->noteCapture(task, args.work.nChannels, &args.work);
     } else {
-      ctx_.progress->noteLaunch(task, args.work.nChannels, &args.work);
+      ctx_.watch->noteLaunch(task, args.work.nChannels, &args.work);
     }
     TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d threads %d chunk %u (model %.1f us), CTA policy %d",
           plan::collName(task.coll), collBytes(task, ctx_.comm->nranks_), plan::algoName(decision.algo),
@@ -69,7 +69,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
     if (registered.direct) NCCLCHECK(registered.noteUse(registry, task.stream));
   }
   NCCLCHECK(order.after(task.stream));
-  if (!order.launchCaptured()) ctx_.progress->noteRecorded();
+  if (!order.launchCaptured()) ctx_.watch->noteRecorded();
   return ncclSuccess;
 }
 

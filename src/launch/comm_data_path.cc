@@ -39,7 +39,7 @@ ncclResult_t loadKernelsOnce(int cudaDev) {
 CommDataPath::CommDataPath(ncclComm* comm)
     : comm_(comm),
       share_(comm),
-      ctx_{comm, device_.get(), &net_, &share_, &progress_, KernelLaunch{}},
+      ctx_{comm, device_.get(), &net_, &share_, &watch_, KernelLaunch{}},
       collectives_(ctx_),
       p2p_(ctx_),
       registration_(ctx_, collectives_, p2p_) {}
@@ -52,11 +52,7 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(loadKernelsOnce(comm->cudaDev_));
   const bool mixing = comm->config_.graphUsageMode == 2;  // NCCL_GRAPH_MIXING_SUPPORT is folded in (core/config.cc)
   NCCLCHECK(path->share_.init(mixing, path->device_));
-  comm->lastLaunch_.store(path->share_.order().latestEvent());  // for the peer watch (core/peer_watch.h)
-  if (comm->nranks_ > 1) {
-    path->progress_.init(comm->commHash_, comm->rank_, comm->nranks_);
-    comm->progressBoard_.store(path->progress_.board());  // for hang reports (core/hang_watch.h)
-  }
+  path->watch_.attach(&comm->watch_, path->share_.order().latestEvent(), comm->nranks_ > 1);  // watch/comm_watch.h
   NCCLCHECK(path->p2p_.init());
   NCCLCHECK(path->ctx_.launch.init(comm->cudaDev_));
   *out = std::move(path);
@@ -95,6 +91,7 @@ ncclResult_t CommDataPath::connect(ConnectScope scope) {
   }
   RelaxedCaptureMode relaxed;  // the operation that connects may be captured
   NCCLCHECK(device_->allocAbortFlag());
+  watch_.lendAbortWord(device_->hostAbortFlag());
   if (collectives_.needsConnect(queue_)) NCCLCHECK(collectives_.connect());
   if (scope != ConnectScope::kAll) return ncclSuccess;
   if (p2p_.needsConnect(p2pQueue_)) NCCLCHECK(p2p_.connect(p2pQueue_, collectives_.topology().llOk));
@@ -145,9 +142,8 @@ void CommDataPath::dropPending() {
   p2pQueue_.clear();
 }
 
-void CommDataPath::signalAbort() {
-  net_.noteAbort();
-  device_->signalAbort();
+void CommDataPath::kernelsAborted() {
+  // Its kernels may leave shared connections in the middle of an operation: nobody reuses them.
   share_.forgetPoolOnAbort();
 }
 

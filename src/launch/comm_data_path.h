@@ -9,7 +9,8 @@
 //   NetworkLink          network and proxy, once a connection crosses hosts    (network_link.h)
 //
 // The parts share one DataPathContext (data_path_context.h): the communicator, its DeviceState,
-// its progress board, the launch settings and pointers to the network link and the membership.
+// its link to the watch (watch_link.h: hang diagnosis, the abort word), the launch settings and
+// pointers to the network link and the membership.
 //
 // Ordering: every operation of a communicator shares the same FIFOs and step counters, so two of
 // them must never run at the same time, whatever streams and graphs they run on: LaunchOrder. A
@@ -33,9 +34,9 @@
 #include "launch/network_link.h"
 #include "launch/p2p_engine.h"
 #include "launch/p2p_task.h"
-#include "launch/progress_recorder.h"
 #include "launch/red_ops.h"
 #include "launch/share_membership.h"
+#include "launch/watch_link.h"
 
 namespace braid {
 
@@ -65,7 +66,7 @@ class CommDataPath final : public DataPathBase, public OperationSink {
   [[nodiscard]] ncclResult_t simulatePending(double* us) override;  // simulate.cc
   void dropPending() override;
   [[nodiscard]] ncclResult_t waitIdle(const IdleWaitCheck& check) override { return share_.waitIdle(check); }
-  void signalAbort() override;
+  void kernelsAborted() override;
   [[nodiscard]] ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>& group) override {
     return share_.join(group);
   }
@@ -86,8 +87,8 @@ class CommDataPath final : public DataPathBase, public OperationSink {
   ShareMembership share_;
   // Shared: a share group's pool may keep step fields of its connections after it is gone.
   std::shared_ptr<DeviceState> device_ = std::make_shared<DeviceState>();
-  ProgressRecorder progress_;  // hang diagnosis: this rank's numbered launches
-  DataPathContext ctx_;        // points at the members above
+  WatchLink watch_;      // the communicator's watch: hang diagnosis, the peer watch, the abort word
+  DataPathContext ctx_;  // points at the members above
   CollectiveEngine collectives_;
   P2pEngine p2p_;
   BufferRegistration registration_;

@@ -67,7 +67,7 @@ transport::Context DataPathContext::transportContext(bool netLl) const {
   ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);
-  ctx.abortFlag = &comm->abortFlag_;
+  ctx.abortFlag = comm->watch_.abortFlag().hostWord();
   ctx.network = net->network();
   ctx.proxy = net->proxy();
   ctx.netLl = netLl;  // with a NET hop, only when BRAID_NET_LL allows LL on it

@@ -1,8 +1,9 @@
 // What the parts of a communicator's data path (launch/comm_data_path.h) share, and nothing else:
 // the communicator they serve, its device state, its way to other hosts, its share-group membership
-// (the launch order every kernel goes through, and the connections it uses), its progress board,
-// and how its kernels are launched. The coordinator owns each of them and hands every part this
-// context; a part reaches no other part through it.
+// (the launch order every kernel goes through, and the connections it uses), its link to the
+// communicator's watch (launch/watch_link.h: hang diagnosis, the kernels' abort word), and how its
+// kernels are launched. The coordinator owns each of them and hands every part this context; a
+// part reaches no other part through it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,8 +22,8 @@ namespace braid {
 
 class DeviceState;
 class NetworkLink;
-class ProgressRecorder;
 class ShareMembership;
+class WatchLink;
 
 // The transport that carries a pair topo chose (kNone never gets this far: topo fails first).
 inline transport::Kind transportKind(topo::TransportKind kind) {
@@ -72,7 +73,7 @@ struct DataPathContext {
   DeviceState* device = nullptr;
   NetworkLink* net = nullptr;
   ShareMembership* share = nullptr;
-  ProgressRecorder* progress = nullptr;
+  WatchLink* watch = nullptr;  // the communicator's watch: hang diagnosis of each launch
   KernelLaunch launch{};
 
   // The transports' view of the communicator: its ranks, FIFO sizes (NCCL_BUFFSIZE and its LL

@@ -170,10 +170,4 @@ uint64_t DeviceState::suspendableBytes() const {
   return bytes;
 }
 
-void DeviceState::signalAbort() {
-  if (hostAbortFlag_ == nullptr) return;
-  // The kernels read it through the mapping with volatile loads; a release store is enough.
-  __atomic_store_n(hostAbortFlag_, 1, __ATOMIC_RELEASE);
-}
-
 }  // namespace braid

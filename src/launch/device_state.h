@@ -1,6 +1,7 @@
 // Device-side state of a communicator's data path: the DevComm the kernels read (device memory),
 // the ring orders its channels point to, the point-to-point connections of every peer, and the
-// abort flag in host-mapped memory that the host raises and every kernel wait loop polls. Freed
+// word in host-mapped memory that every kernel wait loop polls (the communicator's abort flag
+// writes it: watch/abort_flag.h). Freed
 // when the data path goes. Uploads go through a private non-blocking stream, never the legacy
 // default stream: they may happen while the user's stream is being captured (see capture_mode.h).
 #pragma once
@@ -25,7 +26,8 @@ class DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 
-  // Allocates the host-mapped abort flag (the current device must be the communicator's).
+  // Allocates the host-mapped abort flag (the current device must be the communicator's), which the
+  // communicator's abort flag writes (watch/abort_flag.h: lent to it, never written here).
   [[nodiscard]] ncclResult_t allocAbortFlag();
   // Allocates the DevComm before its connections are made: a share group may be offered the
   // addresses of their step fields (launch/shared_connections.h).
@@ -60,7 +62,7 @@ class DeviceState {
 
   DevComm* devComm() const { return devComm_; }
   const volatile int* deviceAbortFlag() const { return deviceAbortFlag_; }
-  void signalAbort();
+  int* hostAbortFlag() const { return hostAbortFlag_; }
 
  private:
   // Staging memory: cuMem (vmm) where the device has it, else cudaMalloc (plain).

@@ -6,7 +6,6 @@
 #include "core/comm.h"
 #include "launch/replay_wake.h"
 #include "util/check.h"
-#include "util/params.h"
 
 namespace braid {
 
@@ -15,17 +14,17 @@ ncclResult_t NetworkLink::open(ncclComm* comm) {
   NCCLCHECK(net::Network::open(comm->commHash_, &network_));
   char name[64];
   std::snprintf(name, sizeof(name), "rank %d proxy", comm->rank_);
-  // The peer watch says when our launches have ended, which lets an idle proxy sleep long
+  // The watch thread says when our launches have ended, which lets an idle proxy sleep long
   // (proxy/proxy.h, "Idle").
-  if (paramInt(ParamId::kPeerWatchMs) > 0) netLaunches_ = std::make_unique<LaunchCounts>();
+  netLaunches_ = comm->watch_.netLaunches();
+  abort_ = &comm->watch_.abortFlag();
   proxy_ = std::make_unique<proxy::Proxy>(
       name,
       [comm](ncclResult_t error) {
         ncclResult_t expected = ncclSuccess;
         comm->asyncError_.compare_exchange_strong(expected, error);
       },
-      netLaunches_.get());
-  comm->netLaunches_.store(netLaunches_.get());
+      netLaunches_);
   return ncclSuccess;
 }
 

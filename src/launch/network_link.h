@@ -1,9 +1,11 @@
 // A communicator's way to other hosts: the network (net/network.h) and the proxy thread that moves
 // its connections' slots (proxy/proxy.h), made the first time a connection crosses hosts, and the
-// count of launches the proxy may have to serve (with a peer watch, which says when they end).
+// count of launches the proxy may have to serve (the communicator watch's, with a watch thread to
+// say when they end: watch/comm_watch.h).
 //
 // Its owner declares it before the connections that use it, so that it is destroyed after them;
-// inside, the proxy goes before the network and the launch counts it reads.
+// inside, the proxy goes before the network. The launch counts and the abort flag are the
+// communicator's, which outlives its data path.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include "net/network.h"
 #include "proxy/proxy.h"
 #include "util/launch_counts.h"
+#include "watch/abort_flag.h"
 
 struct ncclComm;
 
@@ -27,7 +30,7 @@ class NetworkLink {
   NetworkLink& operator=(const NetworkLink&) = delete;
 
   // Opens the network and starts the proxy (once); the proxy's errors become `comm`'s asynchronous
-  // error, and `comm` learns the launch counts for its peer watch.
+  // error, and the proxy reads the launch counts of `comm`'s watch.
   [[nodiscard]] ncclResult_t open(ncclComm* comm);
   bool isOpen() const { return proxy_ != nullptr; }
   net::Network* network() const { return network_.get(); }
@@ -40,19 +43,17 @@ class NetworkLink {
   void afterLaunch() {
     if (netLaunches_ != nullptr) netLaunches_->issued.fetch_add(1);
   }
-  // The communicator's kernels were stopped: no farewell to the peers' proxies.
-  void noteAbort() { aborted_ = true; }
   // Once every launched operation has finished: the peers' proxies learn that our connections
-  // end, in order (before the connections go).
+  // end, in order (before the connections go). None when the communicator's kernels were stopped.
   void farewell() {
-    if (proxy_ != nullptr && !aborted_) proxy_->farewell();
+    if (proxy_ != nullptr && !abort_->raised(watch::kAbortKernels)) proxy_->farewell();
   }
 
  private:
   std::unique_ptr<net::Network> network_;
-  std::unique_ptr<LaunchCounts> netLaunches_;  // null without a peer watch to say when they end
+  LaunchCounts* netLaunches_ = nullptr;      // the watch's; null without a watch thread to say when they end
+  const watch::AbortFlag* abort_ = nullptr;  // the communicator's, once open
   std::unique_ptr<proxy::Proxy> proxy_;
-  bool aborted_ = false;
 };
 
 }  // namespace braid

@@ -32,8 +32,8 @@
 #include "device/launch_kernel.h"
 #include "launch/device_state.h"
 #include "launch/p2p_engine.h"
-#include "launch/progress_recorder.h"
 #include "launch/share_membership.h"
+#include "launch/watch_link.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -353,9 +353,9 @@ ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Q
     DevWaitNotes* waitNotes = nullptr;
     // A captured launch is numbered as a capture: its replays are not counted (p2p_progress.h).
     if (ctx_.share->order().launchCaptured()) {
-      ctx_.progress->noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
+      ctx_.watch->noteP2pCapture(noted, args.nCtas(), &seq, &waitNotes);
     } else {
-      ctx_.progress->noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
+      ctx_.watch->noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
     LaunchOptions launch = ctx_.launch.plain;
     if (last) NCCLCHECK(ctx_.launch.withLaunchEvent(ctx_.launch.plain, launchEvent, stream, &launch));

@@ -41,7 +41,7 @@ ncclResult_t CommDataPath::resumeMemory() {
   RelaxedCaptureMode relaxed;
   NCCLCHECK(device_->resume());
   transport::SuspendContext ctx{comm_->rank_, comm_->cudaDev_, comm_->commHash_, comm_->bootstrap_.get(),
-                                &comm_->abortFlag_};
+                                comm_->watch_.abortFlag().hostWord()};
   return transport::resumeConnections(ctx, share_.connections());
 }
 

@@ -1,5 +1,5 @@
 // Eager launches of a communicator that may use the network: how many the data path has issued
-// and how many of those a thread that can ask CUDA (the peer watch, core/peer_watch.h) has seen
+// and how many of those a thread that can ask CUDA (the peer watch, watch/peer_watch.h) has seen
 // complete. The proxy reads both: while they differ a kernel may still start and publish steps, so
 // it keeps its sleeps short; once they agree nothing of ours can need it before the next launch,
 // whose kick wakes it, and it may sleep long (proxy/proxy.h, "Idle").

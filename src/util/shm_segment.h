@@ -1,6 +1,6 @@
 // POSIX shared memory segments: the host side only (no CUDA), so it is tested on any machine. The
 // SHM transport (transport/shm_memory.cc registers the mapping with CUDA) and the progress boards
-// of hang diagnosis (core/progress_board.h) use them.
+// of hang diagnosis (watch/progress_board.h) use them.
 //
 // The creator makes the segment (O_EXCL, so a stale or foreign segment of the same name is an error,
 // never shared by accident), sizes it (new pages read as zero) and maps it. The peer opens and maps

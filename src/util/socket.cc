@@ -135,6 +135,12 @@ std::string Socket::peerName() const {
 }
 
 ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out) {
+  SocketAuthKey key;
+  NCCLCHECK(socketAuthKey(magic, &key));
+  return listen(local, key, type, out);
+}
+
+ncclResult_t Socket::listen(const SocketAddress& local, const SocketAuthKey& key, SocketType type, Socket* out) {
   std::string where = socketAddressToString(local);
   if (!socketAddressIsValid(local)) {
     WARN("Cannot listen on %s: not an IPv4 or IPv6 address", where.c_str());
@@ -163,7 +169,7 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
     WARN("getsockname on the listener for %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
     return ncclSystemError;
   }
-  NCCLCHECK(socketAuthKey(magic, &sock.key_));
+  sock.key_ = key;
   NCCLCHECK(tlsCurrent(&sock.tlsContext_));
   sock.type_ = type;
   *out = std::move(sock);
@@ -195,8 +201,16 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
 ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                              const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
                              Socket* out, const SocketPump& pump) {
+  SocketAuthKey key;
+  NCCLCHECK(socketAuthKey(magic, &key));
+  return connect(remote, key, type, peerDescription, retryRefused, deadline, out, pump);
+}
+
+ncclResult_t Socket::connect(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
+                             const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
+                             Socket* out, const SocketPump& pump) {
   Socket sock;
-  NCCLCHECK(connectStart(remote, magic, type, peerDescription, retryRefused, deadline, &sock));
+  NCCLCHECK(connectStart(remote, key, type, peerDescription, retryRefused, deadline, &sock));
   for (;;) {
     bool done = false;
     NCCLCHECK(sock.handshakeProgress(&done));
@@ -292,6 +306,14 @@ ncclResult_t Socket::checkAcceptorProof() {
 ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
                                   const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
                                   Socket* out) {
+  SocketAuthKey key;
+  NCCLCHECK(socketAuthKey(magic, &key));
+  return connectStart(remote, key, type, peerDescription, retryRefused, deadline, out);
+}
+
+ncclResult_t Socket::connectStart(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
+                                  const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
+                                  Socket* out) {
   std::string where = peerDescription + " (" + socketAddressToString(remote) + ")";
   if (!socketAddressIsValid(remote)) {
     WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
@@ -322,7 +344,7 @@ ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, S
       socklen_t len = sizeof(sock.local_);
       (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
       // The acceptor speaks first (its challenge): nothing to send until it arrives.
-      NCCLCHECK(socketAuthKey(magic, &sock.key_));
+      sock.key_ = key;
       NCCLCHECK(randomBytes(sock.auth_.connectorNonce.data(), kSocketNonceBytes));
       sock.type_ = type;
       sock.tlsContext_ = std::move(tls);

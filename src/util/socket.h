@@ -86,6 +86,11 @@ constexpr uint32_t kSocketTlsFlag = 0x80000000u;
 
 constexpr int kSocketPollSliceMs = 20;
 
+// The bit of an abort flag that makes host waits give up. A communicator's flag holds other bits
+// as well (watch/abort_flag.h: whether its kernels were told to stop, which leaves its host waits
+// going); a plain flag that is set to 1 works the same.
+constexpr int kAbortHostWaits = 1;
+
 // A point in time after which a wait gives up, and an optional abort flag that cuts it short.
 class Deadline {
  public:
@@ -97,7 +102,9 @@ class Deadline {
   Deadline capped(std::chrono::milliseconds timeout) const;
 
   bool expired() const { return !infinite_ && Clock::now() >= when_; }
-  bool aborted() const { return abortFlag_ != nullptr && abortFlag_->load(std::memory_order_acquire) != 0; }
+  bool aborted() const {
+    return abortFlag_ != nullptr && (abortFlag_->load(std::memory_order_acquire) & kAbortHostWaits) != 0;
+  }
   // Milliseconds to wait in the next poll(): min(remaining, maxSliceMs), at least 0.
   int sliceMs(int maxSliceMs = kSocketPollSliceMs) const;
   // Seconds of the original timeout, for messages ("after 3 s").
@@ -146,6 +153,9 @@ class Socket {
   // Binds to `local` (port 0: an ephemeral port) with SO_REUSEADDR and listens. A SocketAcceptor
   // on it returns only connections that proved the key of `magic` for `type`.
   [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out);
+  // The same with the key itself (socket_auth.h: a listener's own secret, socketAuthKeyForSecret).
+  [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, const SocketAuthKey& key, SocketType type,
+                                           Socket* out);
   SocketType type() const { return type_; }
 
   // Connects to `remote` and sends the handshake. Connection attempts are retried on ETIMEDOUT,
@@ -158,10 +168,17 @@ class Socket {
   [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                                             const std::string& peerDescription, bool retryRefused,
                                             const Deadline& deadline, Socket* out, const SocketPump& pump = {});
+  // The same with the key itself.
+  [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
+                                            const std::string& peerDescription, bool retryRefused,
+                                            const Deadline& deadline, Socket* out, const SocketPump& pump = {});
   // The same in two steps, for callers that must not wait for the acceptor: connectStart returns
   // after TCP's connect (which the peer's kernel completes alone); handshakeProgress then moves
   // the handshake on without blocking and sets *done once it is complete (at once if none runs).
   [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                                 const std::string& peerDescription, bool retryRefused,
+                                                 const Deadline& deadline, Socket* out);
+  [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
                                                  const std::string& peerDescription, bool retryRefused,
                                                  const Deadline& deadline, Socket* out);
   [[nodiscard]] ncclResult_t handshakeProgress(bool* done);

@@ -17,6 +17,7 @@ namespace braid {
 namespace {
 
 constexpr char kKeyLabel[] = "braid-key-v1";
+constexpr char kSecretKeyLabel[] = "braid-secret-key-v1";
 constexpr char kProofLabel[] = "braid-v1";
 
 // The configured secret: BRAID_COMM_SECRET wins over BRAID_COMM_SECRET_FILE.
@@ -45,20 +46,33 @@ ncclResult_t configuredSecret(std::string* out) {
 
 bool socketAuthSecretConfigured() { return paramIsSet(ParamId::kCommSecret) || paramIsSet(ParamId::kCommSecretFile); }
 
-ncclResult_t socketAuthKey(uint64_t magic, SocketAuthKey* out) {
+namespace {
+
+// HMAC(configured secret, label || data): a key of the configured secret and what a pair shares.
+ncclResult_t keyOf(const char* label, size_t labelBytes, const uint8_t* data, size_t bytes, SocketAuthKey* out) {
   std::string secret;
   NCCLCHECK(configuredSecret(&secret));
   HmacSha256 mac(secret.data(), secret.size());
-  mac.update(kKeyLabel, sizeof(kKeyLabel) - 1);
-  uint8_t word[8];
-  for (int i = 0; i < 8; ++i) word[i] = static_cast<uint8_t>(magic >> (8 * i));
-  mac.update(word, sizeof(word));
+  mac.update(label, labelBytes);
+  mac.update(data, bytes);
   const Sha256Digest d = mac.final();
   std::memcpy(out->data(), d.data(), out->size());
   // Wipe the local copy: nothing in this process needs the secret's text once the key exists.
   volatile char* s = secret.empty() ? nullptr : &secret[0];
   for (size_t i = 0; i < secret.size(); ++i) s[i] = 0;
   return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t socketAuthKey(uint64_t magic, SocketAuthKey* out) {
+  uint8_t word[8];
+  for (int i = 0; i < 8; ++i) word[i] = static_cast<uint8_t>(magic >> (8 * i));
+  return keyOf(kKeyLabel, sizeof(kKeyLabel) - 1, word, sizeof(word), out);
+}
+
+ncclResult_t socketAuthKeyForSecret(const uint8_t* secret, size_t bytes, SocketAuthKey* out) {
+  return keyOf(kSecretKeyLabel, sizeof(kSecretKeyLabel) - 1, secret, bytes, out);
 }
 
 SocketProof socketAuthProof(const SocketAuthKey& key, SocketAuthRole role, uint32_t type, const SocketNonce& acceptor,

@@ -28,6 +28,11 @@ enum class SocketAuthRole : uint8_t { kConnector = 'C', kAcceptor = 'A' };
 // The key for `magic`, mixing in the configured secret. An unreadable or empty
 // BRAID_COMM_SECRET_FILE fails with ncclInvalidUsage and a WARN naming the file (never its text).
 [[nodiscard]] ncclResult_t socketAuthKey(uint64_t magic, SocketAuthKey* out);
+// The key for a listener's own random secret of `bytes` (a board server's: watch/board_server.h),
+// which it gives only to the ranks of its job: HMAC(configured secret, "braid-secret-key-v1" ||
+// secret), so that a secret seen on the wire (peer information crosses the bootstrap in clear) is
+// useless without the configured one. Fails like socketAuthKey.
+[[nodiscard]] ncclResult_t socketAuthKeyForSecret(const uint8_t* secret, size_t bytes, SocketAuthKey* out);
 // Whether BRAID_COMM_SECRET or BRAID_COMM_SECRET_FILE is set.
 bool socketAuthSecretConfigured();
 SocketProof socketAuthProof(const SocketAuthKey& key, SocketAuthRole role, uint32_t type, const SocketNonce& acceptor,

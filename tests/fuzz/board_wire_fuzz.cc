@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/board_wire.h"
 #include "fuzz_check.h"
+#include "watch/board_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data == nullptr || size < 1) return 0;
@@ -16,10 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ++data;
   --size;
   if (request) {
-    braid::BoardRequest r{};
-    if (!braid::parseBoardRequest(data, size, &r)) return 0;
+    braid::watch::BoardRequest r{};
+    if (!braid::watch::parseBoardRequest(data, size, &r)) return 0;
     FUZZ_CHECK(size == sizeof(r));
-    FUZZ_CHECK(r.nRanks >= 1 && r.nRanks <= braid::kMaxBoardRanks && r.rank >= 0 && r.rank < r.nRanks);
+    FUZZ_CHECK(r.nRanks >= 1 && r.nRanks <= braid::watch::kMaxBoardRanks && r.rank >= 0 && r.rank < r.nRanks);
     return 0;
   }
   if (size < sizeof(uint64_t)) return 0;
@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&expected, data, sizeof(expected));
   data += sizeof(expected);
   size -= sizeof(expected);
-  braid::BoardAnswerHeader h{};
-  if (!braid::parseBoardAnswerHeader(data, size, static_cast<size_t>(expected), &h)) return 0;
-  FUZZ_CHECK(size == sizeof(h) && h.magic == braid::kBoardServerMagic && h.bytes == expected);
+  braid::watch::BoardAnswerHeader h{};
+  if (!braid::watch::parseBoardAnswerHeader(data, size, static_cast<size_t>(expected), &h)) return 0;
+  FUZZ_CHECK(size == sizeof(h) && h.magic == braid::watch::kBoardServerMagic && h.bytes == expected);
   return 0;
 }

@@ -1,5 +1,5 @@
 // Writes the fuzz corpora (corpus/<harness>/*): valid messages built the way the senders build
-// them (the structs of bootstrap/wire.h, core/board_wire.h and net/socket_net.h, encodeSocketHandshake
+// them (the structs of bootstrap/wire.h, watch/board_wire.h and net/socket_net.h, encodeSocketHandshake
 // and socketAuthProof), plus a few near misses. Run as `make_corpus tests/fuzz/corpus`; the output is committed.
 #include <arpa/inet.h>
 
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "bootstrap/wire.h"
-#include "core/board_wire.h"
 #include "handshake_fixture.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
 #include "util/socket_auth.h"
+#include "watch/board_wire.h"
 
 namespace {
 
@@ -104,7 +104,7 @@ bool handshakes(const std::filesystem::path& dir) {
   ok &= write(dir, "reflected_answer", handshake(braid::SocketType::kProxy, 2, false));
   Bytes message = handshake(braid::SocketType::kRas, 3, true);
   message.resize(braid::kSocketHandshakeBytes);
-  ok &= write(dir, "with_hello", concat(message, bytesOf(braid::BoardRequest{7, 0, 2})));
+  ok &= write(dir, "with_hello", concat(message, bytesOf(braid::watch::BoardRequest{7, 0, 2})));
   return ok;
 }
 
@@ -149,11 +149,11 @@ bool peerStreams(const std::filesystem::path& dir) {
 }
 
 bool boardWire(const std::filesystem::path& dir) {
-  bool ok = write(dir, "request", concat(Bytes{0}, bytesOf(braid::BoardRequest{0xfeedull, 1, 4})));
+  bool ok = write(dir, "request", concat(Bytes{0}, bytesOf(braid::watch::BoardRequest{0xfeedull, 1, 4})));
   const uint64_t expected = 4096;
-  const braid::BoardAnswerHeader answer{braid::kBoardServerMagic, 123456789, expected};
+  const braid::watch::BoardAnswerHeader answer{braid::watch::kBoardServerMagic, 123456789, expected};
   ok &= write(dir, "answer", concat(concat(Bytes{1}, bytesOf(expected)), bytesOf(answer)));
-  const braid::BoardAnswerHeader none{braid::kBoardServerMagic, 123456789, 0};
+  const braid::watch::BoardAnswerHeader none{braid::watch::kBoardServerMagic, 123456789, 0};
   ok &= write(dir, "answer_none", concat(concat(Bytes{1}, bytesOf(expected)), bytesOf(none)));
   return ok;
 }

@@ -25,11 +25,11 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
-#include "core/board_server.h"
 #include "scoped_env.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/socket.h"
+#include "watch/board_server.h"
 
 namespace braid {
 namespace {
@@ -378,8 +378,8 @@ TEST_F(BootstrapHostileTest, RootSurvivesDescriptorExhaustion) {
   EXPECT_TRUE(sawDescriptors) << "the flood did not exhaust the root's descriptors";
 }
 
-// The board server (core/board_server.cc) under the same flood: it keeps answering. The request
-// and answer layouts are the server's wire format, repeated here.
+// The board server (watch/board_server.cc) under the same flood: it keeps answering a client that
+// proves its secret. The request and answer layouts are the server's wire format, repeated here.
 TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
   int addrPipe[2], ctlPipe[2];
   ASSERT_EQ(::pipe(addrPipe), 0);
@@ -394,12 +394,12 @@ TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
     ::close(ctlPipe[1]);
     setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
     logReset();
-    const SocketAddress address = boardServerAddress();
+    const watch::BoardServerContact contact = watch::boardServerContact();
     int open = 0;
     for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) open += entry.path().empty() ? 0 : 1;
     rlimit limit{static_cast<rlim_t>(open + 16), static_cast<rlim_t>(open + 16)};
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(3);
-    if (::write(addrPipe[1], &address, sizeof(address)) != static_cast<ssize_t>(sizeof(address))) _exit(4);
+    if (::write(addrPipe[1], &contact, sizeof(contact)) != static_cast<ssize_t>(sizeof(contact))) _exit(4);
     char byte;
     while (::read(ctlPipe[0], &byte, 1) > 0) {
     }
@@ -407,10 +407,13 @@ TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
   }
   ::close(addrPipe[1]);
   ::close(ctlPipe[0]);
-  SocketAddress server{};
-  ASSERT_TRUE(readFull(addrPipe[0], &server, sizeof(server)));
+  watch::BoardServerContact contact{};
+  ASSERT_TRUE(readFull(addrPipe[0], &contact, sizeof(contact)));
   ::close(addrPipe[0]);
+  const SocketAddress server = contact.address;
   ASSERT_TRUE(socketAddressIsValid(server));
+  SocketAuthKey key{};
+  ASSERT_EQ(socketAuthKeyForSecret(contact.secret, sizeof(contact.secret), &key), ncclSuccess);
   std::vector<int> flood;
   for (int i = 0; i < 300; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -429,8 +432,7 @@ TEST_F(BootstrapHostileTest, BoardServerSurvivesDescriptorExhaustion) {
     uint64_t bytes;
   } answer{};
   Socket sock;
-  ASSERT_EQ(Socket::connect(server, kBoardServerMagic, SocketType::kRas, "board server", false, soon(), &sock),
-            ncclSuccess);
+  ASSERT_EQ(Socket::connect(server, key, SocketType::kRas, "board server", false, soon(), &sock), ncclSuccess);
   ASSERT_EQ(sock.sendAll(&request, sizeof(request), soon()), ncclSuccess);
   ASSERT_EQ(sock.recvAll(&answer, sizeof(answer), soon()), ncclSuccess);
   EXPECT_EQ(answer.magic, kBoardServerMagic);

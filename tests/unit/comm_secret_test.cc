@@ -24,6 +24,7 @@
 #include "util/log.h"
 #include "util/params.h"
 #include "util/socket.h"
+#include "util/socket_auth.h"
 
 namespace braid {
 namespace {
@@ -188,6 +189,43 @@ TEST_F(CommSecretTest, MatchingSecretsConnectAndAnotherSecretIsRefused) {
   EXPECT_EQ(logs.find(kSecret), std::string::npos);
   EXPECT_EQ(logs.find(kWrongSecret), std::string::npos);
   EXPECT_EQ(logs.find("123456789abcdef"), std::string::npos) << "the magic reached the log";
+}
+
+// A listener's own random secret (a board server's) makes its key: another secret, or the same
+// bytes taken as a magic, make another; the job's secret is mixed in, so that the random secret
+// alone (seen on the wire in peer information) does not open it.
+TEST_F(CommSecretTest, KeysOfARandomSecretDependOnItAndOnTheJobSecret) {
+  uint8_t secret[32];
+  for (size_t i = 0; i < sizeof(secret); ++i) secret[i] = static_cast<uint8_t>(i * 7 + 1);
+  SocketAuthKey key{}, again{}, other{}, withJobSecret{}, ofMagic{};
+  ASSERT_EQ(socketAuthKeyForSecret(secret, sizeof(secret), &key), ncclSuccess);
+  ASSERT_EQ(socketAuthKeyForSecret(secret, sizeof(secret), &again), ncclSuccess);
+  EXPECT_EQ(key, again);
+  secret[31] ^= 1;
+  ASSERT_EQ(socketAuthKeyForSecret(secret, sizeof(secret), &other), ncclSuccess);
+  EXPECT_NE(key, other);
+  secret[31] ^= 1;
+  uint64_t magic = 0;
+  std::memcpy(&magic, secret, sizeof(magic));
+  ASSERT_EQ(socketAuthKey(magic, &ofMagic), ncclSuccess);
+  EXPECT_NE(key, ofMagic);
+  setEnv("BRAID_COMM_SECRET", kSecret);
+  ASSERT_EQ(socketAuthKeyForSecret(secret, sizeof(secret), &withJobSecret), ncclSuccess);
+  EXPECT_NE(key, withJobSecret);
+
+  // A listener keyed by the secret takes a connector with the same key and refuses one with the
+  // key of another secret.
+  Socket listener;
+  ASSERT_EQ(Socket::listen(loopback(), withJobSecret, SocketType::kRas, &listener), ncclSuccess);
+  SocketAcceptor acceptor(std::move(listener), 0);
+  const SocketAddress where = acceptor.listener().localAddress();
+  Socket good;
+  EXPECT_EQ(
+      Socket::connect(where, withJobSecret, SocketType::kRas, "listener", false, soon(), &good, pumpOf(&acceptor)),
+      ncclSuccess);
+  Socket bad;
+  EXPECT_EQ(Socket::connect(where, key, SocketType::kRas, "listener", false, soon(), &bad, pumpOf(&acceptor)),
+            ncclRemoteError);
 }
 
 // A relay between a real connector and a real listener records what each sends; replaying either

@@ -2,7 +2,7 @@
 // notes a GPU leaves on the board, when the watch reports, looking at other ranks' boards, and the
 // report's words. The kernels' side (DevWaitNotes) is covered by the GPU test
 // (tests/gpu/hang_report_test.cc).
-#include "core/graph_progress.h"
+#include "watch/graph_progress.h"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/hang_watch.h"
-#include "core/progress_board.h"
 #include "progress_board_test_util.h"
+#include "watch/hang_watch.h"
+#include "watch/progress_board.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 using Where = GraphRankProgress::Where;
@@ -158,4 +158,4 @@ TEST(GraphProgress, OtherRanksBoardsAreLookedAtTwice) {
 }
 
 }  // namespace
-}  // namespace braid
+}  // namespace braid::watch

@@ -46,7 +46,7 @@ class CountingDataPath : public DataPathBase {
   }
   void dropPending() override { dropped++; }
   ncclResult_t waitIdle(const IdleWaitCheck&) override { return ncclSuccess; }
-  void signalAbort() override {}
+  void kernelsAborted() override {}
   ncclResult_t joinShareGroup(const std::shared_ptr<ShareGroup>&) override { return ncclSuccess; }
   MemoryStats memoryStats() const override { return {}; }
   bool suspendable(std::string*) const override { return true; }

@@ -3,12 +3,15 @@
 // shared memory and, for ranks on other hosts, from their processes' board servers over TCP, and
 // the report's words. The kernels' side (DevWaitNotes writes) is covered by the
 // GPU tests (tests/gpu/hang_report_test.cc).
-#include "core/hang_watch.h"
+#include "watch/hang_watch.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -18,14 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "core/board_server.h"
-#include "core/hang_report.h"
-#include "core/progress_board.h"
 #include "device/dev_types.h"
 #include "progress_board_test_util.h"
 #include "util/shm_segment.h"
+#include "watch/board_server.h"
+#include "watch/board_wire.h"
+#include "watch/hang_report.h"
+#include "watch/progress_board.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 using Where = RankProgress::Where;
@@ -175,7 +179,7 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwic
   const uint64_t hash = shared.hash;
   const int pid = static_cast<int>(::getpid());
   const std::vector<ProgressBoard*>& boards = shared.boards;
-  const std::vector<PeerInfo>& peers = shared.peers;
+  const std::vector<PeerProcess>& peers = shared.peers;
   for (int r = 1; r <= 2; r++) {
     for (uint64_t s = 1; s <= (r == 1 ? 5u : 4u); s++) noteLaunch(boards[r], op(s, 1));
   }
@@ -210,7 +214,7 @@ TEST(HangWatch, OtherRanksBoardsAreReadFromSharedMemoryAndTheirWaitsLookedAtTwic
   EXPECT_NE(ShmSegment::openReadOnly(progressBoardName(hash, 1, pid), progressBoardBytes(5) * 2, &missing),
             ncclSuccess);
   // A board of a communicator of another size (a stale segment) is not read.
-  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerInfo>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
+  EXPECT_EQ(gatherProgress(hash, 0, std::vector<PeerProcess>(peers.begin(), peers.begin() + 3), *own, 5, 0)[1].where,
             Where::kUnknown);
 }
 
@@ -222,9 +226,11 @@ TEST(BoardServer, AnswersWithACopyOfTheBoardAskedFor) {
   ProgressBoard* board1 = shared.boards[1];
   board1->rank = 1;
   for (uint64_t s = 1; s <= 3; s++) noteLaunch(board1, op(s, 2, CollId::kAllGather, monotonicNs()));
-  const SocketAddress server = boardServerAddress();
-  ASSERT_TRUE(socketAddressIsValid(server)) << "hang reports are on by default, so the server runs";
-  EXPECT_EQ(socketAddressPort(server), socketAddressPort(boardServerAddress())) << "one server per process";
+  const BoardServerContact server = boardServerContact();
+  ASSERT_TRUE(socketAddressIsValid(server.address)) << "hang reports are on by default, so the server runs";
+  const BoardServerContact again = boardServerContact();
+  EXPECT_EQ(socketAddressPort(server.address), socketAddressPort(again.address)) << "one server per process";
+  EXPECT_EQ(0, std::memcmp(server.secret, again.secret, kBoardSecretBytes)) << "and one secret";
 
   FetchedBoard copy;
   const Deadline deadline = Deadline::after(std::chrono::milliseconds(5000));
@@ -240,7 +246,69 @@ TEST(BoardServer, AnswersWithACopyOfTheBoardAskedFor) {
   EXPECT_FALSE(fetchBoard(server, shared.hash, 4, 5, deadline, &none)) << "no board of rank 4";
   EXPECT_FALSE(fetchBoard(server, shared.hash, 1, 6, deadline, &none)) << "a communicator of 6 ranks";
   EXPECT_FALSE(fetchBoard(server, shared.hash ^ 1, 1, 5, deadline, &none)) << "another communicator";
-  EXPECT_FALSE(fetchBoard(SocketAddress{}, shared.hash, 1, 5, deadline, &none)) << "no server";
+  EXPECT_FALSE(fetchBoard(BoardServerContact{}, shared.hash, 1, 5, deadline, &none)) << "no server";
+}
+
+// Reads what a server sends on `fd`, up to `limit` bytes, until it closes the connection (or
+// resets it) or 2 s pass.
+std::string readFromServer(int fd, size_t limit) {
+  std::string got;
+  char buffer[256];
+  for (int i = 0; i < 100 && got.size() < limit; ++i) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    const ssize_t n = ::recv(fd, buffer, std::min(sizeof(buffer), limit - got.size()), 0);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// The board server opens only to a client that proves its secret: one with another secret, one
+// that knows only the public word old servers took (kBoardServerMagic), and a raw stranger that
+// answers the challenge with garbage and asks for a board anyway are refused; the stranger gets
+// the challenge and nothing else (no uptime, no board), and the server goes on serving.
+TEST(BoardServer, RefusesClientsWithoutItsSecretAndGoesOn) {
+  testutil::SharedBoards shared;
+  ASSERT_TRUE(testutil::makeSharedBoards(0xabd0000000000000ull, 3, &shared));
+  ProgressBoard* board1 = shared.boards[1];
+  board1->rank = 1;
+  noteLaunch(board1, op(1, 2, CollId::kAllReduce, monotonicNs()));
+  const BoardServerContact server = boardServerContact();
+  ASSERT_TRUE(socketAddressIsValid(server.address));
+  const Deadline deadline = Deadline::after(std::chrono::milliseconds(5000));
+  FetchedBoard copy;
+  ASSERT_TRUE(fetchBoard(server, shared.hash, 1, 3, deadline, &copy)) << "with the secret";
+
+  BoardServerContact wrong = server;
+  wrong.secret[0] ^= 0x80;
+  FetchedBoard none;
+  EXPECT_FALSE(fetchBoard(wrong, shared.hash, 1, 3, deadline, &none)) << "another secret";
+
+  Socket magicOnly;
+  EXPECT_NE(
+      Socket::connect(server.address, kBoardServerMagic, SocketType::kRas, "board server", false, deadline, &magicOnly),
+      ncclSuccess)
+      << "the public word alone";
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::connect(fd, &server.address.sa, socketAddressLength(server.address)), 0);
+  EXPECT_EQ(readFromServer(fd, kSocketNonceBytes).size(), kSocketNonceBytes) << "the challenge comes first";
+  std::vector<uint8_t> handshake(kSocketHandshakeBytes, 0x5a);
+  const uint32_t type = static_cast<uint32_t>(SocketType::kRas);
+  std::memcpy(handshake.data(), &type, sizeof(type));
+  const BoardRequest request{shared.hash, 1, 3};
+  handshake.insert(handshake.end(), reinterpret_cast<const uint8_t*>(&request),
+                   reinterpret_cast<const uint8_t*>(&request) + sizeof(request));
+  ASSERT_EQ(::send(fd, handshake.data(), handshake.size(), MSG_NOSIGNAL), static_cast<ssize_t>(handshake.size()));
+  const std::string heard = readFromServer(fd, 1 << 20);
+  ::close(fd);
+  EXPECT_TRUE(heard.empty()) << "the stranger heard " << heard.size() << " bytes after the challenge";
+
+  FetchedBoard after;
+  ASSERT_TRUE(fetchBoard(server, shared.hash, 1, 3, deadline, &after)) << "the refusals did not stop the server";
+  EXPECT_EQ(launchedThrough(*after.board()), 1u);
 }
 
 // Ranks on other hosts (another host identity: real hosts, or NCCL_HOSTID) are asked over TCP, twice
@@ -254,9 +322,9 @@ TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
   board1->rank = 1;
   const int64_t launchedNs = monotonicNs();
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(board1, op(s, 1, CollId::kAllReduce, launchedNs));
-  std::vector<PeerInfo> peers = shared.peers;
+  std::vector<PeerProcess> peers = shared.peers;
   peers[1].hostHash = 11;
-  peers[1].boardServer = boardServerAddress();
+  peers[1].boardServer = boardServerContact();
   peers[3].hostHash = 33;
   {
     Socket closed;  // a port that was listened on and is no more
@@ -264,7 +332,7 @@ TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
     local.sin.sin_family = AF_INET;
     local.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ASSERT_EQ(ncclSuccess, Socket::listen(local, 1, SocketType::kRas, &closed));
-    peers[3].boardServer = closed.localAddress();
+    peers[3].boardServer.address = closed.localAddress();
   }
   auto own = emptyBoard(4);
   for (uint64_t s = 1; s <= 5; s++) noteLaunch(own.get(), op(s, 1));
@@ -293,4 +361,4 @@ TEST(HangWatch, OtherHostsBoardsAreFetchedFromTheirBoardServers) {
 }
 
 }  // namespace
-}  // namespace braid
+}  // namespace braid::watch

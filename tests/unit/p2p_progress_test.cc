@@ -2,7 +2,7 @@
 // receives, the record of each launch, the choice of the launch a report is due for from the
 // kernels' long-wait notes, matching against a peer's board in shared memory, and the report's
 // words. The kernels' side (their p2pWaits notes) is covered by the GPU test hang_report_test.
-#include "core/p2p_progress.h"
+#include "watch/p2p_progress.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "core/hang_watch.h"
 #include "progress_board_test_util.h"
 #include "util/shm_segment.h"
+#include "watch/hang_watch.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 using testutil::emptyBoard;
@@ -199,9 +199,8 @@ TEST(P2pHangWatch, MatchesAreReadFromThePeersBoards) {
   peerBoard->rank = 1;
   noteP2pLaunch(peerBoard, 1, 0, {recv(0, 8), recv(0, 8), send(0, 8)});
 
-  std::vector<PeerInfo> peers(3);
+  std::vector<PeerProcess> peers(3);
   for (int r = 0; r < 3; r++) {
-    peers[r].rank = r;
     peers[r].pid = pid;
     peers[r].pidSpace = r == 2 ? 77 : 42;
   }
@@ -218,4 +217,4 @@ TEST(P2pHangWatch, MatchesAreReadFromThePeersBoards) {
 }
 
 }  // namespace
-}  // namespace braid
+}  // namespace braid::watch

@@ -1,22 +1,24 @@
-// Dead-peer detection (core/peer_watch.h): a live process is not gone, a zombie and a reaped one
+// Dead-peer detection (watch/peer_watch.h): a live process is not gone, a zombie and a reaped one
 // are; only peers in this process's pid space are judged, never the rank itself or its process.
-// And the watch's walk over the communicators (core/comm_registry.h): a slow visit (a hang report)
-// blocks no API call's handle check, and removing the visited communicator waits for the visit.
-#include "core/peer_watch.h"
+// And the watch thread's walk over the communicators' watches: a slow visit (a hang report) blocks
+// no other watch's start or stop, and stopping the visited one waits for the visit.
+#include "watch/peer_watch.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <thread>
 #include <vector>
 
-#include "core/comm_registry.h"
+#include "core/peer_info.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 pid_t forkSleeper() {
@@ -28,9 +30,8 @@ pid_t forkSleeper() {
   return pid;
 }
 
-PeerInfo peer(int rank, int pid, uint64_t pidSpace) {
-  PeerInfo p{};
-  p.rank = rank;
+PeerProcess peer(int pid, uint64_t pidSpace) {
+  PeerProcess p{};
   p.pid = pid;
   p.pidSpace = pidSpace;
   return p;
@@ -68,10 +69,9 @@ TEST(PeerWatch, OnlyPeersOfThisPidSpaceAreJudged) {
   const int self = ::getpid();
   // A rank of another pid space with the dead pid is not ours to judge; a thread rank (our pid) is
   // never dead.
-  std::vector<PeerInfo> peers = {peer(0, self, space), peer(1, self, space), peer(2, dead, space + 1),
-                                 peer(3, live, space)};
+  std::vector<PeerProcess> peers = {peer(self, space), peer(self, space), peer(dead, space + 1), peer(live, space)};
   EXPECT_EQ(-1, firstDeadPeer(peers, 0));
-  peers.push_back(peer(4, dead, space));
+  peers.push_back(peer(dead, space));
   EXPECT_EQ(4, firstDeadPeer(peers, 0));
   EXPECT_EQ(4, firstDeadPeer(peers, 3));
   peers[0].pidSpace = 0;  // our own space unknown: nobody is judged
@@ -81,19 +81,19 @@ TEST(PeerWatch, OnlyPeersOfThisPidSpaceAreJudged) {
   ::waitpid(live, nullptr, 0);
 }
 
-TEST(CommRegistry, ASlowVisitBlocksOthersNotAndItsCommunicatorsRemovalWaitsForIt) {
-  // The registry never dereferences its pointers: any distinct addresses serve as communicators.
+TEST(WatchThread, ASlowVisitBlocksOthersNotAndStoppingItsWatchWaitsForIt) {
+  // The set never dereferences its pointers: any distinct addresses serve as watches.
   char slots[3];
-  const auto* visited = reinterpret_cast<const ncclComm*>(&slots[0]);
-  const auto* other = reinterpret_cast<const ncclComm*>(&slots[1]);
-  const auto* added = reinterpret_cast<const ncclComm*>(&slots[2]);
-  commRegistryAdd(visited);
-  commRegistryAdd(other);
+  auto* visited = reinterpret_cast<CommWatch*>(&slots[0]);
+  auto* other = reinterpret_cast<CommWatch*>(&slots[1]);
+  auto* added = reinterpret_cast<CommWatch*>(&slots[2]);
+  addWatched(visited);
+  addWatched(other);
   std::atomic<bool> started{false};
   std::atomic<bool> finished{false};
   std::thread watch([&] {
-    commRegistryForEach([&](ncclComm* comm) {
-      if (comm != visited) return;
+    forEachWatched([&](CommWatch* w) {
+      if (w != visited) return;
       started = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
       finished = true;
@@ -101,18 +101,35 @@ TEST(CommRegistry, ASlowVisitBlocksOthersNotAndItsCommunicatorsRemovalWaitsForIt
   });
   while (!started) std::this_thread::yield();
   const auto before = std::chrono::steady_clock::now();
-  EXPECT_TRUE(commRegistryContains(other));
-  commRegistryAdd(added);
-  commRegistryRemove(other);
-  EXPECT_FALSE(commRegistryContains(other));
+  addWatched(added);
+  removeWatched(other);
+  waitOutVisit(added);
   EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
   EXPECT_FALSE(finished.load());
-  commRegistryRemove(visited);
+  removeWatched(visited);
   EXPECT_TRUE(finished.load());
-  EXPECT_FALSE(commRegistryContains(visited));
   watch.join();
-  commRegistryRemove(added);
+  removeWatched(added);
+}
+
+// What the watch reads of a peer is what it told at init, its board server's secret included.
+TEST(PeerWatch, PeerProcessIsWhatThePeerTold) {
+  PeerInfo info{};
+  info.pid = 4321;
+  info.cudaDev = 3;
+  info.hostHash = 0x1111;
+  info.pidSpace = 0x2222;
+  info.boardServer.address.sin.sin_family = AF_INET;
+  info.boardServer.address.sin.sin_port = htons(5555);
+  for (size_t i = 0; i < kBoardSecretBytes; i++) info.boardServer.secret[i] = static_cast<uint8_t>(i + 1);
+  const PeerProcess p = peerProcessOf(info);
+  EXPECT_EQ(p.pid, 4321);
+  EXPECT_EQ(p.cudaDev, 3);
+  EXPECT_EQ(p.hostHash, 0x1111u);
+  EXPECT_EQ(p.pidSpace, 0x2222u);
+  EXPECT_EQ(socketAddressPort(p.boardServer.address), 5555);
+  EXPECT_EQ(0, std::memcmp(p.boardServer.secret, info.boardServer.secret, kBoardSecretBytes));
 }
 
 }  // namespace
-}  // namespace braid
+}  // namespace braid::watch

@@ -8,11 +8,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/peer_info.h"
-#include "core/progress_board.h"
 #include "util/shm_segment.h"
+#include "watch/peer_process.h"
+#include "watch/progress_board.h"
 
-namespace braid::testutil {
+namespace braid::watch::testutil {
 
 struct TestBoard {
   std::unique_ptr<uint64_t[]> words;
@@ -32,12 +32,12 @@ inline TestBoard emptyBoard(int nRanks = 0, int rank = 0) {
 
 // Boards of ranks 1 and 2 of a communicator of nRanks in shared memory, as their processes make
 // them (this process plays both), under a hash of the test's own (hashTop, this pid, a random byte),
-// and every rank's PeerInfo: one pid, all on this host but rank 3 (another pid space).
+// and every rank's PeerProcess: one pid, all on this host but rank 3 (another pid space).
 struct SharedBoards {
   uint64_t hash = 0;
   std::vector<ShmSegment> segments;
   std::vector<ProgressBoard*> boards;  // [1] and [2]
-  std::vector<PeerInfo> peers;
+  std::vector<PeerProcess> peers;
 };
 inline bool makeSharedBoards(uint64_t hashTop, int nRanks, SharedBoards* out) {
   const int pid = static_cast<int>(::getpid());
@@ -53,13 +53,12 @@ inline bool makeSharedBoards(uint64_t hashTop, int nRanks, SharedBoards* out) {
     out->boards[r]->magic = kProgressBoardMagic;
     out->boards[r]->nRanks = nRanks;
   }
-  out->peers.assign(nRanks, PeerInfo{});
+  out->peers.assign(nRanks, PeerProcess{});
   for (int r = 0; r < nRanks; r++) {
-    out->peers[r].rank = r;
     out->peers[r].pid = pid;
     out->peers[r].pidSpace = r == 3 ? 77 : 42;
   }
   return true;
 }
 
-}  // namespace braid::testutil
+}  // namespace braid::watch::testutil

@@ -1,7 +1,7 @@
-// The parsers of what peers send (bootstrap/wire.h, core/board_wire.h, the socket handshake, the
-// socket network's hello), as pure functions: each refuses wrong sizes and out-of-range fields,
-// and accepts what the senders send. The fuzz harnesses of tests/fuzz/ run the same functions on
-// arbitrary bytes.
+// The parsers of what peers send (bootstrap/wire.h, watch/board_wire.h, the socket handshake, the
+// socket network's hello, the peer information of init), as pure functions: each refuses wrong sizes and out-of-range
+// fields, and accepts what the senders send. The fuzz harnesses of tests/fuzz/ run the same functions on arbitrary
+// bytes.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -10,13 +10,21 @@
 #include <vector>
 
 #include "bootstrap/wire.h"
-#include "core/board_wire.h"
+#include "core/peer_info.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
 #include "util/socket_auth.h"
+#include "watch/board_wire.h"
 
 namespace braid {
 namespace {
+
+using watch::BoardAnswerHeader;
+using watch::BoardRequest;
+using watch::kBoardServerMagic;
+using watch::kMaxBoardRanks;
+using watch::parseBoardAnswerHeader;
+using watch::parseBoardRequest;
 
 template <typename T>
 std::vector<uint8_t> bytesOf(const T& value) {
@@ -226,6 +234,32 @@ TEST(WireParse, SocketNetHelloIndexesInsideItsConnection) {
     b = bytesOf(bad);
     EXPECT_FALSE(net::parseSocketNetHello(b.data(), b.size(), &h)) << bad.index << " of " << bad.nSocks;
   }
+}
+
+// What a rank says of itself at init (core/peer_info.h) is checked before it is used: another
+// layout version (another Braid build), a rank that is not its slot, and a board server address of
+// an unknown family are refused; no server (AF_UNSPEC), IPv4 and IPv6 pass.
+TEST(WireParse, PeerInfoOfAnotherBuildOrALyingPeerIsRefused) {
+  PeerInfo good{};
+  good.rank = 2;
+  good.version = kPeerInfoVersion;
+  good.boardServer.address.sa.sa_family = AF_UNSPEC;
+  EXPECT_EQ(checkPeerInfo(good, 2, 4), ncclSuccess);
+  for (const int family : {AF_INET, AF_INET6}) {
+    PeerInfo served = good;
+    served.boardServer.address.sa.sa_family = static_cast<sa_family_t>(family);
+    EXPECT_EQ(checkPeerInfo(served, 2, 4), ncclSuccess) << family;
+  }
+  PeerInfo older = good;
+  older.version = kPeerInfoVersion - 1;
+  EXPECT_EQ(checkPeerInfo(older, 2, 4), ncclInvalidUsage);
+  PeerInfo unversioned = good;
+  unversioned.version = 0;  // a build whose field was still reserved
+  EXPECT_EQ(checkPeerInfo(unversioned, 2, 4), ncclInvalidUsage);
+  EXPECT_EQ(checkPeerInfo(good, 1, 4), ncclRemoteError);  // says rank 2 from slot 1
+  PeerInfo oddFamily = good;
+  oddFamily.boardServer.address.sa.sa_family = AF_UNIX;
+  EXPECT_EQ(checkPeerInfo(oddFamily, 2, 4), ncclRemoteError);
 }
 
 }  // namespace

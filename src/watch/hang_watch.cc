@@ -1,18 +1,15 @@
-#include "core/hang_watch.h"
+#include "watch/hang_watch.h"
 
 #include <chrono>
 #include <thread>
 
-#include "core/board_server.h"
-#include "core/comm.h"
-#include "core/graph_progress.h"
-#include "core/hang_report.h"
-#include "core/p2p_progress.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
+#include "watch/board_server.h"
+#include "watch/hang_report.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 // Between two looks at other ranks' wait notes: many beats of a waiting CTA (one per
@@ -26,8 +23,8 @@ constexpr std::chrono::milliseconds kFetchBudget{2000};
 // Whether rank r's board is in shared memory this process can map: r runs on this host (the same
 // host identity, so emulated hosts, NCCL_HOSTID, go over the network as real ones do) in the same
 // pid space.
-bool boardMappable(const std::vector<PeerInfo>& peers, int self, int r) {
-  const PeerInfo& p = peers[r];
+bool boardMappable(const std::vector<PeerProcess>& peers, int self, int r) {
+  const PeerProcess& p = peers[r];
   return p.pidSpace != 0 && p.pidSpace == peers[self].pidSpace && p.hostHash == peers[self].hostHash;
 }
 
@@ -38,7 +35,7 @@ bool boardMappable(const std::vector<PeerInfo>& peers, int self, int r) {
 class PeerBoards {
  public:
   // only >= 0: rank `only`'s board alone, for a report that needs one peer's.
-  PeerBoards(uint64_t commHash, int self, const std::vector<PeerInfo>& peers, int only = -1)
+  PeerBoards(uint64_t commHash, int self, const std::vector<PeerProcess>& peers, int only = -1)
       : commHash_(commHash),
         self_(self),
         peers_(peers),
@@ -65,7 +62,7 @@ class PeerBoards {
 
  private:
   const ProgressBoard* open(int r, const Deadline& deadline) {
-    const PeerInfo& p = peers_[r];
+    const PeerProcess& p = peers_[r];
     const int nRanks = static_cast<int>(peers_.size());
     if (!boardMappable(peers_, self_, r)) {
       return fetchBoard(p.boardServer, commHash_, r, nRanks, deadline, &fetched_[r]) ? fetched_[r].board() : nullptr;
@@ -80,7 +77,7 @@ class PeerBoards {
 
   uint64_t commHash_;
   int self_;
-  const std::vector<PeerInfo>& peers_;
+  const std::vector<PeerProcess>& peers_;
   std::vector<ShmSegment> segments_;
   std::vector<FetchedBoard> fetched_;
   std::vector<const ProgressBoard*> boards_;
@@ -106,7 +103,7 @@ std::vector<uint64_t> opsWaitingNow(PeerBoards* open, DevWaitNotes ProgressBoard
 
 }  // namespace
 
-std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std::vector<PeerProcess>& peers,
                                          const ProgressBoard& own, uint64_t seq, int64_t gapMs) {
   PeerBoards open(commHash, self, peers);
   const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::eagerWaits, gapMs);
@@ -122,7 +119,7 @@ std::vector<RankProgress> gatherProgress(uint64_t commHash, int self, const std:
   return ranks;
 }
 
-std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, const std::vector<PeerProcess>& peers,
                                                    uint64_t op, int64_t gapMs) {
   PeerBoards open(commHash, self, peers);
   const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::graphWaits, gapMs);
@@ -137,7 +134,7 @@ std::vector<GraphRankProgress> gatherGraphProgress(uint64_t commHash, int self, 
   return ranks;
 }
 
-std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vector<PeerProcess>& peers,
                                    const P2pRecord& rec) {
   std::vector<int64_t> matching;
   for (int i = 0; i < rec.nOps && i < kP2pOpsNoted; i++) {
@@ -149,7 +146,7 @@ std::vector<int64_t> gatherMatches(uint64_t commHash, int self, const std::vecto
   return matching;
 }
 
-std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerInfo>& peers,
+std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std::vector<PeerProcess>& peers,
                                          int64_t gapMs) {
   PeerBoards open(commHash, self, peers);
   const std::vector<uint64_t> waiting = opsWaitingNow(&open, &ProgressBoard::p2pGraphWaits, gapMs);
@@ -160,49 +157,48 @@ std::vector<int64_t> gatherP2pGraphWaits(uint64_t commHash, int self, const std:
   return ranks;
 }
 
-void checkHang(ncclComm* comm) {
+void checkHang(const HangSubject& subject, const ProgressBoard& board, HangMemory* memory) {
   const int64_t thresholdMs = paramInt(ParamId::kHangReportMs);
-  const ProgressBoard* board = comm->progressBoard_.load();
-  if (thresholdMs <= 0 || board == nullptr || comm->state_.load() != CommState::kReady) return;
+  if (thresholdMs <= 0) return;
   const int64_t now = monotonicNs();
-  const auto commId = static_cast<unsigned long long>(comm->commHash_);
+  const int64_t thresholdNs = thresholdMs * 1000000;
+  const void* comm = subject.handle;
+  const auto commId = static_cast<unsigned long long>(subject.commHash);
+  const int self = subject.rank;
+  const std::vector<PeerProcess>& peers = *subject.peers;
   uint64_t seq = 0;
   uint64_t unused = 0;
   int64_t seenNs = 0;
-  if (waitReportDue(board->eagerWaits, &comm->eagerWatch_, now, thresholdMs * 1000000, &seq, &unused, &seenNs)) {
-    const std::vector<RankProgress> ranks =
-        gatherProgress(comm->commHash_, comm->rank_, comm->peers_, *board, seq, kBeatLookGapMs);
+  if (waitReportDue(board.eagerWaits, &memory->eager, now, thresholdNs, &seq, &unused, &seenNs)) {
+    const std::vector<RankProgress> ranks = gatherProgress(subject.commHash, self, peers, board, seq, kBeatLookGapMs);
     OpRecord op{};
-    const bool noted = recordOf(*board, seq, &op);
+    const bool noted = recordOf(board, seq, &op);
     const int64_t sinceNs = noted ? op.launchNs : seenNs;
-    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
-         hangReport(seq, noted ? &op : nullptr, static_cast<double>(now - sinceNs) * 1e-9, comm->rank_, ranks, now)
-             .c_str());
+    WARN("comm %p (%016llx) %s", comm, commId,
+         hangReport(seq, noted ? &op : nullptr, static_cast<double>(now - sinceNs) * 1e-9, self, ranks, now).c_str());
   }
   uint64_t graphOp = 0;
   uint64_t captureNo = 0;
-  if (waitReportDue(board->graphWaits, &comm->graphWatch_, now, thresholdMs * 1000000, &graphOp, &captureNo, &seenNs)) {
+  if (waitReportDue(board.graphWaits, &memory->graph, now, thresholdNs, &graphOp, &captureNo, &seenNs)) {
     const std::vector<GraphRankProgress> ranks =
-        gatherGraphProgress(comm->commHash_, comm->rank_, comm->peers_, graphOp, kBeatLookGapMs);
+        gatherGraphProgress(subject.commHash, self, peers, graphOp, kBeatLookGapMs);
     OpRecord capture{};
-    const bool noted = captureRecordOf(*board, captureNo, &capture);
-    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
-         graphHangReport(graphOp, noted ? &capture : nullptr, static_cast<double>(now - seenNs) * 1e-9, comm->rank_,
-                         ranks)
+    const bool noted = captureRecordOf(board, captureNo, &capture);
+    WARN("comm %p (%016llx) %s", comm, commId,
+         graphHangReport(graphOp, noted ? &capture : nullptr, static_cast<double>(now - seenNs) * 1e-9, self, ranks)
              .c_str());
   }
   P2pRecord rec{};
-  if (p2pReportDue(*board, &comm->p2pWatch_, now, thresholdMs * 1000000, &rec)) {
-    const std::vector<int64_t> matching = gatherMatches(comm->commHash_, comm->rank_, comm->peers_, rec);
-    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
-         p2pHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, matching).c_str());
+  if (p2pReportDue(board, &memory->p2p, now, thresholdNs, &rec)) {
+    const std::vector<int64_t> matching = gatherMatches(subject.commHash, self, peers, rec);
+    WARN("comm %p (%016llx) %s", comm, commId,
+         p2pHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, self, matching).c_str());
   }
-  if (p2pGraphReportDue(*board, &comm->p2pGraphWatch_, now, thresholdMs * 1000000, &rec)) {
-    const std::vector<int64_t> waiting =
-        gatherP2pGraphWaits(comm->commHash_, comm->rank_, comm->peers_, kBeatLookGapMs);
-    WARN("comm %p (%016llx) %s", static_cast<void*>(comm), commId,
-         p2pGraphHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, comm->rank_, waiting).c_str());
+  if (p2pGraphReportDue(board, &memory->p2pGraph, now, thresholdNs, &rec)) {
+    const std::vector<int64_t> waiting = gatherP2pGraphWaits(subject.commHash, self, peers, kBeatLookGapMs);
+    WARN("comm %p (%016llx) %s", comm, commId,
+         p2pGraphHangReport(rec, static_cast<double>(now - rec.launchNs) * 1e-9, self, waiting).c_str());
   }
 }
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -5,19 +5,19 @@
 //   - the host notes each collective kernel it launches: the sequence number (1, 2, ... per
 //     communicator), what the operation is, and when (CLOCK_MONOTONIC, one clock for the host);
 //   - the kernels note in `eagerWaits` (a cudaHostRegister mapping of the same pages) only their
-//     long waits: which operation each waiting CTA is in, with a fresh beat (core/wait_notes.h).
+//     long waits: which operation each waiting CTA is in, with a fresh beat (watch/wait_notes.h).
 //     Nothing on their fast path: a store to host memory costs a kernel ~0.9 us;
 //   - so the host notes which launch the communicator's last-launch event was recorded after, and
-//     the watch thread (core/peer_watch.cc), when that event has completed, notes that every launch
+//     the watch thread (watch/peer_watch.cc), when that event has completed, notes that every launch
 //     up to it has (`completed`: late while the rank keeps launching, exact once it stops).
 // Every rank launches a communicator's collectives in the same order, so the numbers agree across
 // ranks: another rank's board says whether it has launched operation n, and whether its GPU waits
 // in it now.
 // Point-to-point kernels are numbered on their own (their order differs from rank to rank); what
 // matches across ranks there is the count of sends from a rank to a peer and of receives the peer
-// posted from it, which the board keeps for every peer (core/p2p_progress.h). Their kernels note
+// posted from it, which the board keeps for every peer (watch/p2p_progress.h). Their kernels note
 // only their long waits too (`p2pWaits`, op = the point-to-point launch's number).
-// Collectives captured in a CUDA graph are followed apart (core/graph_progress.h): the host notes
+// Collectives captured in a CUDA graph are followed apart (watch/graph_progress.h): the host notes
 // each capture, and the GPU notes the graph ops replays run when they wait long. Point-to-point
 // kernels captured in a graph likewise: the host numbers and notes each capture (`p2pCaptures`), a
 // replay that waits long notes its capture number (`p2pGraphWaits`). Not followed: communicators of
@@ -28,10 +28,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/wait_notes.h"
 #include "device/dev_types.h"
+#include "watch/wait_notes.h"
 
-namespace braid {
+namespace braid::watch {
 
 constexpr uint64_t kProgressBoardMagic = 0x4252414944505236ull;  // "BRAIDPR6"
 constexpr int kRecentOps = 256;                                  // launches a board describes
@@ -164,4 +164,4 @@ struct RankProgress {
 // eagerWaits; 0: none).
 RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waitingOp);
 
-}  // namespace braid
+}  // namespace braid::watch

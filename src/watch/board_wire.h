@@ -1,16 +1,16 @@
 // What the board server (board_server.cc) and the ranks that ask it for a progress board send each
 // other, and the parsers of what arrives: pure functions of the received bytes, called by the
 // server and the client and by the fuzz harnesses of tests/fuzz/. Sent as raw bytes in host byte
-// order, after a socket handshake with kBoardServerMagic.
+// order, after a socket handshake keyed by the server's own secret (board_server.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-namespace braid {
+namespace braid::watch {
 
-constexpr uint64_t kBoardServerMagic = 0x4252414944425244ull;  // "BRAIDBRD": the handshake and the answer
+constexpr uint64_t kBoardServerMagic = 0x4252414944425244ull;  // "BRAIDBRD": an answer's first word (public)
 constexpr int kMaxBoardRanks = 1 << 20;                        // a request for more is garbage
 
 // Client -> server: the board of (commHash, rank) of a communicator of nRanks ranks.
@@ -43,4 +43,4 @@ inline bool parseBoardAnswerHeader(const uint8_t* data, size_t size, size_t expe
   return out->magic == kBoardServerMagic && out->bytes == expectedBytes;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

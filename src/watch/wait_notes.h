@@ -10,7 +10,7 @@
 
 #include "device/dev_types.h"
 
-namespace braid {
+namespace braid::watch {
 
 // A word another process or a GPU writes.
 inline uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -39,4 +39,4 @@ struct WaitWatch {
 bool waitReportDue(const DevWaitNotes& notes, WaitWatch* watch, int64_t nowNs, int64_t thresholdNs, uint64_t* op,
                    uint64_t* capture, int64_t* sinceNs);
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -1,5 +1,5 @@
 // Hang diagnosis, the words: the one WARN that names a collective this rank's GPU has waited in
-// long, and where every rank is with it. Pure text from progress boards (core/progress_board.h), so it is
+// long, and where every rank is with it. Pure text from progress boards (watch/progress_board.h), so it is
 // tested on any machine.
 #pragma once
 
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/progress_board.h"
 #include "util/text.h"
+#include "watch/progress_board.h"
 
-namespace braid {
+namespace braid::watch {
 
 // "AllReduce #42 (1048576 x float32, sum, 8 CTAs)".
 std::string describeOp(const OpRecord& op);
@@ -27,4 +27,4 @@ void appendRankNote(std::string* list, int rank, const std::string& note);
 std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, int self,
                        const std::vector<RankProgress>& ranks, int64_t nowNs);
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -1,15 +1,15 @@
-#include "launch/progress_recorder.h"
+#include "watch/progress_recorder.h"
 
 #include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <cstddef>
 
-#include "core/graph_progress.h"
-#include "core/p2p_progress.h"
 #include "util/log.h"
+#include "watch/graph_progress.h"
+#include "watch/p2p_progress.h"
 
-namespace braid {
+namespace braid::watch {
 
 ProgressRecorder::~ProgressRecorder() {
   if (registered_) (void)cudaHostUnregister(segment_.ptr());
@@ -50,62 +50,38 @@ void ProgressRecorder::init(uint64_t commHash, int rank, int nRanks) {
       reinterpret_cast<DevWaitNotes*>(static_cast<char*>(devPtr) + offsetof(ProgressBoard, p2pGraphWaits));
 }
 
-namespace {
-
-OpRecord opRecordFor(const CollTask& task, int nChannels) {
-  OpRecord op{};
-  op.count = task.count;
-  op.launchNs = monotonicNs();
-  op.nChannels = nChannels;
-  op.root = task.root;
-  op.coll = static_cast<uint8_t>(task.coll);
-  op.dtype = static_cast<uint8_t>(task.dtype);
-  op.userOp = hasUserOp(task) ? 1 : 0;
-  op.op = static_cast<int8_t>(hasUserOp(task) ? 0 : task.op);
-  return op;
-}
-
-}  // namespace
-
-void ProgressRecorder::noteLaunch(const CollTask& task, int nChannels, DevWork* work) {
+void ProgressRecorder::noteLaunch(OpRecord op, DevWork* work) {
   if (board_ == nullptr) return;
-  OpRecord op = opRecordFor(task, nChannels);
   op.seq = ++seq_;
-  braid::noteLaunch(board_, op);
+  watch::noteLaunch(board_, op);
   work->seq = op.seq;
   work->waitNotes = devEagerWaits_;
   work->captured = 0;
 }
 
-void ProgressRecorder::noteCapture(const CollTask& task, int nChannels, DevWork* work) {
+void ProgressRecorder::noteCapture(const OpRecord& op, DevWork* work) {
   if (board_ == nullptr) return;
-  work->seq = braid::noteCapture(board_, opRecordFor(task, nChannels));
+  work->seq = watch::noteCapture(board_, op);
   work->waitNotes = devGraphWaits_;
   work->captured = 1;
 }
 
-const std::vector<P2pOpPosted>& ProgressRecorder::postedOps(const std::vector<P2pTask>& tasks) {
-  p2pOps_.clear();  // kept between launches: no allocation on the launch path once it has grown
-  for (const P2pTask& t : tasks) p2pOps_.push_back(P2pOpPosted{t.peer, t.send, t.bytes});
-  return p2pOps_;
-}
-
-void ProgressRecorder::noteP2pLaunch(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* seq,
+void ProgressRecorder::noteP2pLaunch(const std::vector<P2pOpPosted>& ops, int nCtas, uint64_t* seq,
                                      DevWaitNotes** waitNotes) {
   *seq = 0;
   *waitNotes = nullptr;
   if (board_ == nullptr) return;
-  *seq = braid::noteP2pLaunch(board_, nCtas, monotonicNs(), postedOps(tasks));
+  *seq = watch::noteP2pLaunch(board_, nCtas, monotonicNs(), ops);
   *waitNotes = devP2pWaits_;
 }
 
-void ProgressRecorder::noteP2pCapture(const std::vector<P2pTask>& tasks, int nCtas, uint64_t* capture,
+void ProgressRecorder::noteP2pCapture(const std::vector<P2pOpPosted>& ops, int nCtas, uint64_t* capture,
                                       DevWaitNotes** waitNotes) {
   *capture = 0;
   *waitNotes = nullptr;
   if (board_ == nullptr) return;
-  *capture = braid::noteP2pCapture(board_, nCtas, postedOps(tasks));
+  *capture = watch::noteP2pCapture(board_, nCtas, ops);
   *waitNotes = devP2pGraphWaits_;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

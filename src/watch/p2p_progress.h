@@ -3,7 +3,7 @@
 // rank a to rank b with the k-th receive b posts from a. A rank's progress board (progress_board.h)
 // therefore counts, per peer, the sends it posted to it and the receives it posted from it, and
 // records each point-to-point kernel with the index of each of its operations. When the CTAs of such
-// a kernel have waited in it for BRAID_HANG_REPORT_MS (its long-wait notes, core/wait_notes.h), one
+// a kernel have waited in it for BRAID_HANG_REPORT_MS (its long-wait notes, watch/wait_notes.h), one
 // WARN lists its operations and, for each, whether the peer has posted the matching one: "rank 1
 // has posted 4 receives from rank 0, so send #5 has no match yet" points at the missing or
 // reordered ncclRecv.
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "core/progress_board.h"
-#include "core/wait_notes.h"
+#include "watch/progress_board.h"
+#include "watch/wait_notes.h"
 
-namespace braid {
+namespace braid::watch {
 
 // One send or receive of a launch, as the caller issued it.
 struct P2pOpPosted {
@@ -70,4 +70,4 @@ std::string p2pHangReport(const P2pRecord& rec, double stuckSeconds, int self, c
 std::string p2pGraphHangReport(const P2pRecord& rec, double stuckSeconds, int self,
                                const std::vector<int64_t>& peerWaiting);
 
-}  // namespace braid
+}  // namespace braid::watch

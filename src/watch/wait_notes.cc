@@ -1,6 +1,6 @@
-#include "core/wait_notes.h"
+#include "watch/wait_notes.h"
 
-namespace braid {
+namespace braid::watch {
 
 uint64_t opWaitingNow(const DevWaitNotes& notes, WaitBeats* beats, uint64_t* capture) {
   uint64_t waiting = 0;
@@ -36,4 +36,4 @@ bool waitReportDue(const DevWaitNotes& notes, WaitWatch* watch, int64_t nowNs, i
   return true;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

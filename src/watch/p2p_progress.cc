@@ -1,10 +1,10 @@
-#include "core/p2p_progress.h"
+#include "watch/p2p_progress.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 std::string describe(const P2pOpNote& op) {
@@ -190,4 +190,4 @@ std::string p2pGraphHangReport(const P2pRecord& rec, double stuckSeconds, int se
   return text;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

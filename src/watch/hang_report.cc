@@ -1,11 +1,11 @@
-#include "core/hang_report.h"
+#include "watch/hang_report.h"
 
 #include <cinttypes>
 #include <cstdio>
 
 #include "plan/plan.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 const char* dtypeName(int dtype) {
@@ -104,4 +104,4 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
   return text;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -1,10 +1,10 @@
-#include "core/graph_progress.h"
+#include "watch/graph_progress.h"
 
 #include <cstdio>
 
-#include "core/hang_report.h"
+#include "watch/hang_report.h"
 
-namespace braid {
+namespace braid::watch {
 
 uint64_t noteCapture(ProgressBoard* board, OpRecord op) {
   op.seq = board->captured + 1;
@@ -66,4 +66,4 @@ std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSe
   return out;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

@@ -1,4 +1,4 @@
-#include "core/board_server.h"
+#include "watch/board_server.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -9,14 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "core/board_wire.h"
+#include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
 #include "util/thread_guard.h"
+#include "watch/board_wire.h"
 
-namespace braid {
+namespace braid::watch {
 namespace {
 
 constexpr std::chrono::milliseconds kAnswerTimeout{1000};
@@ -66,44 +67,55 @@ void serve(SocketAcceptor acceptor) {
   }
 }
 
-SocketAddress startServer() {
-  SocketAddress none{};
-  none.sa.sa_family = AF_UNSPEC;
+BoardServerContact noServer() {
+  BoardServerContact none{};
+  none.address.sa.sa_family = AF_UNSPEC;
+  return none;
+}
+
+// A fresh secret, the key it makes, and a listener that takes only connections proving that key.
+BoardServerContact startServer() {
+  BoardServerContact contact = noServer();
+  SocketAuthKey key{};
   NetIf netIf;
   Socket listener;
-  if (netIfFindBootstrap(nullptr, &netIf) != ncclSuccess ||
-      Socket::listen(netIf.addr, kBoardServerMagic, SocketType::kRas, &listener) != ncclSuccess) {
+  if (randomBytes(contact.secret, sizeof(contact.secret)) != ncclSuccess ||
+      socketAuthKeyForSecret(contact.secret, sizeof(contact.secret), &key) != ncclSuccess ||
+      netIfFindBootstrap(nullptr, &netIf) != ncclSuccess ||
+      Socket::listen(netIf.addr, key, SocketType::kRas, &listener) != ncclSuccess) {
     INFO(kLogInit,
          "board server: not started (see above); hang reports on other hosts will not know this process's "
          "ranks");
-    return none;
+    return noServer();
   }
-  const SocketAddress address = listener.localAddress();
+  contact.address = listener.localAddress();
   // Detached: it holds no state of the library, and the process may exit while it waits.
   std::thread([acceptor = SocketAcceptor(std::move(listener), sizeof(BoardRequest))]() mutable {
     (void)guardThread("board server", [&] { serve(std::move(acceptor)); });
   }).detach();
-  INFO(kLogInit, "board server listening on %s", socketAddressToString(address).c_str());
-  return address;
+  INFO(kLogInit, "board server listening on %s", socketAddressToString(contact.address).c_str());
+  return contact;
 }
 
 }  // namespace
 
-SocketAddress boardServerAddress() {
-  if (paramInt(ParamId::kHangReportMs) <= 0 || paramInt(ParamId::kPeerWatchMs) <= 0) return SocketAddress{};
+BoardServerContact boardServerContact() {
+  if (paramInt(ParamId::kHangReportMs) <= 0 || paramInt(ParamId::kPeerWatchMs) <= 0) return noServer();
   static std::once_flag once;
-  static SocketAddress address{};
-  std::call_once(once, [] { address = startServer(); });
-  return address;
+  static BoardServerContact contact{};
+  std::call_once(once, [] { contact = startServer(); });
+  return contact;
 }
 
-bool fetchBoard(const SocketAddress& server, uint64_t commHash, int rank, int nRanks, const Deadline& deadline,
+bool fetchBoard(const BoardServerContact& server, uint64_t commHash, int rank, int nRanks, const Deadline& deadline,
                 FetchedBoard* out) {
-  if (!socketAddressIsValid(server) || nRanks < 1 || nRanks > kMaxBoardRanks) return false;
+  if (!socketAddressIsValid(server.address) || nRanks < 1 || nRanks > kMaxBoardRanks) return false;
+  SocketAuthKey key{};
+  if (socketAuthKeyForSecret(server.secret, sizeof(server.secret), &key) != ncclSuccess) return false;
   const int64_t askedNs = monotonicNs();
   Socket socket;
-  if (Socket::connect(server, kBoardServerMagic, SocketType::kRas, "the board server of rank " + std::to_string(rank),
-                      false, deadline, &socket) != ncclSuccess) {
+  if (Socket::connect(server.address, key, SocketType::kRas, "the board server of rank " + std::to_string(rank), false,
+                      deadline, &socket) != ncclSuccess) {
     return false;
   }
   const BoardRequest request{commHash, rank, nRanks};
@@ -124,4 +136,4 @@ bool fetchBoard(const SocketAddress& server, uint64_t commHash, int rank, int nR
   return board->magic == kProgressBoardMagic && board->rank == rank && board->nRanks == nRanks;
 }
 
-}  // namespace braid
+}  // namespace braid::watch

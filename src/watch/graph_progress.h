@@ -6,7 +6,7 @@
 //     is in the board's `captures`;
 //   - at replay, the GPU numbers the captured kernels of the communicator as they begin (graph op
 //     1, 2, ...), and a CTA that has waited long notes in `graphWaits`, at every later read of the
-//     abort flag, which graph op and capture it waits in, with a fresh beat (core/wait_notes.h).
+//     abort flag, which graph op and capture it waits in, with a fresh beat (watch/wait_notes.h).
 // Every rank must replay its graphs in the same order, so graph op n is the same operation on every
 // rank: a rank whose CTAs wait in op n is in it; one that waits in none has not begun it (not
 // replayed as often, or stuck before it) or is done with it.
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core/progress_board.h"
-#include "core/wait_notes.h"
+#include "watch/progress_board.h"
+#include "watch/wait_notes.h"
 
-namespace braid {
+namespace braid::watch {
 
 // Owner side, at capture: gives `op` the next capture number (its seq), notes it and returns it.
 uint64_t noteCapture(ProgressBoard* board, OpRecord op);
@@ -46,4 +46,4 @@ GraphRankProgress graphProgressFrom(uint64_t waitingOp, uint64_t op);
 std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSeconds, int self,
                             const std::vector<GraphRankProgress>& ranks);
 
-}  // namespace braid
+}  // namespace braid::watch

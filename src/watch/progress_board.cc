@@ -1,4 +1,4 @@
-#include "core/progress_board.h"
+#include "watch/progress_board.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <ctime>
 
-namespace braid {
+namespace braid::watch {
 
 std::string progressBoardName(uint64_t commHash, int rank, int pid) {
   char name[96];
@@ -62,4 +62,4 @@ RankProgress progressOf(const ProgressBoard* board, uint64_t seq, uint64_t waiti
   return p;
 }
 
-}  // namespace braid
+}  // namespace braid::watch
