@@ -103,7 +103,8 @@ transport::Context CommDataPath::transportContext() const {
   ctx.commHash = comm_->commHash_;
   ctx.bootstrap = comm_->bootstrap_.get();
   for (const PeerInfo& peer : comm_->peers_) {
-    ctx.peers.push_back(transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
+    ctx.peers.push_back(
+        transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash, peer.pid, peer.pidSpace});
   }
   ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
