@@ -237,9 +237,10 @@ class CommDataPath final : public DataPathBase {
   plan::CommModel model_{};
   std::unique_ptr<LaunchOrder> order_;  // null in a share group (the group's is used)
   ProgressRecorder progress_;           // hang diagnosis: this rank's numbered collective launches
-  // Collective kernels: programmatic dependent launch (BRAID_LAUNCH_PDL) and, Hopper and later
-  // (clusters_), clusters of the plan's size (plan::Decision: the config's cgaClusterSize or the
-  // planner's pick). The others (point-to-point, one rank's PreMulSum): the same without clusters.
+  // Collective kernels, on Hopper and later with kernels compiled for it (KernelArch in
+  // device/launch_kernel.h): programmatic dependent launch (BRAID_LAUNCH_PDL) and clusters_, clusters
+  // of the plan's size (plan::Decision: the config's cgaClusterSize or the planner's pick). The
+  // others (point-to-point, one rank's PreMulSum): the same without clusters.
   // Point-to-point CTAs must all be resident at once (plan::p2pChannelsPerPeer counts
   // multiprocessors, not cluster slots), and on 4 H200 clusters gained nothing clear: ring-shift
   // sends of 1 GiB moved 338-347 GB/s in clusters of 2, 319 in clusters of 4, 329-336 without.
