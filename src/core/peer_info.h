@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/pid_space.h"  // hashBytes, localPidSpace
 #include "util/socket.h"
 
 namespace braid {
@@ -20,22 +21,17 @@ struct PeerInfo {
   uint64_t hostHash;          // same value on ranks of one host (NCCL_HOSTID overrides)
   uint64_t pidHash;           // same value on ranks of one process
   uint64_t pidSpace;          // same value where pids mean the same process: one kernel boot, one pid namespace
-  int32_t pid;                // the process, in pidSpace (dead-peer detection, peer_watch.h)
+  int32_t pid;                // the process, in pidSpace (dead-peer detection, peer_watch.h; transport/uds.h)
   SocketAddress boardServer;  // where its process serves its progress boards (board_server.h); AF_UNSPEC: nowhere
   int32_t sharesConnections;  // 1: it joins its parent's share group (core/share_group.h); all ranks must
   int32_t reserved;
 };
 static_assert(sizeof(PeerInfo) == 88, "PeerInfo crosses process boundaries: keep it packed and fixed");
 
-// FNV-1a: stable across processes and builds, which std::hash does not promise.
-uint64_t hashBytes(const void* data, size_t size);
-
 // Identity of this host: hostname and boot id, or NCCL_HOSTID when set.
 uint64_t localHostHash();
 // Identity of this process: pid and pid namespace.
 uint64_t localPidHash();
-// Where this process's pids are meaningful: the boot id (never NCCL_HOSTID) and the pid namespace.
-uint64_t localPidSpace();
 
 // Converts "0000:1b:00.0" to an integer (and back, for messages).
 int64_t busIdToInt(const char* busId);
