@@ -7,6 +7,7 @@
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
 #   SKIP_TESTS=1 SKIP_CHECKS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 #   GPU_TESTS="premulsum|split|hang" bash scripts/gpu-check.sh   # only the GPU tests whose names match
+#   GPU_TIER=quick bash scripts/gpu-check.sh   # the quick GPU tier (tests/README.md); default: full
 #   PERF_RANGE="-b 4 -e 4G -f 4" bash scripts/gpu-check.sh        # the sizes of the collective sweeps (8 GPUs: to 4 GiB)
 # Everything takes more than 10 minutes on 4 GPUs (the GPU tests alone ~12 min, gpu_coll_sweep_test
 # ~5 of them): to keep each run under a time limit, split it with GPU_TESTS, SKIP_TESTS and PERF_OPS.
@@ -22,8 +23,9 @@ ngpu=$(nvidia-smi -L | wc -l)
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 echo "== tests"
 # CPU tests in parallel; GPU tests one at a time and verbose (their own measurements are in the log).
-# The thread-safety test runs its eight threads for a minute here (10 s by default).
-export BRAID_THREAD_TEST_SECONDS=${BRAID_THREAD_TEST_SECONDS:-60}
+# The thread-safety test runs its eight threads for a minute here in the full tier (10 s by default).
+export BRAID_GPU_TIER=${GPU_TIER:-full}
+[ "$BRAID_GPU_TIER" = quick ] || export BRAID_THREAD_TEST_SECONDS=${BRAID_THREAD_TEST_SECONDS:-60}
 ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$LOGS/ctest.log" 2>&1
 tests_rc=$?
 ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$LOGS/ctest.log" 2>&1 || tests_rc=1

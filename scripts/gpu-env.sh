@@ -7,7 +7,8 @@
 # of service. Braid never uses it; NVIDIA's NCCL must be told.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-build=build-gpu
+# CUDA_ARCHS (BRAID_CUDA_ARCHS, e.g. 80-as-90: the Ampere code paths on Hopper) builds into its own folder.
+build=build-gpu${CUDA_ARCHS:+-$CUDA_ARCHS}
 LOGS=$(mktemp -d /tmp/braid-logs.XXXXXX)
 pack_logs() { tar czf "$OUT/logs.tgz.part" -C "$LOGS" . && mv "$OUT/logs.tgz.part" "$OUT/logs.tgz"; }
 trap pack_logs EXIT
@@ -18,7 +19,8 @@ gpu_build() {
   nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   echo "== build ($(nproc) cores)"
   start=$(date +%s)
-  cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" >"$LOGS/configure.log" 2>&1 \
+  cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" ${CUDA_ARCHS:+-DBRAID_CUDA_ARCHS="$CUDA_ARCHS"} \
+    >"$LOGS/configure.log" 2>&1 \
     || { tail -30 "$LOGS/configure.log"; return 1; }
   cmake --build "$build" -j"$(nproc)" >"$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; return 1; }
   echo "build: $(( $(date +%s) - start )) s; libnccl.so.2 $(stat -Lc %s "$build/src/libnccl.so.2") bytes"

@@ -16,7 +16,9 @@ window::WindowContext contextOf(ncclComm* comm) {
   ctx.commHash = comm->commHash_;
   ctx.bootstrap = comm->bootstrap_.get();
   ctx.abortFlag = comm->watch_.abortFlag().hostWord();
-  for (const PeerInfo& p : comm->peers_) ctx.places.push_back(window::RankPlace{p.hostHash, p.pidHash, p.cudaDev});
+  for (const PeerInfo& p : comm->peers_) {
+    ctx.places.push_back(window::RankPlace{p.hostHash, p.pidHash, p.cudaDev, p.pid, p.pidSpace});
+  }
   const LsaLayout lsa = lsaLayoutOf(comm->peers_, comm->rank_);
   ctx.lsaSize = lsa.size;
   ctx.lsaRank = lsa.rank;

@@ -42,16 +42,6 @@ watch::PeerProcess peerProcessOf(const PeerInfo& peer) {
   return p;
 }
 
-uint64_t hashBytes(const void* data, size_t size) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 uint64_t localHostHash() {
   const std::string& override = paramString(ParamId::kHostId);
   if (!override.empty()) return hashString(override);
@@ -62,13 +52,6 @@ uint64_t localHostHash() {
 }
 
 uint64_t localPidHash() { return hashString(std::to_string(getpid()) + pidNamespace()); }
-
-uint64_t localPidSpace() {
-  const std::string ns = pidNamespace();
-  const std::string boot = firstLineOf("/proc/sys/kernel/random/boot_id");
-  if (ns.empty() || boot.empty()) return 0;  // unknown: no peer is ever taken for dead
-  return hashString(boot + ns);
-}
 
 int64_t busIdToInt(const char* busId) {
   unsigned domain = 0, bus = 0, device = 0, function = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/pid_space.h"  // hashBytes, localPidSpace
 #include "util/socket.h"
 #include "watch/board_server.h"
 #include "watch/peer_process.h"
@@ -27,7 +28,7 @@ struct PeerInfo {
   uint64_t hostHash;  // same value on ranks of one host (NCCL_HOSTID overrides)
   uint64_t pidHash;   // same value on ranks of one process
   uint64_t pidSpace;  // same value where pids mean the same process: one kernel boot, one pid namespace
-  int32_t pid;        // the process, in pidSpace (dead-peer detection, watch/peer_watch.h)
+  int32_t pid;        // the process, in pidSpace (dead-peer detection, watch/peer_watch.h; transport/uds.h)
   // Where its process serves its progress boards and the secret that opens them (watch/board_server.h); an
   // address of family AF_UNSPEC: nowhere.
   watch::BoardServerContact boardServer;
@@ -46,15 +47,10 @@ static_assert(offsetof(PeerInfo, version) == 116, "PeerInfo crosses process boun
 // What the communicator's watch needs of a peer (watch/comm_watch.h).
 watch::PeerProcess peerProcessOf(const PeerInfo& peer);
 
-// FNV-1a: stable across processes and builds, which std::hash does not promise.
-uint64_t hashBytes(const void* data, size_t size);
-
 // Identity of this host: hostname and boot id, or NCCL_HOSTID when set.
 uint64_t localHostHash();
 // Identity of this process: pid and pid namespace.
 uint64_t localPidHash();
-// Where this process's pids are meaningful: the boot id (never NCCL_HOSTID) and the pid namespace.
-uint64_t localPidSpace();
 
 // Converts "0000:1b:00.0" to an integer (and back, for messages).
 int64_t busIdToInt(const char* busId);

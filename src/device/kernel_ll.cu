@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs a
   runWork<LLPicker>(args, state);
 }
 
-cudaError_t loadLLKernel() { return loadKernel(llKernel); }
+cudaError_t loadLLKernel(KernelArch* arch) { return loadKernel(llKernel, arch); }
 
 cudaError_t launchLLKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch, cudaStream_t stream) {
   return launchWithConfig(llKernel, args.work.nChannels, nThreads, launch, stream, args);

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   runWork<LL128Picker>(args, state);
 }
 
-cudaError_t loadLL128Kernel() { return loadKernel(ll128Kernel); }
+cudaError_t loadLL128Kernel(KernelArch* arch) { return loadKernel(ll128Kernel, arch); }
 
 cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                               cudaStream_t stream) {

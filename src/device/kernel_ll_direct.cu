@@ -12,7 +12,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) llDirectKernel(const DevKernel
   runDirectWork(args, &shared);
 }
 
-cudaError_t loadLLDirectKernel() { return loadKernel(llDirectKernel); }
+cudaError_t loadLLDirectKernel(KernelArch* arch) { return loadKernel(llDirectKernel, arch); }
 
 cudaError_t launchLLDirectKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                  cudaStream_t stream) {

@@ -47,19 +47,20 @@ struct OneRankLauncher {
 
 // Loads the kernel of each type visitTypeOpHost instantiates for PreMulSum.
 struct OneRankLoader {
+  KernelArch* arch;
   cudaError_t result = cudaSuccess;
 
   template <typename T, typename Fn>
   void run() {
-    if constexpr (std::is_same<Fn, FuncPreMulSum<T>>::value) result = loadKernel(oneRankKernel<T, Fn>);
+    if constexpr (std::is_same<Fn, FuncPreMulSum<T>>::value) result = loadKernel(oneRankKernel<T, Fn>, arch);
   }
 };
 
 }  // namespace
 
-cudaError_t loadOneRankKernels() {
+cudaError_t loadOneRankKernels(KernelArch* arch) {
   for (int dtype = 0; dtype < kDevNumTypes; dtype++) {
-    OneRankLoader loader;
+    OneRankLoader loader{arch, cudaSuccess};
     if (!visitTypeOpHost(dtype, static_cast<int>(DevRedOp::kPreMulSum), loader)) continue;
     if (loader.result != cudaSuccess) return loader.result;
   }

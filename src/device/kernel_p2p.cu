@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
 
 // Both variants (balanced or not) of the kernel of one argument size.
 template <typename Args>
-cudaError_t loadP2pVariants() {
-  const cudaError_t err = loadKernel(p2pKernel<Args, true>);
-  return err != cudaSuccess ? err : loadKernel(p2pKernel<Args, false>);
+cudaError_t loadP2pVariants(KernelArch* arch) {
+  const cudaError_t err = loadKernel(p2pKernel<Args, true>, arch);
+  return err != cudaSuccess ? err : loadKernel(p2pKernel<Args, false>, arch);
 }
 
 template <typename Args>
@@ -100,9 +100,9 @@ cudaError_t launchP2p(const Args& args, int nThreads, bool balanced, const Launc
 
 }  // namespace
 
-cudaError_t loadP2pKernels() {
+cudaError_t loadP2pKernels(KernelArch* arch) {
   return loadAll(
-      {loadP2pVariants<DevP2pArgsSmall>, loadP2pVariants<DevP2pArgsMedium>, loadP2pVariants<DevP2pArgsLarge>});
+      {loadP2pVariants<DevP2pArgsSmall>, loadP2pVariants<DevP2pArgsMedium>, loadP2pVariants<DevP2pArgsLarge>}, arch);
 }
 
 cudaError_t launchP2pKernel(const DevP2pArgsSmall& args, int nThreads, bool balanced, const LaunchOptions& launch,

@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kMaxSimpleWorkers + kSimpleExtraThreads, 1)
   if (tid == 0) stReleaseCta(&shared.finished, 1);
 }
 
-cudaError_t loadSimpleKernel() { return loadKernel(simpleKernel); }
+cudaError_t loadSimpleKernel(KernelArch* arch) { return loadKernel(simpleKernel, arch); }
 
 cudaError_t launchSimpleKernel(const DevKernelArgs& args, const DevRegPeers* peers, int nThreads,
                                const LaunchOptions& launch, cudaStream_t stream) {

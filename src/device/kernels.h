@@ -33,25 +33,28 @@ constexpr int kMaxSimpleWorkers = 512;
                                             cudaStream_t stream);
 
 // Loaders (loadKernels in launch_kernel.h): each makes its translation unit's kernels resident on
-// the current GPU.
-[[nodiscard]] cudaError_t loadSimpleKernel();
-[[nodiscard]] cudaError_t loadLLKernel();
-[[nodiscard]] cudaError_t loadLLDirectKernel();
-[[nodiscard]] cudaError_t loadLL128Kernel();
-[[nodiscard]] cudaError_t loadP2pKernels();
-[[nodiscard]] cudaError_t loadOneRankKernels();
+// the current GPU and adds what they were compiled for to *arch.
+[[nodiscard]] cudaError_t loadSimpleKernel(KernelArch* arch);
+[[nodiscard]] cudaError_t loadLLKernel(KernelArch* arch);
+[[nodiscard]] cudaError_t loadLLDirectKernel(KernelArch* arch);
+[[nodiscard]] cudaError_t loadLL128Kernel(KernelArch* arch);
+[[nodiscard]] cudaError_t loadP2pKernels(KernelArch* arch);
+[[nodiscard]] cudaError_t loadOneRankKernels(KernelArch* arch);
 
-// Makes one kernel resident on the current GPU: asking for its attributes loads it.
+// Makes one kernel resident on the current GPU (asking for its attributes loads it) and adds its
+// architectures to *arch.
 template <typename Args>
-cudaError_t loadKernel(void (*kernel)(Args)) {
+cudaError_t loadKernel(void (*kernel)(Args), KernelArch* arch) {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, kernel);
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+  if (err == cudaSuccess) arch->add(attributes.ptxVersion, attributes.binaryVersion);
+  return err;
 }
 
 // Runs `loaders` in order up to the first that fails: its error, or cudaSuccess.
-inline cudaError_t loadAll(std::initializer_list<cudaError_t (*)()> loaders) {
-  for (cudaError_t (*load)() : loaders) {
-    const cudaError_t err = load();
+inline cudaError_t loadAll(std::initializer_list<cudaError_t (*)(KernelArch*)> loaders, KernelArch* arch) {
+  for (cudaError_t (*load)(KernelArch*) : loaders) {
+    const cudaError_t err = load(arch);
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
@@ -91,6 +94,8 @@ cudaError_t launchWithConfig(void (*kernel)(Args), int blocks, int threads, cons
 
 // First statement of every kernel: wait until the previous kernel of the stream has completed and
 // its memory is visible (a no-op without a programmatic dependency), then let the next one start.
+// Code compiled for an architecture before Hopper has neither: its kernels must never be launched
+// with programmatic dependencies (the host checks KernelArch::hopper, launch_kernel.h).
 __device__ __forceinline__ void waitForPreviousKernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();

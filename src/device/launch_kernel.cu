@@ -1,15 +1,18 @@
 // launchCollectiveKernel: the host's only entry into device code. Picks the protocol's kernel.
-// loadKernels: makes every kernel resident.
+// loadKernels: makes every kernel resident; queryKernelArch: what they were compiled for.
 #include "device/kernels.h"
 #include "device/launch_kernel.h"
 #include "device/signal_add.h"
 
 namespace braid {
 
-cudaError_t loadKernels() {
+cudaError_t loadKernels(KernelArch* arch) {
   return loadAll({loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels,
-                  loadOneRankKernels, loadSignalAddKernel});
+                  loadOneRankKernels, loadSignalAddKernel},
+                 arch);
 }
+
+cudaError_t queryKernelArch(KernelArch* arch) { return loadSimpleKernel(arch); }
 
 cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                    cudaStream_t stream, const DevRegPeers* peers) {

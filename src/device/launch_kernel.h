@@ -8,7 +8,25 @@
 
 namespace braid {
 
-// How every kernel is launched (compute capability 9.0 and later only; all off before it).
+// What the kernels were compiled for on the current GPU, as cudaFuncGetAttributes reports it: the
+// lowest PTX (virtual) architecture and the lowest machine-code architecture over the kernels
+// asked, major * 10 + minor. Device code compiled from compute_80 is Ampere code (__CUDA_ARCH__
+// 800: no grid dependency control) even where it runs as sm_90 machine code on a Hopper GPU
+// (BRAID_CUDA_ARCHS=80-as-90), so the Hopper launch features follow this, not the device alone.
+struct KernelArch {
+  int ptx = 0;  // 0: nothing asked yet
+  int binary = 0;
+  void add(int ptxVersion, int binaryVersion) {
+    ptx = ptx == 0 ? ptxVersion : (ptxVersion < ptx ? ptxVersion : ptx);
+    binary = binary == 0 ? binaryVersion : (binaryVersion < binary ? binaryVersion : binary);
+  }
+  // Every kernel asked was compiled for compute capability 9.0 or later: thread-block clusters and
+  // programmatic dependent launch (LaunchOptions) may be used where the device has them.
+  bool hopper() const { return ptx >= 90 && binary >= 90; }
+};
+
+// How every kernel is launched (compute capability 9.0 and later, for kernels compiled for it:
+// KernelArch::hopper; all off otherwise).
 // pdl: with programmatic stream serialization, so that the kernel is scheduled while the previous
 // kernel of the stream ends; it waits for that kernel's completion (cudaGridDependencySynchronize)
 // before it reads any memory.
@@ -61,8 +79,12 @@ constexpr int clusterSizeFor(int blocks, int wanted) {
 // for its peer then never returns if that peer's thread is itself stuck in a CUDA call behind it
 // (2 H200, 8 threads driving 4 communicators: 15 hangs in 42 runs; each of the 8 whose stacks were
 // taken had a thread inside cudaLaunchKernelEx). Call it before the first launch on the GPU, when no
-// kernel of ours runs there.
-[[nodiscard]] cudaError_t loadKernels();
+// kernel of ours runs there. *arch: what every kernel was compiled for there.
+[[nodiscard]] cudaError_t loadKernels(KernelArch* arch);
+// What the kernels were compiled for on the current GPU, from the Simple kernel alone (which this
+// loads): every device translation unit is compiled with the same architecture flags. For when
+// loadKernels is not called (BRAID_LOAD_KERNELS=0).
+[[nodiscard]] cudaError_t queryKernelArch(KernelArch* arch);
 
 constexpr int kMaxThreads = 640;
 constexpr int kMaxSimpleP2pWorkers = 512;

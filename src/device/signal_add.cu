@@ -21,6 +21,6 @@ cudaError_t launchSignalAdds(const SignalAdds& adds, cudaStream_t stream) {
   return cudaLaunchKernel(reinterpret_cast<const void*>(signalAddKernel), dim3(1), dim3(32), args, 0, stream);
 }
 
-cudaError_t loadSignalAddKernel() { return loadKernel(signalAddKernel); }
+cudaError_t loadSignalAddKernel(KernelArch* arch) { return loadKernel(signalAddKernel, arch); }
 
 }  // namespace braid

@@ -10,6 +10,8 @@
 
 namespace braid {
 
+struct KernelArch;
+
 constexpr int kMaxSignalAdds = 32;
 
 // Up to kMaxSignalAdds words (any this GPU can address: its own memory, or a peer's mapped here,
@@ -22,7 +24,8 @@ struct SignalAdds {
 
 // Enqueues the adds on `stream` (capturable). cudaErrorInvalidValue for a count out of range.
 [[nodiscard]] cudaError_t launchSignalAdds(const SignalAdds& adds, cudaStream_t stream);
-// Makes the kernel resident on the current GPU (see loadKernels in launch_kernel.h).
-[[nodiscard]] cudaError_t loadSignalAddKernel();
+// Makes the kernel resident on the current GPU (see loadKernels in launch_kernel.h); adds what it
+// was compiled for to *arch.
+[[nodiscard]] cudaError_t loadSignalAddKernel(KernelArch* arch);
 
 }  // namespace braid

@@ -1,8 +1,8 @@
 #include "launch/comm_data_path.h"
 
 #include <chrono>
+#include <map>
 #include <mutex>
-#include <set>
 
 #include "core/comm.h"
 #include "cuda/capture_mode.h"
@@ -20,17 +20,44 @@ namespace {
 // is created there (see loadKernels in device/launch_kernel.h): no kernel of ours runs on that GPU
 // yet, and other data paths' creations wait on the mutex until the loading is done, so none of our
 // kernels can be waiting there for a thread stuck behind it. (After a cudaDeviceReset the kernels
-// load lazily again.)
-ncclResult_t loadKernelsOnce(int cudaDev) {
+// load lazily again.) *arch: what the kernels were compiled for there (with BRAID_LOAD_KERNELS=0,
+// asked of one kernel, which that loads).
+ncclResult_t loadKernelsOnce(int cudaDev, KernelArch* arch) {
   static std::mutex mutex;
-  static std::set<int> loaded;
+  static std::map<int, KernelArch> known;  // per GPU
   std::lock_guard<std::mutex> lock(mutex);
-  if (loaded.count(cudaDev) != 0 || paramInt(ParamId::kLoadKernels) == 0) return ncclSuccess;
-  const auto start = std::chrono::steady_clock::now();
-  CUDACHECK(loadKernels());
-  loaded.insert(cudaDev);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  INFO(kLogInit, "GPU %d: kernels loaded in %.1f ms", cudaDev, took.count() * 1e3);
+  auto it = known.find(cudaDev);
+  if (it != known.end()) {
+    *arch = it->second;
+    return ncclSuccess;
+  }
+  KernelArch found;
+  if (paramInt(ParamId::kLoadKernels) == 0) {
+    CUDACHECK(queryKernelArch(&found));
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    CUDACHECK(loadKernels(&found));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    INFO(kLogInit, "GPU %d: kernels loaded in %.1f ms (compiled for compute_%d, machine code sm_%d)", cudaDev,
+         took.count() * 1e3, found.ptx, found.binary);
+  }
+  known[cudaDev] = found;
+  *arch = found;
+  return ncclSuccess;
+}
+
+// Whether the kernels on `cudaDev` may use the Hopper launch features: the GPU has them and the
+// kernels were compiled for them (an Ampere build on a Hopper GPU has no grid dependency control).
+ncclResult_t hopperLaunches(int cudaDev, const KernelArch& arch, bool* hopper) {
+  int major = 0;
+  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cudaDev));
+  *hopper = major >= 9 && arch.hopper();
+  if (major >= 9 && !arch.hopper()) {
+    INFO(kLogInit,
+         "GPU %d has compute capability %d.x, but the kernels were compiled for compute_%d (machine code sm_%d): "
+         "no thread-block clusters, no programmatic dependent launch",
+         cudaDev, major, arch.ptx, arch.binary);
+  }
   return ncclSuccess;
 }
 
@@ -49,12 +76,15 @@ ncclResult_t CommDataPath::create(ncclComm* comm, std::unique_ptr<CommDataPath>*
   NCCLCHECK(path->collectives_.init());
   ScopedDevice device(comm->cudaDev_);
   RelaxedCaptureMode relaxed;  // the first operation may be captured
-  NCCLCHECK(loadKernelsOnce(comm->cudaDev_));
+  KernelArch arch;
+  NCCLCHECK(loadKernelsOnce(comm->cudaDev_, &arch));
   const bool mixing = comm->config_.graphUsageMode == 2;  // NCCL_GRAPH_MIXING_SUPPORT is folded in (core/config.cc)
   NCCLCHECK(path->share_.init(mixing, path->device_));
   path->watch_.attach(&comm->watch_, path->share_.order().latestEvent(), comm->nranks_ > 1);  // watch/comm_watch.h
   NCCLCHECK(path->p2p_.init());
-  NCCLCHECK(path->ctx_.launch.init(comm->cudaDev_));
+  bool hopper = false;
+  NCCLCHECK(hopperLaunches(comm->cudaDev_, arch, &hopper));
+  NCCLCHECK(path->ctx_.launch.init(hopper));
   *out = std::move(path);
   return ncclSuccess;
 }

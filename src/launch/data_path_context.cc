@@ -1,6 +1,7 @@
 #include "launch/data_path_context.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "core/comm.h"
 #include "cuda/cuda_check.h"
@@ -30,10 +31,7 @@ std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
   return ranks;
 }
 
-ncclResult_t KernelLaunch::init(int cudaDev) {
-  int major = 0;
-  CUDACHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cudaDev));
-  const bool hopper = major >= 9;
+ncclResult_t KernelLaunch::init(bool hopper) {
   coll.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
   clusters = hopper;
   plain.pdl = coll.pdl;
@@ -54,6 +52,16 @@ ncclResult_t KernelLaunch::withLaunchEvent(LaunchOptions base, cudaEvent_t event
   return ncclSuccess;
 }
 
+std::vector<transport::PeerDesc> DataPathContext::transportPeers() const {
+  std::vector<transport::PeerDesc> peers;
+  peers.reserve(comm->peers_.size());
+  for (const PeerInfo& peer : comm->peers_) {
+    peers.push_back(
+        transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash, peer.pid, peer.pidSpace});
+  }
+  return peers;
+}
+
 transport::Context DataPathContext::transportContext(bool netLl) const {
   transport::Context ctx{};
   ctx.rank = comm->rank_;
@@ -61,9 +69,7 @@ transport::Context DataPathContext::transportContext(bool netLl) const {
   ctx.cudaDev = comm->cudaDev_;
   ctx.commHash = comm->commHash_;
   ctx.bootstrap = comm->bootstrap_.get();
-  for (const PeerInfo& peer : comm->peers_) {
-    ctx.peers.push_back(transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
-  }
+  ctx.peers = transportPeers();
   ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);

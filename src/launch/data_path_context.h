@@ -46,20 +46,21 @@ std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
 constexpr size_t kZeroCopyMinBytes = 64 << 10;
 
 // How the communicator's kernels launch. Collective kernels: programmatic dependent launch
-// (BRAID_LAUNCH_PDL) and, Hopper and later (clusters), clusters of the plan's size
-// (plan::Decision: the config's cgaClusterSize or the planner's pick). The others (point-to-point,
-// one rank's PreMulSum): the same without clusters. Point-to-point CTAs must all be resident at
-// once (plan::p2pChannelsPerPeer counts multiprocessors, not cluster slots), and on 4 H200 clusters
-// gained nothing clear: ring-shift sends of 1 GiB moved 338-347 GB/s in clusters of 2, 319 in
-// clusters of 4, 329-336 without.
+// (BRAID_LAUNCH_PDL) and clusters of the plan's size (plan::Decision: the config's cgaClusterSize
+// or the planner's pick), on Hopper and later with kernels compiled for it (KernelArch in
+// device/launch_kernel.h). The others (point-to-point, one rank's PreMulSum): the same without
+// clusters. Point-to-point CTAs must all be resident at once (plan::p2pChannelsPerPeer counts
+// multiprocessors, not cluster slots), and on 4 H200 clusters gained nothing clear: ring-shift
+// sends of 1 GiB moved 338-347 GB/s in clusters of 2, 319 in clusters of 4, 329-336 without.
 struct KernelLaunch {
   LaunchOptions coll;
   LaunchOptions plain;
   bool clusters = false;
   bool launchEventAttr = false;  // the driver records launch-completion events (CUDA 12.3 and later)
 
-  // Reads the GPU's generation and the driver's version (the current device: the communicator's).
-  [[nodiscard]] ncclResult_t init(int cudaDev);
+  // hopper: the GPU has the Hopper launch features and the kernels were compiled for them
+  // (KernelArch in device/launch_kernel.h). Reads the driver's version.
+  [[nodiscard]] ncclResult_t init(bool hopper);
   // `base` with an operation's launch-completion event (null: none) for its kernel on `stream`.
   // Where the driver has no launch-completion events (before CUDA 12.3) the event is recorded on
   // the stream now, before the launch, as NCCL does there.
@@ -80,6 +81,9 @@ struct DataPathContext {
   // siblings), network and abort flag. netLl: NET connections get LL buffers too (the rings'
   // topo::Topology::llOk).
   transport::Context transportContext(bool netLl) const;
+  // Every rank's device and process, indexed by rank: also whose processes may send descriptors
+  // to this rank's Unix sockets (transport/uds.h).
+  std::vector<transport::PeerDesc> transportPeers() const;
 };
 
 }  // namespace braid

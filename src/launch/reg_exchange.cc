@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,17 +24,6 @@ using transport::Mechanism;
 
 // Numbers the sockets of this process's exchanges (the name must differ from every other's).
 std::atomic<uint64_t> gSocketSerial{0};
-
-// Descriptors that arrived before their receive, held at most: far more than registrations in
-// flight between the ranks of one process's exchanges, far fewer than a process's descriptors.
-constexpr size_t kMaxEarlyFds = 4096;
-
-// The payload of a descriptor's datagram: whose registration it maps.
-struct FdNote {
-  int32_t rank;
-  int32_t pad;
-  uint64_t serial;
-};
 
 Deadline exchangeDeadline(const transport::Context& ctx) {
   return Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
@@ -65,6 +55,13 @@ bool accessibleHere(const CudaDriver* drv, int cudaDev, uint64_t ptr) {
 
 }  // namespace
 
+// The payload of a descriptor's datagram: whose registration it maps.
+struct PeerRegistrations::FdNote {
+  int32_t rank;
+  int32_t pad;
+  uint64_t serial;
+};
+
 struct PeerRegistrations::Announce {
   Offer buff;        // the operation's shared buffer: receive (peers write) or send (peers read)
   uint32_t newFor;   // bit r: rank r has not been told of the registration (descriptor and verdict follow)
@@ -93,7 +90,8 @@ ncclResult_t PeerRegistrations::bindSocket(const transport::Context& ctx) {
   if (socket_.valid()) return ncclSuccess;
   socketSerial_ = gSocketSerial.fetch_add(1, std::memory_order_relaxed);
   std::string name = regSocketName(ctx, ctx.rank, static_cast<int>(::getpid()), socketSerial_);
-  return transport::UdsSocket::bind(name, "rank " + std::to_string(ctx.rank), &socket_);
+  return transport::UdsSocket::bind(name, "rank " + std::to_string(ctx.rank),
+                                    transport::udsSendersOf(ctx.peers, ctx.rank), &socket_);
 }
 
 ncclResult_t PeerRegistrations::sendFd(const transport::Context& ctx, const reg::Registration& mine, int peer, int pid,
@@ -104,30 +102,48 @@ ncclResult_t PeerRegistrations::sendFd(const transport::Context& ctx, const reg:
   FdNote note{ctx.rank, 0, mine.serial};
   std::string dest = regSocketName(ctx, peer, pid, socketSerial);
   std::string what = "registered buffer of rank " + std::to_string(ctx.rank) + " for rank " + std::to_string(peer);
-  return socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), exchangeDeadline(ctx), what);
+  // While the peer's queue is full, take in our own: the peer may be waiting for it to drain too.
+  return socket_.sendFd(dest, mine.fd.get(), &note, sizeof(note), exchangeDeadline(ctx), what,
+                        [this, &ctx] { return drainFds(ctx); });
+}
+
+ncclResult_t PeerRegistrations::drainFds(const transport::Context& ctx) {
+  while (true) {
+    FdNote note{};
+    UniqueFd fd;
+    bool got = false;
+    NCCLCHECK(socket_.tryRecvFd(&note, sizeof(note), offsetof(FdNote, rank), &fd,
+                                "registration descriptors at rank " + std::to_string(ctx.rank), &got));
+    if (!got) return ncclSuccess;
+    keepFd(ctx, note, std::move(fd));
+  }
+}
+
+void PeerRegistrations::keepFd(const transport::Context& ctx, const FdNote& note, UniqueFd fd) {
+  // Only the descriptors of this exchange's new offers are kept, one each.
+  if (!fds_.offer(transport::FdKey{note.rank, note.serial, 0}, std::move(fd))) {
+    INFO(kLogReg, "rank %d: dropped an unexpected registration descriptor (rank %d, serial %" PRIu64 ")", ctx.rank,
+         note.rank, note.serial);
+  }
+}
+
+void PeerRegistrations::expectFd(const transport::Context& ctx, int peer, const Offer& offer) {
+  if (offer.registered != 0 && offer.isNew != 0 &&
+      static_cast<Mechanism>(offer.info.mechanism) == Mechanism::kCuMemFd && !sameProcess(ctx, peer)) {
+    fds_.expect(transport::FdKey{peer, offer.serial, 0});
+  }
 }
 
 ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int peer, uint64_t serial, UniqueFd* fd) {
-  Key key{peer, serial};
   Deadline deadline = exchangeDeadline(ctx);
-  while (earlyFds_.count(key) == 0) {
+  while (!fds_.take(transport::FdKey{peer, serial, 0}, fd)) {
     FdNote note{};
     UniqueFd got;
     NCCLCHECK(
-        socket_.recvFd(&note, sizeof(note), &got, deadline,
+        socket_.recvFd(&note, sizeof(note), offsetof(FdNote, rank), &got, deadline,
                        "registered buffer of rank " + std::to_string(peer) + " at rank " + std::to_string(ctx.rank)));
-    // Anyone on the host can send to the socket: keep only what a peer of this communicator can
-    // have sent, one descriptor per key and a bounded number in all.
-    const Key arrived{note.rank, note.serial};
-    if (note.rank < 0 || note.rank >= ctx.nranks || earlyFds_.count(arrived) != 0 || earlyFds_.size() >= kMaxEarlyFds) {
-      INFO(kLogReg, "rank %d: dropped an unexpected registration descriptor (rank %d, serial %" PRIu64 ")", ctx.rank,
-           note.rank, note.serial);
-      continue;
-    }
-    earlyFds_[arrived] = std::move(got);
+    keepFd(ctx, note, std::move(got));
   }
-  *fd = std::move(earlyFds_[key]);
-  earlyFds_.erase(key);
   return ncclSuccess;
 }
 
@@ -206,7 +222,6 @@ void PeerRegistrations::retirePeer(int me, int peer, const RetiredList& list) {
   for (uint64_t i = 0; i < std::min<uint64_t>(list.n, kRetiredPerAnnounce); i++) {
     Key key{peer, list.serials[i]};
     unusable_.erase(key);
-    earlyFds_.erase(key);
     auto it = mapped_.find(key);
     if (it == mapped_.end()) continue;
     INFO(kLogReg, "rank %d released registration %llu: rank %d unmaps it once its earlier kernels are done", peer,
@@ -220,6 +235,7 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
                                          bool peersRead, const char* opName, DevRegPeers* peers, bool* direct) {
   *direct = false;
   NCCLCHECK(bindSocket(ctx));  // before the allGather: once it is over, peers may send to it
+  transport::FdInbox::Round round(&fds_);
   std::vector<Announce> all(ctx.nranks);
   Announce& me = all[ctx.rank];
   std::memset(&me, 0, sizeof(me));
@@ -239,7 +255,11 @@ ncclResult_t PeerRegistrations::exchange(const transport::Context& ctx, reg::Reg
   }
   NCCLCHECK(ctx.bootstrap->allGather(all.data(), sizeof(Announce)));
   for (int r = 0; r < ctx.nranks; r++) {
-    if (r != ctx.rank) retirePeer(ctx.rank, r, all[r].retired);
+    if (r == ctx.rank) continue;
+    retirePeer(ctx.rank, r, all[r].retired);
+    Offer offer = all[r].buff;
+    offer.isNew = (all[r].newFor >> ctx.rank & 1u) != 0 ? 1 : 0;
+    expectFd(ctx, r, offer);
   }
   for (int r = 0; r < ctx.nranks; r++) {
     if ((me.newFor >> r & 1u) != 0) NCCLCHECK(sendFd(ctx, *mine, r, all[r].pid, all[r].socketSerial));

@@ -103,6 +103,7 @@ class PeerRegistrations {
   };
   struct Announce;
   struct PairHeader;
+  struct FdNote;
   // A rank's retired serials as one announcement carries them.
   struct RetiredList {
     uint64_t n;
@@ -120,6 +121,11 @@ class PeerRegistrations {
   char* peerBuffer(const transport::Context& ctx, int peer, const Offer& offer);
   [[nodiscard]] ncclResult_t mapPeer(const transport::Context& ctx, int peer, const Offer& offer, char** base);
   [[nodiscard]] ncclResult_t receiveFd(const transport::Context& ctx, int peer, uint64_t serial, UniqueFd* fd);
+  // Notes that peer's `offer` comes with a descriptor over the socket, if it does.
+  void expectFd(const transport::Context& ctx, int peer, const Offer& offer);
+  // Takes in every datagram queued on the socket; keepFd keeps the descriptors fds_ expects.
+  [[nodiscard]] ncclResult_t drainFds(const transport::Context& ctx);
+  void keepFd(const transport::Context& ctx, const FdNote& note, UniqueFd fd);
   void retirePeer(int me, int peer, const RetiredList& list);
   // Up to kRetiredPerAnnounce retired serials that `peer` (all peers when -1) has not heard of yet.
   RetiredList takeRetiredFor(const transport::Context& ctx, int peer);
@@ -131,8 +137,10 @@ class PeerRegistrations {
   // (peer, our serial) -> whether peer could map it, once peer's verdict on it is known. A serial
   // not in here for a peer is offered to it as new (its descriptor follows, a verdict is asked).
   std::map<Key, bool> told_;
-  std::map<Key, UniqueFd> earlyFds_;  // descriptors that arrived before we looked for them
-  std::set<int> pairHolds_;           // see pairHoldsRegistrations
+  // The descriptors of the peers' new registrations this exchange maps (expectFd), from their
+  // arrival until mapped; nothing else is kept, and nothing outlives the exchange.
+  transport::FdInbox fds_;
+  std::set<int> pairHolds_;  // see pairHoldsRegistrations
   // Our retired serials in release order, numbered from retiredBase_; retiredSent_[peer]: how far
   // peer has been told.
   std::vector<uint64_t> retiredQueue_;

@@ -3,7 +3,7 @@
 // next one waits:
 //   1. each rank sends every partner a header (its socket, retired serials, offer count) and one
 //      offer per receive from that partner;
-//   2. it receives the partners' headers and offers, and sends the descriptors of its new offers;
+//   2. it receives the partners' headers and offers, then sends the descriptors of its new offers;
 //   3. it maps the partners' registered offers (a new one with the descriptor that follows it);
 //   4. where an offer in either direction was new, the sender tells the receiver which ones it
 //      could map (the verdict); otherwise both know it from before (told_, unusable_).
@@ -31,9 +31,11 @@ struct PeerRegistrations::PairHeader {
 ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, bool holdsLocal,
                                               std::vector<Pair>* pairs) {
   NCCLCHECK(bindSocket(ctx));  // before anything is sent: once a partner has our header, it may send to it
+  transport::FdInbox::Round round(&fds_);
   struct Sides {
     std::vector<Offer> mine;    // offered to the partner (our receives)
     std::vector<Offer> theirs;  // offered by the partner (our sends)
+    PairHeader header{};        // the partner's
     bool anyNew = false;
   };
   std::vector<Sides> sides(pairs->size());
@@ -86,10 +88,17 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, boo
       NCCLCHECK(ctx.bootstrap->recv(pair.peer, tags::kPairOffers, sides[p].theirs.data(), sizeof(Offer) * pair.nSends));
     }
     retirePeer(ctx.rank, pair.peer, header.retired);
+    for (const Offer& offer : sides[p].theirs) expectFd(ctx, pair.peer, offer);
+    sides[p].header = header;
+  }
+  // Every partner's expectations are known before any descriptor is sent: a socket drained while a
+  // partner's is full (sendFd) keeps every descriptor that any partner may send.
+  for (size_t p = 0; p < pairs->size(); p++) {
+    const Pair& pair = (*pairs)[p];
     for (size_t i = 0; i < pair.recvs.size(); i++) {
       if (sides[p].mine[i].isNew == 0) continue;
       sides[p].anyNew = true;
-      NCCLCHECK(sendFd(ctx, *pair.recvs[i].reg, pair.peer, header.pid, header.socketSerial));
+      NCCLCHECK(sendFd(ctx, *pair.recvs[i].reg, pair.peer, sides[p].header.pid, sides[p].header.socketSerial));
     }
   }
 

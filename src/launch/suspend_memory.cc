@@ -40,8 +40,13 @@ ncclResult_t CommDataPath::resumeMemory() {
   ScopedDevice device(comm_->cudaDev_);
   RelaxedCaptureMode relaxed;
   NCCLCHECK(device_->resume());
-  transport::SuspendContext ctx{comm_->rank_, comm_->cudaDev_, comm_->commHash_, comm_->bootstrap_.get(),
-                                comm_->watch_.abortFlag().hostWord()};
+  transport::SuspendContext ctx{};
+  ctx.rank = comm_->rank_;
+  ctx.cudaDev = comm_->cudaDev_;
+  ctx.commHash = comm_->commHash_;
+  ctx.bootstrap = comm_->bootstrap_.get();
+  ctx.abortFlag = comm_->watch_.abortFlag().hostWord();
+  ctx.peers = ctx_.transportPeers();
   return transport::resumeConnections(ctx, share_.connections());
 }
 

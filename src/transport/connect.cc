@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -109,6 +110,10 @@ class ScopedStream {
 
 Role opposite(Role role) { return role == Role::kSend ? Role::kRecv : Role::kSend; }
 const char* roleName(Role role) { return role == Role::kSend ? "send" : "recv"; }
+// The key of the descriptor that g's peer sends for it: (peer, the peer's role, kind), as FdNote says.
+FdKey fdKey(const Group& g) {
+  return FdKey{g.peer, static_cast<uint64_t>(opposite(g.role)), static_cast<uint64_t>(g.kind)};
+}
 int descTag(const Context& ctx, Role senderRole, Kind kind) {
   return connectTag(ctx, kind, static_cast<int>(senderRole));
 }
@@ -123,7 +128,7 @@ struct Session {
   const CudaDriver* driver = nullptr;
   bool useCuMem = false;
   UdsSocket uds;
-  std::vector<std::pair<FdNote, UniqueFd>> earlyFds;  // arrived before importAll asked for them
+  FdInbox fds;  // the peers' cuMem descriptors this rank expects, kept from their arrival until imported
   uint64_t serial = 0;
   Deadline deadline;
   std::string me;
@@ -141,7 +146,7 @@ ncclResult_t prepare(Session* s) {
   NCCLCHECK(cuMemWanted(s->driver, s->ctx.cudaDev, &s->useCuMem));
   if (!crossP2p) return ncclSuccess;
   std::string name = udsSocketName(s->ctx.commHash, s->ctx.rank, static_cast<int>(::getpid()), s->serial);
-  return UdsSocket::bind(name, s->me, &s->uds);
+  return UdsSocket::bind(name, s->me, udsSendersOf(s->ctx.peers, s->ctx.rank), &s->uds);
 }
 
 ncclResult_t allocateAll(Session* s) {
@@ -222,27 +227,23 @@ ncclResult_t recvDescs(Session* s) {
     g.peerUds = desc.udsName;
     g.peerCudaDev = desc.cudaDev;
     g.peerInfo = desc.block;
+    if (static_cast<Mechanism>(g.peerInfo.mechanism) == Mechanism::kCuMemFd) s->fds.expect(fdKey(g));
   }
   return ncclSuccess;
 }
 
-// Keeps a datagram that arrived (possibly before its group is imported); drops strangers. At most
-// one descriptor per (rank, role, kind) and one per group is kept, so datagrams from anyone else on
-// the host cannot pile up descriptors in this process.
+// Keeps a descriptor that arrived (possibly before its group is imported) if this rank expects it:
+// one per group whose peer exports its block as a cuMem descriptor. Others are closed.
 void keepFd(Session* s, const FdNote& note, UniqueFd fd) {
   if (note.magic != kFdNoteMagic || note.commHash != s->ctx.commHash) {
     INFO(kLogInit | kLogP2p, "%s: dropped a file descriptor datagram of another communicator", s->me.c_str());
     return;
   }
-  const bool duplicate = std::any_of(s->earlyFds.begin(), s->earlyFds.end(), [&](const auto& kept) {
-    return kept.first.fromRank == note.fromRank && kept.first.role == note.role && kept.first.kind == note.kind;
-  });
-  if (note.fromRank < 0 || note.fromRank >= s->ctx.nranks || duplicate || s->earlyFds.size() >= s->groups.size()) {
+  if (!s->fds.offer(FdKey{note.fromRank, static_cast<uint64_t>(note.role), static_cast<uint64_t>(note.kind)},
+                    std::move(fd))) {
     INFO(kLogInit | kLogP2p, "%s: dropped an unexpected file descriptor datagram (rank %d, role %d, kind %d)",
          s->me.c_str(), note.fromRank, note.role, note.kind);
-    return;
   }
-  s->earlyFds.emplace_back(note, std::move(fd));
 }
 
 // Takes in every datagram already queued on this rank's socket.
@@ -251,7 +252,7 @@ ncclResult_t drainFds(Session* s) {
     FdNote note{};
     UniqueFd fd;
     bool got = false;
-    NCCLCHECK(s->uds.tryRecvFd(&note, sizeof(note), &fd, s->me, &got));
+    NCCLCHECK(s->uds.tryRecvFd(&note, sizeof(note), offsetof(FdNote, fromRank), &fd, s->me, &got));
     if (!got) return ncclSuccess;
     keepFd(s, note, std::move(fd));
   }
@@ -275,24 +276,15 @@ ncclResult_t sendFds(Session* s) {
   return ncclSuccess;
 }
 
-// Receives datagrams until the one for `g` has arrived; others (for later groups) are kept.
+// Receives datagrams until the one for `g` has arrived; those for later groups are kept.
 ncclResult_t takeFd(Session* s, Group* g) {
-  Role peerRole = opposite(g->role);
-  auto& early = s->earlyFds;
-  while (true) {
-    for (auto it = early.begin(); it != early.end(); ++it) {
-      if (it->first.fromRank == g->peer && it->first.role == static_cast<int32_t>(peerRole) &&
-          it->first.kind == static_cast<int32_t>(g->kind)) {
-        g->importFd = std::move(it->second);
-        early.erase(it);
-        return ncclSuccess;
-      }
-    }
+  while (!s->fds.take(fdKey(*g), &g->importFd)) {
     FdNote note{};
     UniqueFd fd;
-    NCCLCHECK(s->uds.recvFd(&note, sizeof(note), &fd, s->deadline, g->what));
+    NCCLCHECK(s->uds.recvFd(&note, sizeof(note), offsetof(FdNote, fromRank), &fd, s->deadline, g->what));
     keepFd(s, note, std::move(fd));
   }
+  return ncclSuccess;
 }
 
 ncclResult_t importAll(Session* s) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <set>
 
@@ -36,6 +37,9 @@ struct ResumeFdNote {
   uint64_t ownerAddress;  // BlockRecord::ownerAddress
 };
 
+// The key of the descriptor of block `ownerAddress` remade by rank `peer`.
+FdKey fdKey(int peer, uint64_t ownerAddress) { return FdKey{peer, ownerAddress, 0}; }
+
 std::vector<BlockRecord> recordsOf(const std::vector<const Connections*>& all) {
   std::vector<BlockRecord> records;
   for (const Connections* conns : all) records.insert(records.end(), conns->blocks().begin(), conns->blocks().end());
@@ -50,10 +54,10 @@ bool sharedWithPeer(Suspension s) {
 struct Resume {
   const SuspendContext& ctx;
   std::vector<BlockRecord> records;
-  std::vector<int> peers;                                // ascending, with blocks shared
-  std::vector<std::string> peerSockets;                  // per entry of peers
-  UdsSocket uds;                                         // bound when a peer process's blocks are mapped here
-  std::vector<std::pair<ResumeFdNote, UniqueFd>> early;  // descriptors not yet asked for
+  std::vector<int> peers;                // ascending, with blocks shared
+  std::vector<std::string> peerSockets;  // per entry of peers
+  UdsSocket uds;                         // bound when a peer process's blocks are mapped here
+  FdInbox fds;  // the descriptors of the peers' remade blocks mapped here, until they are mapped again
   Deadline deadline;
   std::string me;
 };
@@ -91,15 +95,25 @@ const std::string& socketOf(const Resume& r, int peer) {
   return r.peerSockets[static_cast<size_t>(it - r.peers.begin())];
 }
 
+// Keeps a descriptor that this rank expects (one per peer block it maps); closes any other.
+void keepFd(Resume* r, const ResumeFdNote& note, UniqueFd fd) {
+  if (note.magic == kResumeMagic && note.commHash == r->ctx.commHash &&
+      r->fds.offer(fdKey(note.fromRank, note.ownerAddress), std::move(fd))) {
+    return;
+  }
+  INFO(kLogInit | kLogP2p, "%s: resume: dropped an unexpected file descriptor datagram (rank %d)", r->me.c_str(),
+       note.fromRank);
+}
+
 ncclResult_t drainFds(Resume* r) {
   if (!r->uds.valid()) return ncclSuccess;
   while (true) {
     ResumeFdNote note{};
     UniqueFd fd;
     bool got = false;
-    NCCLCHECK(r->uds.tryRecvFd(&note, sizeof(note), &fd, r->me, &got));
+    NCCLCHECK(r->uds.tryRecvFd(&note, sizeof(note), offsetof(ResumeFdNote, fromRank), &fd, r->me, &got));
     if (!got) return ncclSuccess;
-    if (note.magic == kResumeMagic && note.commHash == r->ctx.commHash) r->early.emplace_back(note, std::move(fd));
+    keepFd(r, note, std::move(fd));
   }
 }
 
@@ -122,19 +136,14 @@ ncclResult_t sendFds(Resume* r) {
 }
 
 ncclResult_t takeFd(Resume* r, const BlockRecord& rec, UniqueFd* out) {
-  while (true) {
-    for (auto it = r->early.begin(); it != r->early.end(); ++it) {
-      if (it->first.fromRank == rec.peer && it->first.ownerAddress == rec.ownerAddress) {
-        *out = std::move(it->second);
-        r->early.erase(it);
-        return ncclSuccess;
-      }
-    }
+  while (!r->fds.take(fdKey(rec.peer, rec.ownerAddress), out)) {
     ResumeFdNote note{};
     UniqueFd fd;
-    NCCLCHECK(r->uds.recvFd(&note, sizeof(note), &fd, r->deadline, r->me + " <- rank " + std::to_string(rec.peer)));
-    if (note.magic == kResumeMagic && note.commHash == r->ctx.commHash) r->early.emplace_back(note, std::move(fd));
+    NCCLCHECK(r->uds.recvFd(&note, sizeof(note), offsetof(ResumeFdNote, fromRank), &fd, r->deadline,
+                            r->me + " <- rank " + std::to_string(rec.peer)));
+    keepFd(r, note, std::move(fd));
   }
+  return ncclSuccess;
 }
 
 ncclResult_t mapPeers(Resume* r) {
@@ -184,7 +193,7 @@ ncclResult_t suspendConnections(const std::vector<const Connections*>& all) {
 }
 
 ncclResult_t resumeConnections(const SuspendContext& ctx, const std::vector<const Connections*>& all) {
-  Resume r{ctx, recordsOf(all), {}, {}, UdsSocket(), {}, Deadline(), std::string()};
+  Resume r{ctx, recordsOf(all), {}, {}, UdsSocket(), FdInbox(), Deadline(), std::string()};
   r.me = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
   r.deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx.abortFlag);
   std::set<int> peers;
@@ -192,13 +201,16 @@ ncclResult_t resumeConnections(const SuspendContext& ctx, const std::vector<cons
   for (const BlockRecord& rec : r.records) {
     const Suspension s = rec.block->suspension();
     if (sharedWithPeer(s)) peers.insert(rec.peer);
-    mapsPeerProcess = mapsPeerProcess || s == Suspension::kImported;
+    if (s == Suspension::kImported) {
+      mapsPeerProcess = true;
+      r.fds.expect(fdKey(rec.peer, rec.ownerAddress));
+    }
   }
   r.peers.assign(peers.begin(), peers.end());
   NCCLCHECK(remakeOwn(&r));
   if (mapsPeerProcess) {
     const std::string name = udsSocketName(ctx.commHash, ctx.rank, static_cast<int>(::getpid()), nextUdsSerial());
-    NCCLCHECK(UdsSocket::bind(name, r.me, &r.uds));
+    NCCLCHECK(UdsSocket::bind(name, r.me, udsSendersOf(ctx.peers, ctx.rank), &r.uds));
   }
   NCCLCHECK(exchangeNotes(&r));
   NCCLCHECK(sendFds(&r));

@@ -53,6 +53,9 @@ struct PeerDesc {
   int64_t busId;
   uint64_t hostHash;
   uint64_t pidHash;
+  // The process, as it sees itself (core/peer_info.h): only it may send to our Unix sockets (uds.h).
+  int32_t pid;
+  uint64_t pidSpace;
 };
 
 struct Context {

@@ -11,9 +11,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "cuda/scoped_device.h"
+#include "device/launch_kernel.h"
 #include "device/signal_add.h"
+#include "transport/uds.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -83,6 +86,13 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   const std::string what = me() + ": window " + std::to_string(serial);
   const FlatLayout& layout = verdict.layout;
   const Deadline deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx_.abortFlag);
+  // This registration expects one descriptor from each LSA peer in another process (set before
+  // anything is received: a peer's may arrive while this rank sends); the rest are closed.
+  std::vector<int> senders;
+  for (int i = 0; i < ctx_.lsaSize; ++i) {
+    if (!ctx_.sameProcess(ctx_.lsaBase() + i)) senders.push_back(ctx_.lsaBase() + i);
+  }
+  const transport::FdInbox::Round round = fds_.expect(serial, senders);
   // Descriptors go out first: a peer waits for them, so nothing that may fail comes before.
   for (int i = 0; i < ctx_.lsaSize && local->fd.valid(); ++i) {
     const int peer = ctx_.lsaBase() + i;
@@ -215,7 +225,8 @@ ncclResult_t Manager::makePad() {
   }
   // The graph-mode signal kernel is loaded now, while no kernel of ours waits on this GPU (a lazy
   // first load may wait for the GPU to be idle: device/launch_kernel.h).
-  if (refusal == ncclSuccess && loadSignalAddKernel() != cudaSuccess) {
+  KernelArch signalArch;
+  if (refusal == ncclSuccess && loadSignalAddKernel(&signalArch) != cudaSuccess) {
     (void)cudaGetLastError();
     why = "the one-sided signal kernel could not be loaded on GPU " + std::to_string(ctx_.cudaDev);
     WARN("%s: %s", me().c_str(), why.c_str());

@@ -1,10 +1,12 @@
 // What any process of the host may send to a rank's Unix datagram socket (the transport's and the
 // registrations' descriptor exchange): a datagram of any size with any number of descriptors. The
 // harness sends the input as one datagram to a socket bound by the real UdsSocket and receives it
-// with UdsSocket::tryRecvFd, as the library does. Input: byte 0 = descriptors attached (0-6, more
-// than the receiver's control buffer holds), byte 1 = payload size the receiver expects (0-63),
-// the rest = the datagram's payload. Accepted: exactly that size with exactly one descriptor;
-// anything else is dropped with every descriptor closed (none leaks).
+// with UdsSocket::tryRecvFd, as the library does. The receiver accepts this process as rank 3, the
+// rank a payload names in its first 4 bytes. Input: byte 0 = descriptors attached (0-6, more than
+// the receiver's control buffer holds), byte 1 = payload size the receiver expects (4-63; smaller
+// sizes, which cannot hold a rank, are skipped), the rest = the datagram's payload. Accepted:
+// exactly that size with exactly one descriptor, naming rank 3; anything else is dropped with every
+// descriptor closed (none leaks).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,8 +20,11 @@
 
 #include "fuzz_check.h"
 #include "transport/uds.h"
+#include "util/pid_space.h"
 
 namespace {
+
+constexpr int32_t kRank = 3;  // the rank the receiver accepts from this process
 
 int openFds() {
   int n = 0;
@@ -64,21 +69,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static braid::transport::UdsSocket receiver = [] {
     braid::transport::UdsSocket s;
     const std::string name = "braid-fuzz-uds-" + std::to_string(::getpid());
-    FUZZ_CHECK(braid::transport::UdsSocket::bind(name, "fuzz receiver", &s) == ncclSuccess);
+    const braid::transport::UdsSender self{kRank, static_cast<int32_t>(::getpid()), braid::localPidSpace()};
+    FUZZ_CHECK(braid::transport::UdsSocket::bind(name, "fuzz receiver", {self}, &s) == ncclSuccess);
     return s;
   }();
   if (data == nullptr || size < 2) return 0;
   const int nFds = data[0] % 7;
   const size_t expected = data[1] % 64;
+  if (expected < sizeof(int32_t)) return 0;
   const uint8_t* payload = data + 2;
   const size_t bytes = size - 2;
+  int32_t claimed = -1;
+  if (bytes >= sizeof(claimed)) std::memcpy(&claimed, payload, sizeof(claimed));
   const int before = openFds();
   if (!sendDatagram(receiver.name(), payload, bytes, nFds)) return 0;  // too large for a datagram
   std::vector<uint8_t> buffer(expected + 1, 0xa5);
   braid::UniqueFd fd;
   bool got = false;
-  FUZZ_CHECK(receiver.tryRecvFd(buffer.data(), expected, &fd, "fuzz", &got) == ncclSuccess);
-  FUZZ_CHECK(got == (bytes == expected && nFds == 1));
+  FUZZ_CHECK(receiver.tryRecvFd(buffer.data(), expected, 0, &fd, "fuzz", &got) == ncclSuccess);
+  FUZZ_CHECK(got == (bytes == expected && nFds == 1 && claimed == kRank));
   FUZZ_CHECK(buffer[expected] == 0xa5);  // nothing written past the receive's size
   if (got) {
     FUZZ_CHECK(fd.valid());

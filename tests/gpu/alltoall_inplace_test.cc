@@ -295,6 +295,8 @@ class AlltoAllInPlace : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(n(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
 };
@@ -675,11 +677,13 @@ class AlltoAllInPlaceAcrossHosts : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::emulatedHostSizes(n()).empty()) GTEST_SKIP() << n() << " ranks across hosts do not fit this machine";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(n(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
   void acrossEmulatedHosts(const Body& body) {
     colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-    for (int perHost : gputest::emulatedHostSizes(n())) {
+    for (int perHost : gputest::tierHostSizes(n())) {
       SCOPED_TRACE(gputest::emulatedHostsName(n(), perHost));
       EXPECT_EQ(0, withRanks(n(), Mode::kProcesses, body, perHost));
     }

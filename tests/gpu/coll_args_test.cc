@@ -136,6 +136,8 @@ class CollArgs : public ::testing::TestWithParam<int> {
     if (gpuCount() < GetParam()) {
       GTEST_SKIP() << "needs " << GetParam() << " GPUs; this machine has " << gpuCount();
     }
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(GetParam(), &tier, {1, 2})) GTEST_SKIP() << tier;
   }
   int nranks() const { return GetParam(); }
 };

@@ -241,6 +241,8 @@ class CollConfigTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs; this machine has " << gputest::gpuCount();
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(n(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
 };

@@ -556,7 +556,29 @@ std::vector<Case> reducedSweepOf(const std::vector<Coll>& colls, int nranks) {
   return cases;
 }
 
-std::vector<Case> reducedSweepAllColls(int nranks) { return reducedSweepOf(allColls(), nranks); }
+// The quick tier's sweep of `colls` (gputest::quickTier): a float, a narrow integer and a 16-bit
+// float, each with a different op where the collective reduces; counts 1, 1023 and 1 MiB + 3; in
+// and out of place; the last rank as root.
+std::vector<Case> quickSweepOf(const std::vector<Coll>& colls, int nranks) {
+  std::vector<Case> cases;
+  for (Coll coll : colls) {
+    const bool reduces = colltest::collReduces(coll);
+    Shape shape;
+    shape.typeOps = {
+        {ncclFloat32, ncclSum}, {ncclInt8, reduces ? ncclMax : ncclSum}, {ncclBfloat16, reduces ? ncclAvg : ncclSum}};
+    shape.counts = {1, 1023, kMiB + 3};
+    shape.roots = {nranks - 1};
+    addCases(coll, nranks, shape, &cases);
+  }
+  return cases;
+}
+
+// The sweep that the tests of one path (a protocol, an algorithm, a transport) run: reduced, or
+// quick in the quick tier.
+std::vector<Case> tierSweepOf(const std::vector<Coll>& colls, int nranks) {
+  return gputest::quickTier() ? quickSweepOf(colls, nranks) : reducedSweepOf(colls, nranks);
+}
+std::vector<Case> tierSweepAllColls(int nranks) { return tierSweepOf(allColls(), nranks); }
 
 // ---- Tests ---------------------------------------------------------------------------------------
 
@@ -566,6 +588,8 @@ class CollSweep : public ::testing::TestWithParam<int> {
     if (gpuCount() < GetParam()) {
       GTEST_SKIP() << "needs " << GetParam() << " GPUs; this machine has " << gpuCount();
     }
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(GetParam(), &tier)) GTEST_SKIP() << tier;
   }
   int nranks() const { return GetParam(); }
 
@@ -577,7 +601,13 @@ class CollSweep : public ::testing::TestWithParam<int> {
     EXPECT_EQ(0, runMode(mode, nranks(), s, [&](const std::vector<RankCtx*>& r) { return runCases(r, cases); }))
         << cases.size() << " cases; " << seedText();
   }
-  void full(Coll coll, Mode mode) { sweep(mode, fullSweep(coll, nranks())); }
+  // Every type, op and size of one collective; in the quick tier the reduced sweep, and the modes
+  // other than processes for AllReduce only.
+  void full(Coll coll, Mode mode) {
+    if (!gputest::quickTier()) return sweep(mode, fullSweep(coll, nranks()));
+    if (mode != Mode::kProcesses && coll != Coll::kAllReduce) GTEST_SKIP() << "quick tier: AllReduce only in this mode";
+    sweep(mode, reducedSweepOf({coll}, nranks()));
+  }
   void chain(Mode mode) {
     const size_t count = kMiB + 3;
     Resources s;
@@ -591,7 +621,7 @@ class CollSweep : public ::testing::TestWithParam<int> {
     // Set before the fork: each rank sees them before its first NCCL call.
     std::vector<std::unique_ptr<ScopedSetenv>> env;
     for (const auto& [name, value] : vars) env.push_back(std::make_unique<ScopedSetenv>(name, value));
-    sweep(Mode::kProcesses, reducedSweepAllColls(nranks()));
+    sweep(Mode::kProcesses, tierSweepAllColls(nranks()));
   }
 };
 
@@ -627,7 +657,7 @@ TEST_P(CollSweep, AllCollsDirect) {
 // form a chain (topo's singleHostTrees), over NVLink P2P, with LL and with Simple.
 TEST_P(CollSweep, AllReduceTreeOnOneHost) {
   ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
-  const std::vector<Case> cases = reducedSweepOf({Coll::kAllReduce}, nranks());
+  const std::vector<Case> cases = tierSweepOf({Coll::kAllReduce}, nranks());
   for (const char* proto : {"LL", "Simple"}) {
     SCOPED_TRACE(proto);
     ScopedSetenv forced("NCCL_PROTO", proto);
@@ -701,6 +731,8 @@ class CollSweepAcrossHosts : public CollSweep {
  protected:
   void SetUp() override {
     if (hostSizes().empty()) GTEST_SKIP() << nranks() << " ranks across hosts do not fit this machine";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(nranks(), &tier)) GTEST_SKIP() << tier;
   }
   // Ranks per host: n / 2, then fewer, down to 1, those that fit this machine.
   std::vector<int> hostSizes() const { return gputest::emulatedHostSizes(nranks()); }
@@ -708,7 +740,7 @@ class CollSweepAcrossHosts : public CollSweep {
   int largestHost() const { return hostSizes().front(); }
   // The cases on every layout of hostSizes().
   void sweepEveryLayout(const std::vector<Case>& cases) {
-    for (int perHost : hostSizes()) {
+    for (int perHost : gputest::tierHostSizes(nranks())) {
       SCOPED_TRACE(gputest::emulatedHostsName(nranks(), perHost));
       sweep(Mode::kProcesses, cases, cudaStreamDefault, perHost);
     }
@@ -718,7 +750,7 @@ class CollSweepAcrossHosts : public CollSweep {
 };
 
 // Every collective; 4 ranks: 2 hosts of 2 and 4 hosts of 1; 2 ranks: 2 of 1.
-TEST_P(CollSweepAcrossHosts, AllColls) { sweepEveryLayout(reducedSweepAllColls(nranks())); }
+TEST_P(CollSweepAcrossHosts, AllColls) { sweepEveryLayout(tierSweepAllColls(nranks())); }
 
 // Buffers aligned only to the element, with Simple forced: the GPU copies between unaligned user
 // buffers and aligned host FIFOs (also where every rank has a GPU of its own: 1 rank per host).
@@ -734,7 +766,7 @@ TEST_P(CollSweepAcrossHosts, BuffersAlignedOnlyToTheElementSimple) {
 TEST_P(CollSweepAcrossHosts, AllCollsOverLl) {
   if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
   ScopedSetenv netLl("BRAID_NET_LL", "1");
-  const std::vector<Case> cases = reducedSweepAllColls(nranks());
+  const std::vector<Case> cases = tierSweepAllColls(nranks());
   for (bool forceLl : {true, false}) {
     SCOPED_TRACE(forceLl ? "NCCL_PROTO=LL" : "default protocols");
     std::optional<ScopedSetenv> forced;
@@ -751,7 +783,7 @@ TEST_P(CollSweepAcrossHosts, AllCollsDirect) {
   if (colltest::againstReference()) GTEST_SKIP() << "Direct is Braid's algorithm; NCCL does not know the name";
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   ScopedSetenv algo("NCCL_ALGO", "Direct");
-  sweepEveryLayout(reducedSweepAllColls(nranks()));
+  sweepEveryLayout(tierSweepAllColls(nranks()));
 }
 
 // Tree AllReduce (NCCL_ALGO=allreduce:tree) across emulated hosts: 2 hosts of 2 GPUs (a chain in
@@ -761,7 +793,7 @@ TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
   if (colltest::againstReference()) GTEST_SKIP() << "BRAID_NET_LL is Braid's";
   ScopedSetenv netLl("BRAID_NET_LL", "1");
   ScopedSetenv algo("NCCL_ALGO", "allreduce:tree");
-  const std::vector<Case> cases = reducedSweepOf({Coll::kAllReduce}, nranks());
+  const std::vector<Case> cases = tierSweepOf({Coll::kAllReduce}, nranks());
   for (const char* proto : {"LL", "Simple"}) {
     SCOPED_TRACE(proto);
     ScopedSetenv forced("NCCL_PROTO", proto);
@@ -775,7 +807,7 @@ TEST_P(CollSweepAcrossHosts, AllCollsOverTheExampleNetPlugin) {
   ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
   ScopedSetenv net("NCCL_NET", "ExampleTCP");
   ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
-  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, largestHost());
+  sweep(Mode::kProcesses, tierSweepAllColls(nranks()), cudaStreamDefault, largestHost());
 }
 
 // The same plugin behind the oldest table NCCL 2.28 loads (v6: int sizes, no device handles),
@@ -784,7 +816,7 @@ TEST_P(CollSweepAcrossHosts, AllCollsOverAV6NetPlugin) {
   ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V6);
   ScopedSetenv net("NCCL_NET", "ExampleTCPv6");
   ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
-  sweep(Mode::kProcesses, reducedSweepAllColls(nranks()), cudaStreamDefault, largestHost());
+  sweep(Mode::kProcesses, tierSweepAllColls(nranks()), cudaStreamDefault, largestHost());
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, CollSweep, ::testing::Values(2, 4, 8),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -45,6 +46,27 @@ int gpuCount() {
   close(fds[1]);
   count = n;
   return count;
+}
+
+bool quickTier() {
+  const char* tier = std::getenv("BRAID_GPU_TIER");
+  return tier != nullptr && std::string(tier) == "quick";
+}
+
+int quickTierRanks(const std::vector<int>& instances) {
+  const int cap = std::min(gpuCount(), 4);
+  int best = -1;
+  for (int n : instances) {
+    if (n <= cap && n > best) best = n;
+  }
+  return best > 0 ? best : *std::min_element(instances.begin(), instances.end());
+}
+
+bool leftOutOfQuickTier(int nranks, std::string* why, const std::vector<int>& instances) {
+  if (!quickTier() || nranks == quickTierRanks(instances)) return false;
+  *why =
+      "quick tier (BRAID_GPU_TIER=quick) runs the " + std::to_string(quickTierRanks(instances)) + "-rank instance only";
+  return true;
 }
 
 int deviceOfRank(int rank) {
@@ -136,5 +158,6 @@ int main(int argc, char** argv) {
     return 77;
   }
   ::testing::InitGoogleTest(&argc, argv);
+  if (gputest::quickTier()) std::printf("GPU test tier: quick (BRAID_GPU_TIER=quick); unset it for the full tier\n");
   return RUN_ALL_TESTS();
 }

@@ -19,6 +19,20 @@ namespace gputest {
 // Number of GPUs, asked in a child process.
 int gpuCount();
 
+// Test tiers (tests/README.md). BRAID_GPU_TIER=quick, the default of scripts/test.sh, touches every
+// feature once in a few minutes; unset or "full" runs everything.
+bool quickTier();
+// The rank counts the suites instantiated for several of them use.
+inline const std::vector<int>& rankCounts() {
+  static const std::vector<int> counts = {2, 4, 8};
+  return counts;
+}
+// In the quick tier such a suite runs one instance: the largest of `instances` up to 4 ranks that
+// fits this machine's GPUs, else the smallest.
+int quickTierRanks(const std::vector<int>& instances = rankCounts());
+// Whether the quick tier leaves the instance of `nranks` out; *why then says so (for GTEST_SKIP).
+bool leftOutOfQuickTier(int nranks, std::string* why, const std::vector<int>& instances = rankCounts());
+
 // The ranks of tests that use every GPU: all of them, up to 8 (the largest machine they run on).
 inline int allGpuRanks() { return gpuCount() < 8 ? gpuCount() : 8; }
 
@@ -43,6 +57,14 @@ inline bool emulatedHostsFit(int nranks, int perHost) {
 // The host sizes to test nranks across emulated hosts with: n / 2, n / 4, ..., 1 ranks per host,
 // those that fit this machine (emulatedHostsFit). Empty: the test cannot run here.
 std::vector<int> emulatedHostSizes(int nranks);
+
+// The host sizes a test across emulated hosts loops over: emulatedHostSizes, or in the quick tier its
+// largest (hosts of several GPUs: both NVLink and the network between them).
+inline std::vector<int> tierHostSizes(int nranks) {
+  std::vector<int> sizes = emulatedHostSizes(nranks);
+  if (quickTier() && sizes.size() > 1) sizes.resize(1);
+  return sizes;
+}
 
 // "2 hosts of 2 ranks", for traces.
 inline std::string emulatedHostsName(int nranks, int perHost) {

@@ -289,6 +289,8 @@ class Graph : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::gpuCount() < GetParam()) GTEST_SKIP() << "needs " << GetParam() << " GPUs";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(GetParam(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
 };

@@ -176,6 +176,8 @@ class P2p : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::gpuCount() < GetParam()) GTEST_SKIP() << "needs " << GetParam() << " GPUs";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(GetParam(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
 };
@@ -314,13 +316,15 @@ class P2pAcrossHosts : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::emulatedHostSizes(n()).empty()) GTEST_SKIP() << n() << " ranks across hosts do not fit this machine";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(n(), &tier)) GTEST_SKIP() << tier;
   }
   int n() const { return GetParam(); }
 
   // Runs body on hosts of n / 2 ranks, then fewer, down to 1 each: those that fit this machine.
   void acrossEmulatedHosts(const Body& body) {
     colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
-    for (int perHost : gputest::emulatedHostSizes(n())) {
+    for (int perHost : gputest::tierHostSizes(n())) {
       SCOPED_TRACE(gputest::emulatedHostsName(n(), perHost));
       EXPECT_EQ(0, withRanks(n(), Mode::kProcesses, body, perHost));
     }

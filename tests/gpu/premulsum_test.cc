@@ -195,6 +195,8 @@ class PreMulSum : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (gputest::gpuCount() < GetParam()) GTEST_SKIP() << "needs " << GetParam() << " GPUs";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(GetParam(), &tier)) GTEST_SKIP() << tier;
   }
 };
 

@@ -318,6 +318,10 @@ class GpusAndMode : public ::testing::TestWithParam<std::tuple<int, gputest::Mod
   gputest::Mode mode() const { return std::get<1>(GetParam()); }
   void SetUp() override {
     if (gputest::gpuCount() < n()) GTEST_SKIP() << "needs " << n() << " GPUs";
+    std::string tier;
+    if (gputest::leftOutOfQuickTier(n(), &tier)) GTEST_SKIP() << tier;
+    // Processes (descriptors between processes) and threads (pointers within one) are the two paths.
+    if (gputest::quickTier() && mode() == gputest::Mode::kOneThread) GTEST_SKIP() << "quick tier: no one-thread mode";
   }
 };
 

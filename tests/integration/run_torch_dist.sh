@@ -10,7 +10,7 @@
 #    appear and NVIDIA's must not (PyTorch's wheel maps its own copy too; nothing may call it);
 # 3. Braid again with TORCH_NCCL_USE_COMM_NONBLOCKING=1 (nonblocking communicators: ncclInProgress
 #    and ncclCommGetAsyncError polling inside PyTorch).
-# 4. DDP step time: TIMING_ROUNDS (3) rounds of one NVIDIA and one Braid run, alternating, each the
+# 4. DDP step time: TIMING_ROUNDS (3; 0 skips it) rounds of one NVIDIA and one Braid run, alternating, each the
 #    median of 100 steps; the ratio of the medians over rounds is printed (the target: 1.05).
 # Exit status 0 only when every correctness run passes. Logs under $OUT/torch-NPROC.
 set -uo pipefail
@@ -56,7 +56,11 @@ for mode in blocking nonblocking; do
   [ $rc -eq 0 ] || status=1
 done
 
-echo "== DDP step time, $nproc ranks: ${TIMING_ROUNDS:=3} alternating rounds"
+if [ "${TIMING_ROUNDS:=3}" -eq 0 ]; then
+  echo "== DDP step time: not measured (TIMING_ROUNDS=0)"
+  exit $status
+fi
+echo "== DDP step time, $nproc ranks: $TIMING_ROUNDS alternating rounds"
 step_ms() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ddp_step_ms_median'])" "$1"; }
 nv_times=() braid_times=()
 for round in $(seq "$TIMING_ROUNDS"); do

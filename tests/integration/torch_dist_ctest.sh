@@ -11,4 +11,6 @@ fi
 if [ "$(nvidia-smi -L | wc -l)" -lt 2 ]; then
   echo "SKIPPED: needs 2 GPUs"; exit 77
 fi
+# The quick tier (BRAID_GPU_TIER=quick, tests/README.md) checks correctness only: no timing rounds.
+if [ "${BRAID_GPU_TIER:-full}" = quick ]; then export TIMING_ROUNDS=${TIMING_ROUNDS:-0}; fi
 BRAID_LIB=$1 OUT=${OUT:-$PWD} exec bash "$(dirname "$0")/run_torch_dist.sh"

@@ -19,6 +19,8 @@
 
 #include "transport/memory.h"
 #include "transport/suspend.h"
+#include "transport/transport.h"
+#include "util/pid_space.h"
 
 namespace braid::transport {
 namespace {
@@ -155,6 +157,12 @@ struct Job {
   }
   static std::tuple<int, int, int> key(int a, int b, int k) { return {a, b, k}; }
 
+  // Every rank is a thread of this process: the senders each rank's socket accepts.
+  std::vector<PeerDesc> jobPeers() const {
+    const PeerDesc self{0, 0, 0x5, 0x10, static_cast<int32_t>(::getpid()), localPidSpace()};
+    return std::vector<PeerDesc>(n, self);
+  }
+
   // Every rank resumes at once; the results of each.
   std::vector<ncclResult_t> resumeAll() {
     Mailbox box;
@@ -164,7 +172,7 @@ struct Job {
     for (int r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
         MemoryBootstrap bootstrap(&box, r, n);
-        SuspendContext ctx{r, r, 0xabcdefull + 17, &bootstrap, &abortFlag};
+        SuspendContext ctx{r, r, 0xabcdefull + 17, &bootstrap, &abortFlag, jobPeers()};
         results[r] = resumeConnections(ctx, {&conns[r]});
       });
     }

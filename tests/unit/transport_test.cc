@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "transport/layout.h"
 #include "transport/uds.h"
 #include "util/check.h"
+#include "util/pid_space.h"
 #include "util/shm_segment.h"
 #include "util/socket.h"
 
@@ -122,36 +124,60 @@ TEST(TransportNames, DistinctAndWithinLimits) {
 // ---- Unix socket fd passing ----
 
 struct Note {
-  uint64_t tag;
+  int32_t rank;  // the sender's, checked against its process (uds.h)
   int32_t value;
-  int32_t pad;
+  uint64_t tag;
 };
+constexpr size_t kNoteRank = offsetof(Note, rank);
+
+// Every rank a thread of this process.
+std::vector<UdsSender> threadsOfThisProcess(int nranks) {
+  std::vector<UdsSender> senders;
+  for (int r = 0; r < nranks; ++r) senders.push_back(UdsSender{r, static_cast<int32_t>(::getpid()), localPidSpace()});
+  return senders;
+}
 
 TEST(TransportUds, PassesAFileDescriptorBetweenProcesses) {
-  UdsSocket server;
-  ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "test server", &server), ncclSuccess);
-  std::string dest = server.name();
-  int status = runChild([&]() {
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  UniqueFd goRead(go[0]);
+  UniqueFd goWrite(go[1]);
+  const std::string dest = "braid-test-uds-" + uniqueSuffix();
+  pid_t child = ::fork();
+  if (child == 0) {
+    goWrite.reset();
+    char byte = 0;
+    if (::read(goRead.get(), &byte, 1) != 1) ::_exit(1);  // the receiver is bound
     UdsSocket client;
-    if (UdsSocket::bind("braid-test-udsc-" + uniqueSuffix(), "test client", &client) != ncclSuccess) return 2;
+    if (UdsSocket::bind("braid-test-udsc-" + uniqueSuffix(), "test client", {}, &client) != ncclSuccess) ::_exit(2);
     int pipeFds[2];
-    if (::pipe(pipeFds) != 0) return 3;
+    if (::pipe(pipeFds) != 0) ::_exit(3);
     UniqueFd readEnd(pipeFds[0]);
     UniqueFd writeEnd(pipeFds[1]);
     const char text[] = "through the socket";
-    if (::write(writeEnd.get(), text, sizeof(text)) != static_cast<ssize_t>(sizeof(text))) return 4;
+    if (::write(writeEnd.get(), text, sizeof(text)) != static_cast<ssize_t>(sizeof(text))) ::_exit(4);
     Deadline deadline = Deadline::after(milliseconds(5000));
     // A datagram of the wrong size first: the receiver must drop it and keep waiting.
     char junk[3] = {1, 2, 3};
-    if (client.sendFd(dest, readEnd.get(), junk, sizeof(junk), deadline, "junk") != ncclSuccess) return 5;
-    Note note{0xabcdef, 42, 0};
-    if (client.sendFd(dest, readEnd.get(), &note, sizeof(note), deadline, "note") != ncclSuccess) return 6;
-    return 0;  // our copies close here; the ones in flight stay open
-  });
-  ASSERT_EQ(status, 0);
+    if (client.sendFd(dest, readEnd.get(), junk, sizeof(junk), deadline, "junk") != ncclSuccess) ::_exit(5);
+    Note note{1, 42, 0xabcdef};
+    if (client.sendFd(dest, readEnd.get(), &note, sizeof(note), deadline, "note") != ncclSuccess) ::_exit(6);
+    ::_exit(0);  // our copies close here; the ones in flight stay open
+  }
+  ASSERT_GT(child, 0);
+  goRead.reset();
+  UdsSocket server;
+  ASSERT_EQ(UdsSocket::bind(dest, "test server", {UdsSender{1, static_cast<int32_t>(child), localPidSpace()}}, &server),
+            ncclSuccess);
+  ASSERT_EQ(::write(goWrite.get(), "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
   Note note{};
   UniqueFd fd;
-  ASSERT_EQ(server.recvFd(&note, sizeof(note), &fd, Deadline::after(milliseconds(5000)), "test"), ncclSuccess);
+  ASSERT_EQ(server.recvFd(&note, sizeof(note), kNoteRank, &fd, Deadline::after(milliseconds(5000)), "test"),
+            ncclSuccess);
   EXPECT_EQ(note.tag, 0xabcdefu);
   EXPECT_EQ(note.value, 42);
   ASSERT_TRUE(fd.valid());
@@ -163,21 +189,26 @@ TEST(TransportUds, PassesAFileDescriptorBetweenProcesses) {
 
 TEST(TransportUds, ReceiveTimesOutAndHonoursAbort) {
   UdsSocket server;
-  ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "test", &server), ncclSuccess);
+  ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "test", {}, &server), ncclSuccess);
   Note note{};
   UniqueFd fd;
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(server.recvFd(&note, sizeof(note), &fd, Deadline::after(milliseconds(150)), "test"), ncclRemoteError);
+  EXPECT_EQ(server.recvFd(&note, sizeof(note), kNoteRank, &fd, Deadline::after(milliseconds(150)), "test"),
+            ncclRemoteError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
   std::atomic<int> abortFlag{1};
-  EXPECT_EQ(server.recvFd(&note, sizeof(note), &fd, Deadline::after(milliseconds(60000), &abortFlag), "test"),
-            ncclInternalError);
+  EXPECT_EQ(
+      server.recvFd(&note, sizeof(note), kNoteRank, &fd, Deadline::after(milliseconds(60000), &abortFlag), "test"),
+      ncclInternalError);
   EXPECT_FALSE(fd.valid());
+  // The sender's rank must lie inside the payload.
+  bool got = true;
+  EXPECT_EQ(server.tryRecvFd(&note, sizeof(note), sizeof(note) - 2, &fd, "test", &got), ncclInternalError);
 }
 
 TEST(TransportUds, SendToMissingSocketFailsAtOnce) {
   UdsSocket client;
-  ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "test", &client), ncclSuccess);
+  ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "test", {}, &client), ncclSuccess);
   Note note{};
   EXPECT_EQ(client.sendFd("braid-test-nobody-" + uniqueSuffix(), 0, &note, sizeof(note),
                           Deadline::after(milliseconds(60000)), "test"),
@@ -192,7 +223,8 @@ TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
   constexpr int kPerPeer = 2;
   std::vector<UdsSocket> sockets(kRanks);
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "rank " + std::to_string(r), &sockets[r]),
+    ASSERT_EQ(UdsSocket::bind("braid-test-uds-" + uniqueSuffix(), "rank " + std::to_string(r),
+                              threadsOfThisProcess(kRanks), &sockets[r]),
               ncclSuccess);
   int pipeFds[2];
   ASSERT_EQ(::pipe(pipeFds), 0);
@@ -207,7 +239,7 @@ TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
       const UdsSocket& sock = sockets[me];
       int received = 0;
       auto take = [&](const Note& note, UniqueFd fd) {
-        if (fd.valid() && note.tag < kRanks) seen[me][note.tag]++;
+        if (fd.valid() && note.rank >= 0 && note.rank < kRanks) seen[me][note.rank]++;
         received++;
       };
       auto drain = [&]() -> ncclResult_t {
@@ -215,7 +247,7 @@ TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
         UniqueFd fd;
         bool got = true;
         while (got) {
-          NCCLCHECK(sock.tryRecvFd(&note, sizeof(note), &fd, "drain", &got));
+          NCCLCHECK(sock.tryRecvFd(&note, sizeof(note), kNoteRank, &fd, "drain", &got));
           if (got) take(note, std::move(fd));
         }
         return ncclSuccess;
@@ -223,7 +255,7 @@ TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
       for (int k = 0; k < kPerPeer; ++k) {
         for (int peer = 0; peer < kRanks; ++peer) {
           if (peer == me) continue;
-          Note note{static_cast<uint64_t>(me), k, 0};
+          Note note{me, k, 0};
           if (sock.sendFd(sockets[peer].name(), readEnd.get(), &note, sizeof(note), deadline, "send", drain) !=
               ncclSuccess)
             failures++;
@@ -232,7 +264,7 @@ TEST(TransportUds, AllToAllExchangeBeyondTheQueueLengthCompletes) {
       while (received < kPerPeer * (kRanks - 1) && failures.load() == 0) {
         Note note{};
         UniqueFd fd;
-        if (sock.recvFd(&note, sizeof(note), &fd, deadline, "recv") != ncclSuccess) {
+        if (sock.recvFd(&note, sizeof(note), kNoteRank, &fd, deadline, "recv") != ncclSuccess) {
           failures++;
           break;
         }
@@ -250,9 +282,9 @@ TEST(TransportUds, NameInUseIsAnError) {
   std::string name = "braid-test-uds-" + uniqueSuffix();
   UdsSocket first;
   UdsSocket second;
-  ASSERT_EQ(UdsSocket::bind(name, "test", &first), ncclSuccess);
-  EXPECT_EQ(UdsSocket::bind(name, "test", &second), ncclSystemError);
-  EXPECT_EQ(UdsSocket::bind(std::string(200, 'x'), "test", &second), ncclInternalError);
+  ASSERT_EQ(UdsSocket::bind(name, "test", {}, &first), ncclSuccess);
+  EXPECT_EQ(UdsSocket::bind(name, "test", {}, &second), ncclSystemError);
+  EXPECT_EQ(UdsSocket::bind(std::string(200, 'x'), "test", {}, &second), ncclInternalError);
 }
 
 // ---- shared memory segments ----
@@ -338,7 +370,8 @@ Context makeContext(int rank, int nranks, Bootstrap* bootstrap) {
   ctx.cudaDev = rank;
   ctx.commHash = 0x77;
   ctx.bootstrap = bootstrap;
-  for (int r = 0; r < nranks; ++r) ctx.peers.push_back(PeerDesc{r, r, 0x5, r < 2 ? 0x10u : 0x20u});
+  for (int r = 0; r < nranks; ++r)
+    ctx.peers.push_back(PeerDesc{r, r, 0x5, r < 2 ? 0x10u : 0x20u, r < 2 ? 100 : 200, 0x42});
   std::copy(kDefaultBuff, kDefaultBuff + kNumProtos, ctx.buffBytes);
   return ctx;
 }
