@@ -3,10 +3,12 @@
  * teams, device-communicator requirements and window pointer lookups, with the struct layouts and
  * initializers of NVIDIA's nccl_device/host.h, so that a program that queries them runs on Braid.
  *
- * Braid implements ncclCommQueryProperties, the team functions and the window pointer lookups. It
- * does not yet create device communicators (ncclDevCommCreate and the requirement builders fail
- * with a WARN that says so), nor multicast, GIN or CFT, which need hardware or networks Braid does
- * not drive: ncclCommQueryProperties reports them unsupported. The device side is nccl_device.h;
+ * Braid implements ncclCommQueryProperties, device communicators (ncclDevCommCreate and
+ * ncclDevCommDestroy, with LSA barriers, hybrid barriers within one LSA team, the LL all-to-all and
+ * a program's own resource buffers), the requirement builders, the team functions and the window
+ * pointer lookups. Multicast, GIN and CFT need hardware or networks Braid does not drive:
+ * ncclCommQueryProperties reports them unsupported and ncclDevCommCreate refuses requirements that
+ * ask for them, with a WARN that names them. The device side is nccl_device.h;
  * the structures a device communicator is made of (struct ncclDevComm, a window's device
  * descriptor) are in nccl_device/comm.h, included at the end.
  *

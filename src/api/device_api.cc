@@ -1,22 +1,27 @@
-// The host side of NCCL's device API (nccl_device/host.h): teams, which Braid computes, window
-// pointer lookups (window/window_registry.h), and the device communicator and resource
-// requirements, which wait for Braid's device API: those fail with a WARN naming what is missing.
-// The multicast lookups answer NULL, as NCCL does where there is no multicast (Braid never uses
-// NVLink SHARP).
+// The host side of NCCL's device API (nccl_device/host.h): device communicators (their resource
+// window, window/dev_comm.cc; the layout of each NCCL release, api/dev_comm_abi.h), the requirement
+// builders, teams, which Braid computes, and window pointer lookups (window/window_registry.h). The
+// multicast lookups answer NULL, as NCCL does where there is no multicast (Braid never uses NVLink
+// SHARP); GIN and CFT requirements fail with a WARN that names them.
 #include <nccl_device/host.h>
 
+#include <cstring>
 #include <memory>
 
 #include "api/api_guard.h"
+#include "api/dev_comm_abi.h"
 #include "api/export.h"
+#include "api/window_glue.h"
 #include "core/comm.h"
+#include "core/group.h"
 #include "core/teams.h"
+#include "launch/enqueue.h"
 #include "util/check.h"
+#include "window/manager.h"
 #include "window/window_registry.h"
 
 namespace {
 
-constexpr const char* kDeviceApi = "the NCCL device API (ncclDevComm, nccl_device.h)";
 constexpr const char* kCft = "CFT (Compute Fabric Transport, which needs Blackwell GPUs and CUDA 13.3)";
 constexpr const char* kGin = "GIN (GPU-initiated networking needs an InfiniBand/RoCE or EFA NIC driven from the GPU)";
 
@@ -45,23 +50,56 @@ braid::LsaLayout lsaOf(const ncclComm* comm) { return braid::lsaLayoutOf(comm->p
 
 }  // namespace
 
+// Collective. Inside a group it runs at the outermost ncclGroupEnd (*outDevComm is filled in then),
+// as NCCL's does, so that one thread may create device communicators on several GPUs at once. A
+// rank that refuses its requirements still takes part, so that its peers fail with it.
 BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
           ncclDevComm_t* outDevComm);
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm) {
-  return braid::apiGuard("ncclDevCommCreate", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclDevCommCreate"));
-    NCCLCHECK(checkOut(reqs, "ncclDevCommCreate", "reqs"));
-    NCCLCHECK(checkOut(outDevComm, "ncclDevCommCreate", "outDevComm"));
-    return braid::notImplemented("ncclDevCommCreate", kDeviceApi);
+  const char* caller = "ncclDevCommCreate";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckUsable(comm, caller));
+    NCCLCHECK(checkOut(reqs, caller, "reqs"));
+    NCCLCHECK(checkOut(outDevComm, caller, "outDevComm"));
+    const braid::LsaLayout lsa = lsaOf(comm);
+    braid::DevCommLayout layout;
+    braid::window::DevCommAsk ask;
+    const ncclResult_t refusal = braid::readDevCommRequirements(reqs, comm->nranks_, lsa.size, &layout, &ask);
+    braid::window::Manager* windows = nullptr;
+    NCCLCHECK(braid::commWindows(comm, true, &windows));
+    uint32_t* abortWord = nullptr;
+    NCCLCHECK(braid::kernelAbortWordOf(comm, &abortWord));
+    auto job = [windows, ask, refusal, layout, abortWord, outDevComm] {
+      braid::window::DevCommMade made;
+      NCCLCHECK(windows->createDevComm(ask, refusal, &made));
+      made.abortFlag = abortWord;
+      braid::writeDevComm(layout, made, outDevComm);
+      return ncclSuccess;
+    };
+    braid::GroupContext& group = braid::GroupContext::current();
+    if (!group.active()) return job();
+    group.deferInit(job, [] {});
+    return refusal;
   });
 }
 
+// Local: releases the device communicator's resource window. Its kernels must have finished.
 BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm);
 ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
-  return braid::apiGuard("ncclDevCommDestroy", [&] {
-    NCCLCHECK(braid::commCheckHandle(comm, "ncclDevCommDestroy"));
-    NCCLCHECK(checkOut(devComm, "ncclDevCommDestroy", "devComm"));
-    return braid::notImplemented("ncclDevCommDestroy", kDeviceApi);
+  const char* caller = "ncclDevCommDestroy";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, caller));
+    NCCLCHECK(checkOut(devComm, caller, "devComm"));
+    const ncclWindow_t resources = braid::resourceWindowOf(devComm);
+    braid::window::Manager* windows = nullptr;
+    NCCLCHECK(braid::commWindows(comm, false, &windows));
+    if (windows == nullptr) {
+      if (resources == nullptr) return ncclSuccess;
+      WARN("%s: devComm %p was not made by this communicator (it has no windows)", caller,
+           static_cast<const void*>(devComm));
+      return ncclInvalidArgument;
+    }
+    return windows->destroyDevComm(resources);
   });
 }
 
@@ -207,10 +245,28 @@ int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
   return world - lsaBase;
 }
 
+// The memory of `nBarriers` LSA barriers of `team`, for the program's resource requirements list.
 BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
           ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*) {
-  return braid::notImplemented("ncclLsaBarrierCreateRequirement", kDeviceApi);
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncclLsaBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq) {
+  const char* caller = "ncclLsaBarrierCreateRequirement";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(checkOut(outHandle, caller, "outHandle"));
+    NCCLCHECK(checkOut(outReq, caller, "outReq"));
+    if (nBarriers < 0 || team.nRanks <= 0) {
+      WARN("%s: nBarriers %d and team.nRanks %d: a team has ranks and the count is not negative", caller, nBarriers,
+           team.nRanks);
+      return ncclInvalidArgument;
+    }
+    std::memset(outReq, 0, sizeof(*outReq));
+    outReq->bufferSize = braid::window::lsaBarrierBytes(nBarriers, team.nRanks);
+    outReq->bufferAlign = braid::window::kLsaBarrierAlign;
+    outReq->outBufferHandle = &outHandle->bufHandle;
+    outHandle->bufHandle = 0;
+    outHandle->nBarriers = nBarriers;
+    return ncclSuccess;
+  });
 }
 
 BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team, int nBarriers,
@@ -231,10 +287,27 @@ ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t, int, ncclCftBarrierHand
 BRAID_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize);
 int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) { return maxElts * ((maxEltSize + 7) / 8); }
 
+// The memory of the LL all-to-all: `nBlocks` blocks of `nSlots` slots.
 BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
           ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*) {
-  return braid::notImplemented("ncclLLA2ACreateRequirement", kDeviceApi);
+ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
+                                        ncclDevResourceRequirements_t* outReq) {
+  const char* caller = "ncclLLA2ACreateRequirement";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(checkOut(outHandle, caller, "outHandle"));
+    NCCLCHECK(checkOut(outReq, caller, "outReq"));
+    if (nBlocks < 0 || nSlots < 0) {
+      WARN("%s: nBlocks %d and nSlots %d must not be negative", caller, nBlocks, nSlots);
+      return ncclInvalidArgument;
+    }
+    std::memset(outReq, 0, sizeof(*outReq));
+    outReq->bufferSize = braid::window::lla2aBytes(nBlocks, nSlots);
+    outReq->bufferAlign = braid::window::kLla2aAlign;
+    outReq->outBufferHandle = &outHandle->bufHandle;
+    outHandle->bufHandle = 0;
+    outHandle->nSlots = static_cast<uint32_t>(nSlots);
+    return ncclSuccess;
+  });
 }
 
 // NCCL's library exports these two although its Linux header does not declare them.

@@ -35,6 +35,12 @@ bool hostRma(ncclComm* comm, int nLsaTeams) {
   return windows == nullptr || windows->rmaPossible();
 }
 
+bool windowsPossible(ncclComm* comm) {
+  const braid::CudaDriver* drv = nullptr;
+  std::string why;
+  return braid::cudaDriver(&drv) == ncclSuccess && braid::window::windowSupport(drv, comm->cudaDev_, &why);
+}
+
 ncclCommProperties_t propertiesOf(ncclComm* comm) {
   ncclCommProperties_t p;
   std::memset(&p, 0, sizeof(p));  // also the padding: see above
@@ -42,9 +48,9 @@ ncclCommProperties_t propertiesOf(ncclComm* comm) {
   p.nRanks = comm->nranks_;
   p.cudaDev = comm->cudaDev_;
   p.nvmlDev = braid::topo::nvmlIndexOfBusId(comm->busId_);
-  // Not yet in Braid: the device API (nccl_device.h). Never in Braid on these machines: multicast
-  // (NVLink SHARP stays off), GIN and CFT.
-  p.deviceApiSupport = false;
+  // Device communicators need windows (cuMem on this GPU). Not in Braid: multicast (NVLink SHARP
+  // stays off), GIN and CFT.
+  p.deviceApiSupport = windowsPossible(comm);
   p.multimemSupport = false;
   p.ginType = NCCL_GIN_TYPE_NONE;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;

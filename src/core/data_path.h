@@ -68,6 +68,10 @@ class DataPathBase {
   [[nodiscard]] virtual ncclResult_t suspendMemory() = 0;
   // Remakes it at the same addresses. Collective with the peers it shares memory with.
   [[nodiscard]] virtual ncclResult_t resumeMemory() = 0;
+
+  // The device address of the word that is non-zero once the communicator's kernels must stop
+  // (the one its own kernels poll), for device communicators' abortFlag. Valid until destruction.
+  [[nodiscard]] virtual ncclResult_t kernelAbortWord(uint32_t** out) = 0;
 };
 
 }  // namespace braid

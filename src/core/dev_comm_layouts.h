@@ -10,8 +10,9 @@
 
 #include <nccl.h>
 #include <nccl_device/host.h>
-#include <stddef.h>
-#include <stdint.h>
+
+#include <cstddef>
+#include <cstdint>
 
 namespace braid {
 

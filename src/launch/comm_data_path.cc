@@ -108,6 +108,15 @@ bool CommDataPath::needsConnect(ConnectScope scope) const {
           registration_.needsP2pExchange(p2pQueue_));
 }
 
+ncclResult_t CommDataPath::kernelAbortWord(uint32_t** out) {
+  ScopedDevice device(comm_->cudaDev_);
+  NCCLCHECK(device_->allocAbortFlag());
+  watch_.lendAbortWord(device_->hostAbortFlag());
+  // The kernels' word holds 0 or 1: read as unsigned it says the same.
+  *out = const_cast<uint32_t*>(reinterpret_cast<const volatile uint32_t*>(device_->deviceAbortFlag()));
+  return ncclSuccess;
+}
+
 // The rings (collective: only when the group has a collective) and, in scope kAll, the
 // point-to-point peers the group's sends and receives name for the first time (pairwise, see
 // p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc),

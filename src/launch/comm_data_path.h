@@ -75,6 +75,7 @@ class CommDataPath final : public DataPathBase, public OperationSink {
   bool suspendable(std::string* why) const override;
   [[nodiscard]] ncclResult_t suspendMemory() override;
   [[nodiscard]] ncclResult_t resumeMemory() override;
+  [[nodiscard]] ncclResult_t kernelAbortWord(uint32_t** out) override;
 
  private:
   explicit CommDataPath(ncclComm* comm);

@@ -44,6 +44,12 @@ ncclResult_t launchAsGroup(ncclComm* comm) {
 
 }  // namespace
 
+ncclResult_t kernelAbortWordOf(ncclComm* comm, uint32_t** out) {
+  OperationSink* operations = nullptr;
+  NCCLCHECK(operationsOf(comm, &operations));  // makes the data path, which owns the word
+  return comm->dataPath_->kernelAbortWord(out);
+}
+
 ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller, const ncclCollConfig_t* config) {
   NCCLCHECK(commCheckUsable(comm, caller));
   CollTask queued = task;

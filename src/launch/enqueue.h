@@ -11,6 +11,10 @@ struct ncclComm;
 
 namespace braid {
 
+// The device address of the word the communicator's kernels poll to stop (data_path.h), made with
+// its data path if need be: device communicators carry it as their abortFlag.
+[[nodiscard]] ncclResult_t kernelAbortWordOf(ncclComm* comm, uint32_t** out);
+
 // config: a nccl*Config call's ncclCollConfig_t (NULL: the plain call), read into task's options
 // after the communicator's checks (launch/coll_config.h).
 [[nodiscard]] ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller,

@@ -91,7 +91,7 @@ ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, nccl
   if (refusal == ncclSuccess) refusal = localRefusal(buff, size, winFlags);
   if (!padTried_) NCCLCHECK(makePad());
   std::unique_ptr<Window> w;
-  NCCLCHECK(registerCollective(buff, size, winFlags, false, refusal, &w));
+  NCCLCHECK(registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
   registryAdd(w->info);
   *out = w->info->handle;
   windows_.push_back(std::move(w));
@@ -117,6 +117,10 @@ Window* Manager::windowHolding(const void* ptr, uint64_t bytes) {
 }
 
 void Manager::destroyWindow(Window* w) {
+  if (table_.remove(w->slot, setupStream_) != ncclSuccess) {
+    INFO(kLogAlloc, "%s: the device table of windows could not drop window %llu", me().c_str(),
+         static_cast<unsigned long long>(w->serial));
+  }
   structs_.give(w->slot);
   auto it = std::find_if(windows_.begin(), windows_.end(), [w](const auto& p) { return p.get() == w; });
   if (it != windows_.end()) windows_.erase(it);  // unmaps its flat range
@@ -147,6 +151,11 @@ ncclResult_t Manager::deregisterWindow(ncclWindow_t handle) {
     WARN("%s: %s: win %p is not a window of this communicator (deregistered already?)", caller, me().c_str(),
          static_cast<void*>(handle));
     return ncclInvalidArgument;
+  }
+  if (w->info->role == WindowRole::kDevResources) {
+    WARN("%s: %s: win %p holds a device communicator's resources: ncclDevCommDestroy releases it", caller, me().c_str(),
+         static_cast<void*>(handle));
+    return ncclInvalidUsage;
   }
   if (w->uses.pending()) {
     WARN(

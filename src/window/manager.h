@@ -20,6 +20,7 @@
 #include "core/windows_base.h"
 #include "cuda/cuda_driver.h"
 #include "register/graph_hold.h"
+#include "window/dev_comm.h"
 #include "window/fd_post.h"
 #include "window/local_alloc.h"
 #include "window/offer.h"
@@ -28,6 +29,7 @@
 #include "window/struct_pool.h"
 #include "window/window.h"
 #include "window/window_context.h"
+#include "window/window_table.h"
 
 namespace braid::window {
 
@@ -54,6 +56,12 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] ncclResult_t signal(int peer, int sig, int ctx, unsigned flags, cudaStream_t stream);
   [[nodiscard]] ncclResult_t waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, cudaStream_t stream);
 
+  // ncclDevCommCreate (dev_comm.cc): the resource window `ask` describes, made collectively (a
+  // `refusal` found before still takes part, as in registerWindow). Every rank must ask alike.
+  [[nodiscard]] ncclResult_t createDevComm(const DevCommAsk& ask, ncclResult_t refusal, DevCommMade* out);
+  // ncclDevCommDestroy: releases the resource window (local; NULL: nothing was made).
+  [[nodiscard]] ncclResult_t destroyDevComm(ncclWindow_t resourceWindow);
+
   // Whether one-sided operations can run, or may once the first registration sets them up
   // (ncclCommQueryProperties' hostRmaSupport).
   bool rmaPossible() const { return backend_ != nullptr || !padTried_; }
@@ -62,7 +70,7 @@ class Manager final : public CommWindowsBase {
   Manager(WindowContext ctx, const CudaDriver* drv) : ctx_(std::move(ctx)), drv_(drv) {}
 
   // registration.cc
-  [[nodiscard]] ncclResult_t registerCollective(void* buff, uint64_t size, int winFlags, bool internal,
+  [[nodiscard]] ncclResult_t registerCollective(void* buff, uint64_t size, int winFlags, WindowRole role,
                                                 ncclResult_t refusal, std::unique_ptr<Window>* out);
   [[nodiscard]] ncclResult_t mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers,
                                      const OfferVerdict& verdict, LocalAllocation* local, Window* w);
@@ -70,6 +78,9 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] ncclResult_t agree(ncclResult_t mine, const std::string& what);
   [[nodiscard]] ncclResult_t makePad();
   ncclResult_t localRefusal(void* buff, size_t size, int winFlags) const;
+  // dev_comm.cc
+  [[nodiscard]] ncclResult_t agreeOnResources(ncclResult_t mine, uint64_t bytes);
+  [[nodiscard]] ncclResult_t makeResourceWindow(uint64_t bytes, Window** out);
   bool anyPeerProcess() const;
 
   // manager.cc
@@ -89,6 +100,7 @@ class Manager final : public CommWindowsBase {
   cudaStream_t setupStream_ = nullptr;  // private non-blocking stream for struct writes and pad setup
   FdPost fds_;
   StructPool structs_;
+  WindowTable table_;
   uint64_t serial_ = 0;
   std::vector<std::unique_ptr<Window>> windows_;
   std::shared_ptr<reg::ReleaseBox> graphReleases_ = std::make_shared<reg::ReleaseBox>();

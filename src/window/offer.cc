@@ -30,7 +30,7 @@ OfferVerdict judgeOffers(const std::vector<WindowOffer>& offers, int lsaBase, in
     }
   }
   for (size_t r = 1; r < offers.size(); ++r) {
-    if (offers[r].serial != offers[0].serial || offers[r].internal != offers[0].internal) {
+    if (offers[r].serial != offers[0].serial || offers[r].role != offers[0].role) {
       return refuse(ncclInternalError, "ranks 0 and " + std::to_string(r) + " are at different registrations (" +
                                            std::to_string(offers[0].serial) + ", " + std::to_string(offers[r].serial) +
                                            ")");

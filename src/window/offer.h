@@ -27,7 +27,7 @@ struct WindowOffer {
   uint64_t allocBase;    // the allocation's address in the owner's process (peers of that process retain it)
   uint64_t granularity;  // the allocation's mapping granularity
   int32_t cudaDev;
-  int32_t internal;   // 1: the library's own signal memory, not a user's window
+  int32_t role;       // what the window holds: a WindowRole (window.h)
   char udsName[104];  // where the owner takes file descriptors ("" when no peer process maps its memory)
 };
 static_assert(sizeof(WindowOffer) == 176, "WindowOffer crosses process boundaries: keep it fixed");

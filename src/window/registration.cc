@@ -124,7 +124,7 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   info->userPtr = reinterpret_cast<char*>(offers[ctx_.rank].allocBase) + offers[ctx_.rank].memOffset;
   info->userBytes = offers[ctx_.rank].userBytes;
   info->winFlags = offers[ctx_.rank].winFlags;
-  info->internal = offers[ctx_.rank].internal != 0;
+  info->role = static_cast<WindowRole>(offers[ctx_.rank].role);
   info->worldRank = ctx_.rank;
   info->nranks = ctx_.nranks;
   info->lsaRank = ctx_.lsaRank;
@@ -132,7 +132,7 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   info->lsaFlatBase = w->flat->base() + layout.userOffset;
   info->stride = layout.stride;
   for (int i = 0; i < ctx_.lsaSize; ++i) info->lsaBytes.push_back(offers[ctx_.lsaBase() + i].userBytes);
-  if (!info->internal) NCCLCHECK(publish(w, info.get()));
+  if (info->role != WindowRole::kSignals) NCCLCHECK(publish(w, info.get()));
   w->info = std::move(info);
   w->serial = serial;
   return ncclSuccess;
@@ -152,14 +152,31 @@ ncclResult_t Manager::publish(Window* w, WindowInfo* info) {
   d.cftFlatRank = -1;
   d.ucLeIdBase = kLeIdInvalid;
   NCCLCHECK(StructPool::write(w->slot, d, setupStream_));
+  w->desc = d;
   info->handle = reinterpret_cast<ncclWindow_t>(w->slot);
-  return ncclSuccess;
+  return table_.add(reinterpret_cast<uintptr_t>(info->userPtr), info->userBytes, w->slot, setupStream_);
 }
 
-ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags, bool internal, ncclResult_t refusal,
+namespace {
+
+const char* registrationName(WindowRole role) {
+  switch (role) {
+    case WindowRole::kSignals:
+      return "signal memory";
+    case WindowRole::kDevResources:
+      return "ncclDevCommCreate";
+    default:
+      return "ncclCommWindowRegister";
+  }
+}
+
+}  // namespace
+
+ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags, WindowRole role, ncclResult_t refusal,
                                          std::unique_ptr<Window>* out) {
   const uint64_t serial = ++serial_;
-  const std::string what = me() + ": " + (internal ? "signal memory" : "ncclCommWindowRegister");
+  const bool internal = role == WindowRole::kSignals;
+  const std::string what = me() + ": " + registrationName(role);
   WindowOffer mine;
   std::memset(&mine, 0, sizeof(mine));
   mine.magic = kOfferMagic;
@@ -167,7 +184,7 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
   mine.winFlags = winFlags;
   mine.userBytes = size;
   mine.cudaDev = ctx_.cudaDev;
-  mine.internal = internal ? 1 : 0;
+  mine.role = static_cast<int32_t>(role);
   std::strncpy(mine.udsName, fds_.name().c_str(), sizeof(mine.udsName) - 1);
   LocalAllocation local;
   ncclResult_t status = refusal;
@@ -194,6 +211,7 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
   auto w = std::make_unique<Window>();
   const ncclResult_t agreed = agree(mapTeam(serial, offers, verdict, &local, w.get()), what);
   if (agreed != ncclSuccess) {
+    (void)table_.remove(w->slot, setupStream_);
     structs_.give(w->slot);  // the flat range goes with w
     return agreed;
   }
@@ -236,7 +254,8 @@ ncclResult_t Manager::makePad() {
   if (refusal == ncclSuccess)
     refusal = SignalPad::create(drv_, ctx_.cudaDev, layout, anyPeerProcess(), setupStream_, &pad);
   std::unique_ptr<Window> window;
-  ncclResult_t result = registerCollective(pad ? pad->local() : nullptr, layout.bytes(), 0, true, refusal, &window);
+  ncclResult_t result =
+      registerCollective(pad ? pad->local() : nullptr, layout.bytes(), 0, WindowRole::kSignals, refusal, &window);
   if (result != ncclSuccess) {
     rmaWhy_ = why.empty() ? "setting up its signal memory failed on some rank (see the WARNs of the first "
                             "ncclCommWindowRegister)"

@@ -9,11 +9,17 @@
 #include <memory>
 #include <vector>
 
+#include "cuda/vmm_memory.h"
 #include "window/flat_range.h"
 #include "window/use_tracker.h"
 #include "window/window_types.h"
 
 namespace braid::window {
+
+// What a window holds: a program's buffer, the library's signal memory for one-sided operations
+// (no device struct: device code never names it), or a device communicator's resource buffers
+// (memory the library allocated, released by ncclDevCommDestroy).
+enum class WindowRole : int32_t { kUser = 0, kSignals = 1, kDevResources = 2 };
 
 struct WindowInfo {
   const void* owner = nullptr;  // the Manager that registered it
@@ -21,7 +27,7 @@ struct WindowInfo {
   char* userPtr = nullptr;
   uint64_t userBytes = 0;
   int winFlags = 0;
-  bool internal = false;  // the library's signal memory, not a user's window
+  WindowRole role = WindowRole::kUser;
   int worldRank = 0;
   int nranks = 0;
   int lsaRank = 0;
@@ -42,10 +48,12 @@ struct WindowInfo {
 };
 
 struct Window {
+  std::unique_ptr<VmmMemory> ownMemory;  // the library's memory behind a kDevResources window
   std::shared_ptr<const WindowInfo> info;
   uint64_t serial = 0;
   std::unique_ptr<FlatRange> flat;
   WindowVidmem* slot = nullptr;  // device struct (the handle); given back to the pool when the window goes
+  WindowVidmem desc{};           // what the device struct holds
   UseTracker uses;               // eager one-sided operations that may still use it
   int graphRefs = 0;             // captured graphs that use it (released when they are destroyed)
   bool deregistered = false;     // kept only for graphRefs

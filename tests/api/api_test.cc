@@ -156,8 +156,10 @@ TEST(Api, NewerFunctionsWithoutACommunicator) {
   EXPECT_NE(std::string::npos, lastError().find("comm is NULL")) << lastError();
   ncclLLA2AHandle_t handle;
   ncclDevResourceRequirements_t req;
-  EXPECT_EQ(ncclInvalidUsage, ncclLLA2ACreateRequirement(1, 4, &handle, &req));
-  EXPECT_NE(std::string::npos, lastError().find("device API"));
+  EXPECT_EQ(ncclSuccess, ncclLLA2ACreateRequirement(1, 4, &handle, &req));
+  EXPECT_EQ(req.bufferSize, 1u * (1 + 2 * 4) * 16);
+  EXPECT_EQ(ncclInvalidArgument, ncclLLA2ACreateRequirement(1, 4, nullptr, &req));
+  EXPECT_NE(std::string::npos, lastError().find("outHandle"));
   EXPECT_EQ(4 * 3, ncclLLA2ACalcSlots(4, 17));  // 17 bytes take three 8-byte words
   void* ptr = &handle;
   EXPECT_EQ(ncclSuccess, ncclGetLsaMultimemDevicePointer(nullptr, 0, &ptr));  // no multicast: NULL

@@ -1,9 +1,9 @@
 // Kernels written against Braid's nccl_device.h, as a program of its own would write them: a one-shot
 // LSA AllReduce between two barriers, the same with ncclLsaReduceSumCopy, an AllGather that pushes through symmetric
-// pointers, an LL all-to-all exchange over several epochs, and warp-wide barriers. They run on device communicators of
-// the library, with every GPU of the machine as one LSA team, and their results are checked exactly. Until the library
-// creates windows and device communicators, the run is skipped and the test checks that ncclDevCommCreate fails
-// cleanly. The kernels build for sm_80 and sm_90 whatever the build's own architectures (tests/gpu/CMakeLists.txt).
+// pointers, an LL all-to-all exchange over several epochs, warp-wide barriers, hybrid barriers and ncclFindWindow.
+// They run on device communicators of the library, with every GPU of the machine as one LSA team, and their results
+// are checked exactly. Device communicators that ask for what Braid lacks are refused without a trace. The kernels
+// build for sm_80 and sm_90 whatever the build's own architectures (tests/gpu/CMakeLists.txt).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -117,6 +117,15 @@ __global__ void warpBarriers(ncclDevComm devComm, int* passed) {
   if (nccl::utility::lane() == 0) atomicAdd(passed, 1);
 }
 
+// ncclFindWindow names the window holding a pointer (through the communicator's table of windows),
+// and the hybrid barrier set (barrierCount) syncs the LSA team.
+__global__ void findWindowAndHybridBarrier(ncclDevComm devComm, const void* inside, ncclWindow_t expected, int* ok) {
+  ncclWindow_t found = ncclFindWindow(ncclCoopCta(), devComm, inside);
+  ncclBarrierSession<ncclCoopCta> hybrid(ncclCoopCta(), ncclTeamTagLsa(), devComm, blockIdx.x);
+  hybrid.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  if (threadIdx.x == 0) ok[blockIdx.x] = (found == expected) ? 1 : 0;
+}
+
 // Never launched: makes the rest of the header's templates compile for every architecture built.
 __global__ void headerInstantiations(ncclDevComm devComm, ncclWindow_t win, ncclLLA2AHandle handle, float* out) {
   ncclCoopAny any(ncclCoopTile<8>{});
@@ -145,6 +154,7 @@ using Elem = uint32_t;  // sums wrap exactly
 Elem input(int rank, size_t i) { return Elem((rank + 1) * 2654435761u) ^ Elem(i * 40503u + 17); }
 
 struct Rank {
+  int dev = 0;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   Elem* send = nullptr;  // kPad + count elements; the window starts at the allocation
@@ -169,16 +179,17 @@ int checkKernelImages() {
   CHILD_CUDA(cudaFuncGetAttributes(&attr, lsaAllGather<Elem>));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, lla2aExchange));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, warpBarriers));
+  CHILD_CUDA(cudaFuncGetAttributes(&attr, findWindowAndHybridBarrier));
   CHILD_CUDA(cudaFuncGetAttributes(&attr, headerInstantiations));
   CHILD_EXPECT(attr.maxThreadsPerBlock >= kThreads);
   return 0;
 }
 
-// Buffers and windows on every rank (collective: one group over the ranks). 77: no windows yet.
+// Buffers and windows on every rank (collective: one group over the ranks).
 int openWindows(std::vector<Rank>& ranks) {
   const int n = static_cast<int>(ranks.size());
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
     CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&ranks[r].send), (kPad + kCount) * sizeof(Elem)));
     CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&ranks[r].recv), (kPad + kCount * n) * sizeof(Elem)));
@@ -194,16 +205,13 @@ int openWindows(std::vector<Rank>& ranks) {
                                       &ranks[r].recvWin, 0);
     }
   }
-  ncclResult_t end = ncclGroupEnd();
-  if (result == ncclInvalidUsage && lastErrorNames("windows")) return 77;
   CHILD_NCCL(result);
-  CHILD_NCCL(end);
+  CHILD_NCCL(ncclGroupEnd());
   return 0;
 }
 
-// The device communicators: barriers for every block and every warp, and one LL all-to-all block per
-// thread block (no hybrid barriers: NCCL counts barrierCount as a GIN resource). 77: no device
-// communicators yet.
+// The device communicators: barriers for every block and every warp, hybrid barriers for every block
+// (within one LSA team they need no GIN), and one LL all-to-all block per thread block.
 int openDevComms(std::vector<Rank>& ranks) {
   const int n = static_cast<int>(ranks.size());
   std::vector<ncclDevResourceRequirements_t> llReqs(n);
@@ -215,16 +223,38 @@ int openDevComms(std::vector<Rank>& ranks) {
     if (result != ncclSuccess) break;
     ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.lsaBarrierCount = kBlocks * kWarps;
+    reqs.barrierCount = kBlocks;
     reqs.resourceRequirementsList = &llReqs[r];
     result = ncclDevCommCreate(ranks[r].comm, &reqs, &ranks[r].devComm);
   }
-  ncclResult_t end = ncclGroupEnd();
-  if (result == ncclInvalidUsage && lastErrorNames("device API")) return 77;
   CHILD_NCCL(result);
-  CHILD_NCCL(end);
+  CHILD_NCCL(ncclGroupEnd());
   for (const Rank& rank : ranks) {
     CHILD_EXPECT(rank.devComm.lsaSize == n && rank.devComm.nRanks == n);
     CHILD_EXPECT(rank.devComm.lsaMultimem.mcBasePtr == nullptr && rank.devComm.ginConnectionCount == 0);
+    CHILD_EXPECT(rank.devComm.magic == NCCL_API_MAGIC && rank.devComm.abortFlag != nullptr);
+    CHILD_EXPECT(rank.devComm.windowTable != nullptr && rank.devComm.resourceWindow != nullptr);
+    CHILD_EXPECT(rank.devComm.lsaBarrier.nBarriers == kBlocks * kWarps &&
+                 rank.devComm.hybridLsaBarrier.nBarriers == kBlocks);
+  }
+  return 0;
+}
+
+int runFindWindow(std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; r++) {
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].flags, 0, sizeof(int) * kBlocks));
+    findWindowAndHybridBarrier<<<kBlocks, kThreads, 0, ranks[r].stream>>>(ranks[r].devComm, ranks[r].recv + kPad + 5,
+                                                                          ranks[r].recvWin, ranks[r].flags);
+    CHILD_CUDA(cudaGetLastError());
+  }
+  for (int r = 0; r < n; r++) {
+    int ok[kBlocks];
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
+    CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
+    CHILD_CUDA(cudaMemcpy(ok, ranks[r].flags, sizeof(ok), cudaMemcpyDeviceToHost));
+    for (int b = 0; b < kBlocks; b++) CHILD_EXPECT(ok[b] == 1);
   }
   return 0;
 }
@@ -235,12 +265,12 @@ int runAllReduce(std::vector<Rank>& ranks, bool reduceCopy) {
   for (int r = 0; r < n; r++) {
     std::vector<Elem> in(kCount);
     for (size_t i = 0; i < kCount; i++) in[i] = input(r, i);
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(gputest::uploadSync(ranks[r].send + kPad, in.data(), kCount * sizeof(Elem)));
     CHILD_CUDA(gputest::poisonSync(ranks[r].recv, 0xa5, (kPad + kCount * n) * sizeof(Elem)));
   }
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     if (reduceCopy) {
       ncclSymPtr<Elem> send(ranks[r].sendWin, kPad * sizeof(Elem)), recv(ranks[r].recvWin, kPad * sizeof(Elem));
       lsaReduceSumCopyAllReduce<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(send, recv, kCount, ranks[r].devComm);
@@ -252,7 +282,7 @@ int runAllReduce(std::vector<Rank>& ranks, bool reduceCopy) {
   }
   for (int r = 0; r < n; r++) {
     std::vector<Elem> out(kPad + kCount);
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
     CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].recv, out.size() * sizeof(Elem), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kPad; i++) CHILD_EXPECT(out[i] == 0xa5a5a5a5u);  // before the offset: untouched
@@ -268,12 +298,12 @@ int runAllReduce(std::vector<Rank>& ranks, bool reduceCopy) {
 int runAllGather(std::vector<Rank>& ranks) {
   const int n = static_cast<int>(ranks.size());
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(gputest::poisonSync(ranks[r].recv, 0x5a, (kPad + kCount * n) * sizeof(Elem)));
     CHILD_CUDA(gputest::poisonSync(ranks[r].flags, 0, sizeof(int) * (kBlocks + 1)));
   }
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     ncclSymPtr<Elem> send(ranks[r].sendWin, kPad * sizeof(Elem)), recv(ranks[r].recvWin, kPad * sizeof(Elem));
     lsaAllGather<Elem><<<kBlocks, kThreads, 0, ranks[r].stream>>>(send, recv, kCount, ranks[r].devComm, ranks[r].flags);
     CHILD_CUDA(cudaGetLastError());
@@ -281,7 +311,7 @@ int runAllGather(std::vector<Rank>& ranks) {
   for (int r = 0; r < n; r++) {
     std::vector<Elem> out(kPad + kCount * n);
     int ok[kBlocks];
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
     CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].recv, out.size() * sizeof(Elem), cudaMemcpyDeviceToHost));
     CHILD_CUDA(cudaMemcpy(ok, ranks[r].flags, sizeof(ok), cudaMemcpyDeviceToHost));
@@ -298,12 +328,12 @@ int runLla2aAndWarpBarriers(std::vector<Rank>& ranks) {
   const int n = static_cast<int>(ranks.size());
   const size_t outElems = size_t(kBlocks) * kRounds * n * kSlotsPerPeer;
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(gputest::poisonSync(ranks[r].llOut, 0x3c, outElems * sizeof(ulonglong2)));
     CHILD_CUDA(gputest::poisonSync(ranks[r].flags + kBlocks, 0, sizeof(int)));
   }
   for (int r = 0; r < n; r++) {
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     lla2aExchange<<<kBlocks, kThreads, 0, ranks[r].stream>>>(ranks[r].devComm, ranks[r].lla, ranks[r].llOut);
     warpBarriers<<<kBlocks, kThreads, 0, ranks[r].stream>>>(ranks[r].devComm, ranks[r].flags + kBlocks);
     CHILD_CUDA(cudaGetLastError());
@@ -311,7 +341,7 @@ int runLla2aAndWarpBarriers(std::vector<Rank>& ranks) {
   for (int r = 0; r < n; r++) {
     std::vector<ulonglong2> out(outElems);
     int passed = 0;
-    CHILD_CUDA(cudaSetDevice(r));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     CHILD_CUDA(cudaStreamSynchronize(ranks[r].stream));
     CHILD_CUDA(cudaMemcpy(out.data(), ranks[r].llOut, outElems * sizeof(ulonglong2), cudaMemcpyDeviceToHost));
     CHILD_CUDA(cudaMemcpy(&passed, ranks[r].flags + kBlocks, sizeof(int), cudaMemcpyDeviceToHost));
@@ -335,7 +365,7 @@ int closeAll(std::vector<Rank>& ranks, bool devComms, bool windows) {
   }
   CHILD_NCCL(ncclGroupEnd());
   for (size_t r = 0; r < ranks.size(); r++) {
-    CHILD_CUDA(cudaSetDevice(int(r)));
+    CHILD_CUDA(cudaSetDevice(ranks[r].dev));
     if (ranks[r].send) CHILD_NCCL(ncclMemFree(ranks[r].send));
     if (ranks[r].recv) CHILD_NCCL(ncclMemFree(ranks[r].recv));
     if (ranks[r].llOut) CHILD_CUDA(cudaFree(ranks[r].llOut));
@@ -346,21 +376,23 @@ int closeAll(std::vector<Rank>& ranks, bool devComms, bool windows) {
   return 0;
 }
 
-// Every GPU one rank of one communicator; the whole run in one child process. 77: skipped.
-int runKernels() {
-  const int n = gputest::allGpuRanks();
+// `n` ranks of one communicator, rank r on GPU r; the whole run in one child process.
+int runKernels(int n) {
+  std::vector<int> devs(n);
+  for (int r = 0; r < n; r++) devs[r] = r;
   std::vector<ncclComm_t> comms(n);
-  CHILD_NCCL(ncclCommInitAll(comms.data(), n, nullptr));
+  CHILD_NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<Rank> ranks(n);
-  for (int r = 0; r < n; r++) ranks[r].comm = comms[r];
+  for (int r = 0; r < n; r++) {
+    ranks[r].comm = comms[r];
+    ranks[r].dev = devs[r];
+  }
   if (checkKernelImages() != 0) return 1;
-  int windows = openWindows(ranks);
-  if (windows != 0) return closeAll(ranks, false, false) == 0 ? windows : 1;
-  int devComms = openDevComms(ranks);
-  if (devComms != 0) return closeAll(ranks, false, true) == 0 ? devComms : 1;
+  if (openWindows(ranks) != 0) return closeAll(ranks, false, false) == 0 ? 1 : 2;
+  if (openDevComms(ranks) != 0) return closeAll(ranks, false, true) == 0 ? 1 : 2;
   for (int pass = 0; pass < 2; pass++) {  // the second reuses the barriers' saved epochs
     if (runAllReduce(ranks, false) != 0 || runAllReduce(ranks, true) != 0 || runAllGather(ranks) != 0 ||
-        runLla2aAndWarpBarriers(ranks) != 0) {
+        runLla2aAndWarpBarriers(ranks) != 0 || runFindWindow(ranks) != 0) {
       return 1;
     }
   }
@@ -368,32 +400,57 @@ int runKernels() {
 }
 
 TEST(DeviceApiKernels, LsaAllReduceAllGatherAndLlAllToAll) {
-  int code = gputest::runInChild(runKernels);
-  if (code == 77) GTEST_SKIP() << "the library does not create symmetric windows or device communicators yet";
-  EXPECT_EQ(0, code);
+  EXPECT_EQ(0, gputest::runInChild([] { return runKernels(gputest::allGpuRanks()); }));
 }
 
-// Until the host side exists: ncclDevCommCreate and the requirement builders fail with a WARN that
-// names the device API, bad arguments are refused as such, and nothing is written.
-TEST(DeviceApiKernels, DevCommCreateFailsCleanly) {
+// What Braid lacks is refused before anything is made or written; bad arguments are refused as
+// such; a device communicator's resources go back with ncclDevCommDestroy only, and creating and
+// destroying many leaves device memory where it was.
+TEST(DeviceApiKernels, RefusalsMisuseAndMemory) {
   EXPECT_EQ(0, gputest::runInChild([] {
               CHILD_CUDA(cudaSetDevice(0));
               ncclComm_t comm = nullptr;
               CHILD_NCCL(ncclCommInitAll(&comm, 1, nullptr));
-              if (checkKernelImages() != 0) return 1;
-              ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-              reqs.lsaBarrierCount = kBlocks;
+              ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+              CHILD_NCCL(ncclCommQueryProperties(comm, &props));
+              CHILD_EXPECT(props.deviceApiSupport && !props.multimemSupport);
               ncclDevComm devComm;
               std::memset(&devComm, 0x77, sizeof(devComm));
+              ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+              reqs.lsaMultimem = true;
               CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, &devComm) == ncclInvalidUsage);
-              CHILD_EXPECT(lastErrorNames("device API"));
+              CHILD_EXPECT(lastErrorNames("multicast"));
+              reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+              reqs.ginSignalCount = 4;
+              reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
+              CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, &devComm) == ncclInvalidUsage);
+              CHILD_EXPECT(lastErrorNames("GIN"));
               CHILD_EXPECT(devComm.magic == 0x77777777u && devComm.lsaBarrier.nBarriers == 0x77777777);
               CHILD_EXPECT(ncclDevCommCreate(comm, nullptr, &devComm) == ncclInvalidArgument);
               CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, nullptr) == ncclInvalidArgument);
               CHILD_EXPECT(ncclDevCommCreate(nullptr, &reqs, &devComm) == ncclInvalidArgument);
-              ncclLsaBarrierHandle_t bar;
-              ncclDevResourceRequirements_t req;
-              CHILD_EXPECT(ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), kBlocks, &bar, &req) == ncclInvalidUsage);
+
+              reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+              reqs.lsaBarrierCount = 64;
+              CHILD_NCCL(ncclDevCommCreate(comm, &reqs, &devComm));
+              CHILD_EXPECT(ncclCommWindowDeregister(comm, devComm.resourceWindow) == ncclInvalidUsage);
+              CHILD_NCCL(ncclDevCommDestroy(comm, &devComm));
+              CHILD_EXPECT(ncclDevCommDestroy(comm, &devComm) == ncclInvalidArgument);
+              ncclDevCommRequirements_t none = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+              CHILD_NCCL(ncclDevCommCreate(comm, &none, &devComm));  // nothing asked: no resource window
+              CHILD_EXPECT(devComm.resourceWindow == nullptr && devComm.windowTable != nullptr);
+              CHILD_NCCL(ncclDevCommDestroy(comm, &devComm));
+
+              size_t freeBefore = 0, freeAfter = 0, total = 0;
+              CHILD_NCCL(ncclDevCommCreate(comm, &reqs, &devComm));  // the first makes the table
+              CHILD_NCCL(ncclDevCommDestroy(comm, &devComm));
+              CHILD_CUDA(cudaMemGetInfo(&freeBefore, &total));
+              for (int i = 0; i < 200; i++) {
+                CHILD_NCCL(ncclDevCommCreate(comm, &reqs, &devComm));
+                CHILD_NCCL(ncclDevCommDestroy(comm, &devComm));
+              }
+              CHILD_CUDA(cudaMemGetInfo(&freeAfter, &total));
+              CHILD_EXPECT(freeAfter == freeBefore);
               CHILD_NCCL(ncclCommDestroy(comm));
               return 0;
             }));

@@ -36,9 +36,9 @@ int checkPropertiesAndTeams(ncclComm_t comm, int nranks, int rank) {
   ncclCommProperties_t props = propertiesHeader(sizeof(ncclCommProperties_t));
   CHILD_NCCL(ncclCommQueryProperties(comm, &props));
   CHILD_EXPECT(props.rank == rank && props.nRanks == nranks && props.cudaDev == rank);
-  CHILD_EXPECT(props.nvmlDev >= 0);  // NVML is there on the GPU machines
-  CHILD_EXPECT(!props.deviceApiSupport && !props.multimemSupport);
-  CHILD_EXPECT(props.hostRmaSupport);  // one host, one RMA context by default
+  CHILD_EXPECT(props.nvmlDev >= 0);                                // NVML is there on the GPU machines
+  CHILD_EXPECT(props.deviceApiSupport && !props.multimemSupport);  // cuMem on every GPU machine
+  CHILD_EXPECT(props.hostRmaSupport);                              // one host, one RMA context by default
   CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_NONE && props.railedGinType == NCCL_GIN_TYPE_NONE);
   CHILD_EXPECT(props.nLsaTeams == 1);  // one host
   CHILD_EXPECT(props.commHash != 0);
@@ -85,7 +85,7 @@ TEST(HostApi232, QueryPropertiesAndTeams) {
             }));
 }
 
-// What needs the device API, GIN, CFT or TLS fails (never a silent success), naming what is
+// What needs GIN, CFT or TLS fails (never a silent success), naming what is
 // missing; so do one-sided operations before any window, and lookups of what is no window; the
 // multicast lookups answer NULL, as NCCL does without multicast.
 TEST(HostApi232, MissingFeaturesFailNamingThem) {
@@ -118,12 +118,13 @@ TEST(HostApi232, MissingFeaturesFailNamingThem) {
         CHILD_EXPECT(lastErrorNames("not a registered window"));
 
         ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+        reqs.ginCounterCount = 1;
         alignas(64) unsigned char devComm[4096];
         CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, reinterpret_cast<ncclDevComm_t*>(devComm)) == ncclInvalidUsage);
-        CHILD_EXPECT(lastErrorNames("device API"));
-        ncclLLA2AHandle_t a2a;
+        CHILD_EXPECT(lastErrorNames("GIN"));
+        ncclGinBarrierHandle_t ginBar;
         ncclDevResourceRequirements_t req;
-        CHILD_EXPECT(ncclLLA2ACreateRequirement(1, 8, &a2a, &req) == ncclInvalidUsage);
+        CHILD_EXPECT(ncclGinBarrierCreateRequirement(comm, ncclTeamWorld(comm), 1, &ginBar, &req) == ncclInvalidUsage);
         CHILD_EXPECT(ncclLLA2ACalcSlots(10, 12) == 20);
         const ncclTeam_t cft = ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT);
         CHILD_EXPECT(cft.nRanks == 0 && lastErrorNames("CFT"));

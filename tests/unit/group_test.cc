@@ -52,6 +52,10 @@ class CountingDataPath : public DataPathBase {
   bool suspendable(std::string*) const override { return true; }
   ncclResult_t suspendMemory() override { return ncclSuccess; }
   ncclResult_t resumeMemory() override { return ncclSuccess; }
+  ncclResult_t kernelAbortWord(uint32_t** out) override {
+    *out = nullptr;
+    return ncclSuccess;
+  }
 
   int launched = 0;
   int dropped = 0;

@@ -1,0 +1,38 @@
+// What ncclDevCommCreate asks of the window layer and what it gets back, free of any NCCL release's
+// structure layout: the API layer reads the program's requirements into a DevCommAsk and writes a
+// DevCommMade into the ncclDevComm layout the program was compiled with (api/dev_comm_abi.h).
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "window/dev_resources.h"
+#include "window/window_types.h"
+
+namespace braid::window {
+
+// A set of LSA barriers in the resource window: its handle and size (ncclLsaBarrierHandle).
+struct BarrierSet {
+  uint32_t handle = 0;
+  int count = 0;
+};
+
+struct DevCommAsk {
+  int lsaBarriers = 0;                 // lsaBarrierCount: barriers of the caller's LSA team
+  int hybridBarriers = 0;              // barrierCount: the hybrid barriers' LSA part (their GIN part needs GIN)
+  std::vector<ResourceAsk> resources;  // the program's own buffers (resourceRequirementsList), in order
+};
+
+struct DevCommMade {
+  int rank = 0, nranks = 0, lsaRank = 0, lsaSize = 1;
+  void* windowTable = nullptr;
+  ncclWindow_t resourceWindow = nullptr;  // null when nothing was asked for
+  WindowVidmem resourceDesc{};            // its device struct's contents (zero when there is none)
+  BarrierSet lsaBarrier;
+  BarrierSet hybridLsaBarrier;
+  uint32_t* abortFlag = nullptr;  // the communicator's kernel abort word (filled by the API layer)
+};
+
+}  // namespace braid::window
