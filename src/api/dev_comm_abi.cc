@@ -164,10 +164,12 @@ ncclResult_t readTeams(ncclTeamRequirements_t* node) {
   return ncclSuccess;
 }
 
+// What needs GIN whatever the teams. Rail GIN barriers are not in it: on a rail of one rank (one LSA
+// team is the whole communicator) they have no peer to wait for, and NCCL 2.28 makes them there
+// without GIN (PyTorch's symmetric memory asks for them).
 bool asksForGin(const Requirements& r) {
-  return r.ginForceEnable || r.ginSignalCount != 0 || r.ginCounterCount != 0 || r.railGinBarrierCount != 0 ||
-         r.worldGinBarrierCount != 0 || r.ginConnectionType != NCCL_GIN_CONNECTION_NONE ||
-         r.ginType != NCCL_GIN_TYPE_NONE;
+  return r.ginForceEnable || r.ginSignalCount != 0 || r.ginCounterCount != 0 || r.worldGinBarrierCount != 0 ||
+         r.ginConnectionType != NCCL_GIN_CONNECTION_NONE || r.ginType != NCCL_GIN_TYPE_NONE;
 }
 
 }  // namespace
@@ -193,9 +195,9 @@ ncclResult_t readDevCommRequirements(const void* reqs, int nranks, int lsaSize, 
   NCCLCHECK(releaseOf(reqs, &layout->release, &layout->version));
   Requirements r;
   readRequirements(reqs, layout->release, &r);
-  if (r.barrierCount < 0 || r.lsaBarrierCount < 0) {
-    WARN("ncclDevCommCreate: barrierCount %d and lsaBarrierCount %d must not be negative", r.barrierCount,
-         r.lsaBarrierCount);
+  if (r.barrierCount < 0 || r.lsaBarrierCount < 0 || r.railGinBarrierCount < 0) {
+    WARN("ncclDevCommCreate: barrierCount %d, lsaBarrierCount %d and railGinBarrierCount %d must not be negative",
+         r.barrierCount, r.lsaBarrierCount, r.railGinBarrierCount);
     return ncclInvalidArgument;
   }
   if (r.lsaMultimem) return refuse("lsaMultimem: Braid never uses NVLink SHARP multicast");
@@ -207,10 +209,10 @@ ncclResult_t readDevCommRequirements(const void* reqs, int nranks, int lsaSize, 
   if (r.cftCaps != 0 || r.cftBarrierCount != 0) {
     return refuse("CFT (Compute Fabric Transport), which needs Blackwell GPUs and CUDA 13.3");
   }
-  if (r.barrierCount > 0 && lsaSize != nranks) {
+  if ((r.barrierCount > 0 || r.railGinBarrierCount > 0) && lsaSize != nranks) {
     return refuse(
-        "hybrid barriers (barrierCount) across LSA teams, whose part between teams needs GIN, which is not in this "
-        "version of Braid");
+        "barriers across LSA teams (barrierCount or railGinBarrierCount), which need GIN, not in this version of "
+        "Braid");
   }
   NCCLCHECK(readTeams(r.teams));
   ask->lsaBarriers = r.lsaBarrierCount;

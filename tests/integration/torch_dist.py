@@ -284,12 +284,16 @@ def check_mem_pool(c):
     ncclCommRegister (so the library may use them zero-copy), then deregistered and freed."""
     rank, world, dev = c.rank, c.world, c.device
     backend = dist.distributed_c10d._get_default_group()._get_backend(dev)
-    if not hasattr(backend, "mem_allocator") or not hasattr(torch.cuda, "MemPool"):
+    try:
+        allocator = backend.mem_allocator
+    except (AttributeError, RuntimeError):  # RuntimeError: PyTorch turned it off for this NCCL
+        allocator = None
+    if allocator is None or not hasattr(torch.cuda, "MemPool"):
         c.refused.append("NCCL memory pool (not in this PyTorch)")
         return
 
     def pool():
-        mem_pool = torch.cuda.MemPool(backend.mem_allocator)
+        mem_pool = torch.cuda.MemPool(allocator)
         n = 1 << 20
         with torch.cuda.use_mem_pool(mem_pool):
             x = torch.empty(n, device=dev)
@@ -308,6 +312,33 @@ def check_mem_pool(c):
             backend.deregister_mem_pool(mem_pool)
             del x, y
     c.run("NCCL memory pool (ncclMemAlloc + ncclCommRegister)", pool)
+
+
+def check_symmetric_memory(c):
+    """PyTorch's symmetric memory on the NCCL backend: symm_mem.empty allocates with ncclMemAlloc,
+    rendezvous registers the buffer as a window (ncclCommWindowRegister) and makes the group's device
+    communicator (ncclDevCommCreate with LSA and rail GIN barriers); a collective then runs on it."""
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+        symm_mem.set_backend("NCCL")
+    except Exception as e:  # noqa: BLE001 -- an older PyTorch has no NCCL backend
+        c.refused.append(f"symmetric memory, NCCL backend (not in this PyTorch: {type(e).__name__})")
+        return
+    rank, world, dev = c.rank, c.world, c.device
+
+    def rendezvous():
+        n = 1 << 16
+        t = symm_mem.empty(n, dtype=torch.float32, device=dev)
+        stack = all_ranks(torch.float32, (n,), 23000, world)
+        t.copy_(stack[rank].float())
+        hdl = symm_mem.rendezvous(t, dist.group.WORLD.group_name)
+        if (hdl.rank, hdl.world_size) != (rank, world):
+            return f"the handle says rank {hdl.rank} of {hdl.world_size}"
+        if len(hdl.buffer_ptrs) != world or 0 in hdl.buffer_ptrs:
+            return f"buffer pointers {[hex(p) for p in hdl.buffer_ptrs]} for {world} ranks"
+        dist.all_reduce(t)
+        return same_bits(t, stack.sum(0).float())
+    c.run("symmetric memory, NCCL backend (rendezvous: window and device communicator)", rendezvous)
 
 
 def check_gather_scatter(c):
@@ -338,6 +369,9 @@ def check_gather_scatter(c):
 
 def check_groups(c):
     rank, world, dev = c.rank, c.world, c.device
+    if world < 2:
+        c.refused.append("subgroups (one rank has no two halves)")
+        return
     half = world // 2
     lo, hi = list(range(half)), list(range(half, world))
     # new_group: every rank creates every group, in the same order.
@@ -505,7 +539,8 @@ def main():
     version = torch.cuda.nccl.version()
 
     t0 = time.perf_counter()
-    sections = (check_collectives, check_gather_scatter, check_p2p, check_groups, check_cuda_graph, check_mem_pool)
+    sections = (check_collectives, check_gather_scatter, check_p2p, check_groups, check_cuda_graph, check_mem_pool,
+                check_symmetric_memory)
     for section in () if args.timing_only else sections:
         section(c)
     checks_s = time.perf_counter() - t0

@@ -148,7 +148,7 @@ TEST(DevCommRequirements, WhatBraidLacksIsRefusedByName) {
   r.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
   r = fresh();
-  r.railGinBarrierCount = 1;
+  r.worldGinBarrierCount = 1;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
   r = fresh();
   r.cftBarrierCount = 1;
@@ -163,13 +163,18 @@ TEST(DevCommRequirements, WhatBraidLacksIsRefusedByName) {
   res.ginCounterCount = 1;
   r.resourceRequirementsList = &res;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
-  // Hybrid barriers: within one LSA team they are LSA barriers; across teams they need GIN.
+  // Hybrid barriers: within one LSA team they are LSA barriers; across teams they need GIN. So do
+  // rail GIN barriers, which have nothing to wait for on a rail of one rank (as PyTorch asks).
   r = fresh();
   r.barrierCount = 2;
   EXPECT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclInvalidUsage);
   ask = DevCommAsk{};
   EXPECT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
   EXPECT_EQ(ask.hybridBarriers, 2);
+  r = fresh();
+  r.railGinBarrierCount = 4;
+  EXPECT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclInvalidUsage);
+  EXPECT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
 }
 
 TEST(DevCommRequirements, BadCountsAndLoopingListsAreInvalidArguments) {
