@@ -22,11 +22,11 @@ namespace {
 // prefix copy gives them the right value too.)
 constexpr size_t kFirstField = offsetof(ncclCommProperties_t, rank);
 
-// One-sided operations from the host run where every rank shares this rank's host (one LSA team:
-// no network path yet), the communicator has RMA contexts, the GPU and driver allow them, and the
-// signal memory that the first window registration makes has not failed.
-bool hostRma(ncclComm* comm, int nLsaTeams) {
-  if (nLsaTeams != 1 || comm->config_.numRmaCtx <= 0) return false;
+// One-sided operations from the host run where the communicator has RMA contexts, the GPU and
+// driver allow them, and the signal memory that the first window registration makes has not
+// failed (across hosts through the network: window/net_backend.h).
+bool hostRma(ncclComm* comm) {
+  if (comm->config_.numRmaCtx <= 0) return false;
   const braid::CudaDriver* drv = nullptr;
   std::string why;
   if (braid::cudaDriver(&drv) != ncclSuccess || !braid::window::rmaSupport(drv, comm->cudaDev_, &why)) return false;
@@ -54,7 +54,7 @@ ncclCommProperties_t propertiesOf(ncclComm* comm) {
   p.multimemSupport = false;
   p.ginType = NCCL_GIN_TYPE_NONE;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;
-  p.hostRmaSupport = hostRma(comm, p.nLsaTeams);
+  p.hostRmaSupport = hostRma(comm);
   p.railedGinType = NCCL_GIN_TYPE_NONE;
   p.commHash = comm->commHash_;
   p.ginMinStride = 0;

@@ -3,6 +3,7 @@
 #include "core/teams.h"
 #include "cuda/capture_mode.h"
 #include "cuda/scoped_device.h"
+#include "launch/enqueue.h"
 #include "util/check.h"
 
 namespace braid {
@@ -24,6 +25,11 @@ window::WindowContext contextOf(ncclComm* comm) {
   ctx.lsaRank = lsa.rank;
   ctx.numRmaCtx = comm->config_.numRmaCtx;
   ctx.numRmaSig = comm->config_.numRmaSig == NCCL_CONFIG_UNDEF_INT ? 1 : comm->config_.numRmaSig;
+  ctx.openNetwork = [comm](net::Network** out) { return networkOf(comm, out); };
+  ctx.asyncError = [comm](ncclResult_t error) {
+    ncclResult_t expected = ncclSuccess;
+    comm->asyncError_.compare_exchange_strong(expected, error);
+  };
   ctx.peerFailed = [comm] {
     const ncclResult_t async = comm->asyncError_.load();
     return async != ncclSuccess && async != ncclInProgress;

@@ -45,14 +45,18 @@ constexpr int kPairHeader = kBase + 32;
 constexpr int kPairOffers = kBase + 33;
 constexpr int kPairVerdict = kBase + 34;
 
+// The network handles two ranks on different hosts exchange to connect their one-sided operations
+// (window/net_links.cc).
+constexpr int kRmaConnect = kBase + 36;
+
 // A child communicator's unique id, from its first member to the others over the parent's bootstrap.
 constexpr int kChildId = 0x42530001;
 
 namespace detail {
 
-constexpr Range kAll[] = {kCollectiveConnect, kP2pConnect,      {kRingShare, 1},   {kDirectShare, 1},
-                          {kP2pShare, 1},     {kResume, 1},     {kP2pCount, 1},    {kP2pLink, 1},
-                          {kPairHeader, 1},   {kPairOffers, 1}, {kPairVerdict, 1}, {kChildId, 1}};
+constexpr Range kAll[] = {kCollectiveConnect, kP2pConnect,      {kRingShare, 1}, {kDirectShare, 1}, {kP2pShare, 1},
+                          {kResume, 1},       {kP2pCount, 1},   {kP2pLink, 1},   {kPairHeader, 1},  {kPairOffers, 1},
+                          {kPairVerdict, 1},  {kRmaConnect, 1}, {kChildId, 1}};
 
 constexpr bool disjoint() {
   constexpr int n = static_cast<int>(sizeof(kAll) / sizeof(kAll[0]));

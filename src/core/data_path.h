@@ -14,6 +14,10 @@
 #include "core/operation_sink.h"
 #include "core/share_group.h"
 
+namespace braid::net {
+class Network;
+}
+
 namespace braid {
 
 class DataPathBase {
@@ -72,6 +76,8 @@ class DataPathBase {
   // The device address of the word that is non-zero once the communicator's kernels must stop
   // (the one its own kernels poll), for device communicators' abortFlag. Valid until destruction.
   [[nodiscard]] virtual ncclResult_t kernelAbortWord(uint32_t** out) = 0;
+  // The communicator's network to other hosts, opened (with its proxy) at the first call.
+  [[nodiscard]] virtual ncclResult_t openNetwork(net::Network** out) = 0;
 };
 
 }  // namespace braid

@@ -117,6 +117,12 @@ ncclResult_t CommDataPath::kernelAbortWord(uint32_t** out) {
   return ncclSuccess;
 }
 
+ncclResult_t CommDataPath::openNetwork(net::Network** out) {
+  NCCLCHECK(net_.open(comm_));
+  *out = net_.network();
+  return ncclSuccess;
+}
+
 // The rings (collective: only when the group has a collective) and, in scope kAll, the
 // point-to-point peers the group's sends and receives name for the first time (pairwise, see
 // p2p_connect.cc), then the count check of the sends and receives when it is on (p2p_check.cc),

@@ -76,6 +76,7 @@ class CommDataPath final : public DataPathBase, public OperationSink {
   [[nodiscard]] ncclResult_t suspendMemory() override;
   [[nodiscard]] ncclResult_t resumeMemory() override;
   [[nodiscard]] ncclResult_t kernelAbortWord(uint32_t** out) override;
+  [[nodiscard]] ncclResult_t openNetwork(net::Network** out) override;
 
  private:
   explicit CommDataPath(ncclComm* comm);

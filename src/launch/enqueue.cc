@@ -50,6 +50,12 @@ ncclResult_t kernelAbortWordOf(ncclComm* comm, uint32_t** out) {
   return comm->dataPath_->kernelAbortWord(out);
 }
 
+ncclResult_t networkOf(ncclComm* comm, net::Network** out) {
+  OperationSink* operations = nullptr;
+  NCCLCHECK(operationsOf(comm, &operations));  // makes the data path, which owns the network
+  return comm->dataPath_->openNetwork(out);
+}
+
 ncclResult_t enqueueColl(ncclComm* comm, const CollTask& task, const char* caller, const ncclCollConfig_t* config) {
   NCCLCHECK(commCheckUsable(comm, caller));
   CollTask queued = task;

@@ -8,12 +8,17 @@
 #include "launch/coll_task.h"
 
 struct ncclComm;
+namespace braid::net {
+class Network;
+}
 
 namespace braid {
 
 // The device address of the word the communicator's kernels poll to stop (data_path.h), made with
 // its data path if need be: device communicators carry it as their abortFlag.
 [[nodiscard]] ncclResult_t kernelAbortWordOf(ncclComm* comm, uint32_t** out);
+// The communicator's network to other hosts (and its proxy), opened with its data path if need be.
+[[nodiscard]] ncclResult_t networkOf(ncclComm* comm, net::Network** out);
 
 // config: a nccl*Config call's ncclCollConfig_t (NULL: the plain call), read into task's options
 // after the communicator's checks (launch/coll_config.h).

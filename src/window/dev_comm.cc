@@ -66,6 +66,7 @@ ncclResult_t Manager::makeResourceWindow(uint64_t bytes, Window** out) {
   NCCLCHECK(registerCollective(memory ? memory->ptr() : nullptr, bytes, 0, WindowRole::kDevResources, status, &w));
   w->ownMemory = std::move(memory);
   registryAdd(w->info);
+  if (net_ != nullptr) net_->addWindow(w->serial, w->info->userPtr, w->info->userBytes);
   *out = w.get();
   windows_.push_back(std::move(w));
   return ncclSuccess;

@@ -50,6 +50,7 @@ Manager::~Manager() {
   for (const auto& w : windows_) {
     if (!w->deregistered) registryRemove(w->info->handle);
   }
+  net_.reset();      // its thread writes into windows and signal memory
   windows_.clear();  // unmaps every flat range
   backend_.reset();
   padWindow_.reset();
@@ -78,6 +79,7 @@ void Manager::release(bool abort, bool peerFailed) {
         me().c_str(), static_cast<long long>(timeout.count()));
   }
   backend_->releaseWaits();
+  if (net_ != nullptr) net_->releaseWaits();
   if (!uses.drain(std::chrono::seconds(10))) {
     INFO(kLogInit, "%s: one-sided operations are still running after their waits were released", me().c_str());
   }
@@ -93,6 +95,7 @@ ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, nccl
   std::unique_ptr<Window> w;
   NCCLCHECK(registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
   registryAdd(w->info);
+  if (net_ != nullptr) net_->addWindow(w->serial, w->info->userPtr, w->info->userBytes);
   *out = w->info->handle;
   windows_.push_back(std::move(w));
   return ncclSuccess;
@@ -117,6 +120,7 @@ Window* Manager::windowHolding(const void* ptr, uint64_t bytes) {
 }
 
 void Manager::destroyWindow(Window* w) {
+  if (net_ != nullptr) net_->removeWindow(w->serial);
   if (table_.remove(w->slot, setupStream_) != ncclSuccess) {
     INFO(kLogAlloc, "%s: the device table of windows could not drop window %llu", me().c_str(),
          static_cast<unsigned long long>(w->serial));

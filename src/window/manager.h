@@ -23,6 +23,7 @@
 #include "window/dev_comm.h"
 #include "window/fd_post.h"
 #include "window/local_alloc.h"
+#include "window/net_backend.h"
 #include "window/offer.h"
 #include "window/rma_backend.h"
 #include "window/signal_pad.h"
@@ -77,6 +78,7 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] ncclResult_t publish(Window* w, WindowInfo* info);
   [[nodiscard]] ncclResult_t agree(ncclResult_t mine, const std::string& what);
   [[nodiscard]] ncclResult_t makePad();
+  [[nodiscard]] ncclResult_t makeNetBackend();
   ncclResult_t localRefusal(void* buff, size_t size, int winFlags) const;
   // dev_comm.cc
   [[nodiscard]] ncclResult_t agreeOnResources(ncclResult_t mine, uint64_t bytes);
@@ -93,6 +95,8 @@ class Manager final : public CommWindowsBase {
   // rma_ops.cc
   [[nodiscard]] ncclResult_t checkRmaReady(const char* caller) const;
   [[nodiscard]] ncclResult_t checkTarget(int peer, int sig, int ctx, const char* caller) const;
+  // Sends a put or signal to `op.peer` through the backend that reaches it.
+  [[nodiscard]] ncclResult_t route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream);
   [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);
 
   WindowContext ctx_;
@@ -107,8 +111,9 @@ class Manager final : public CommWindowsBase {
   bool padTried_ = false;
   std::unique_ptr<SignalPad> pad_;
   std::unique_ptr<Window> padWindow_;
-  std::unique_ptr<RmaBackend> backend_;
-  std::string rmaWhy_;  // why one-sided operations cannot run (empty while they can or may)
+  std::unique_ptr<RmaBackend> backend_;  // the LSA team's peers, and every wait
+  std::unique_ptr<NetBackend> net_;      // peers on other hosts (none: no such peer, or no network)
+  std::string rmaWhy_;                   // why one-sided operations cannot run (empty while they can or may)
 };
 
 }  // namespace braid::window

@@ -132,6 +132,7 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   info->lsaFlatBase = w->flat->base() + layout.userOffset;
   info->stride = layout.stride;
   for (int i = 0; i < ctx_.lsaSize; ++i) info->lsaBytes.push_back(offers[ctx_.lsaBase() + i].userBytes);
+  for (const WindowOffer& o : offers) info->worldBytes.push_back(o.userBytes);
   if (info->role != WindowRole::kSignals) NCCLCHECK(publish(w, info.get()));
   w->info = std::move(info);
   w->serial = serial;
@@ -224,6 +225,15 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
   return ncclSuccess;
 }
 
+ncclResult_t Manager::makeNetBackend() {
+  net::Network* network = nullptr;
+  if (!ctx_.openNetwork) return ncclInternalError;
+  NCCLCHECK(ctx_.openNetwork(&network));
+  std::unique_ptr<NetLinks> links;
+  NCCLCHECK(NetLinks::connect(ctx_, network, &links));
+  return NetBackend::create(drv_, ctx_, *pad_, std::move(links), &net_);
+}
+
 ncclResult_t Manager::makePad() {
   // Every rank takes part, whatever it can do, so that the registrations stay in step even where
   // the ranks' configurations differ.
@@ -266,6 +276,12 @@ ncclResult_t Manager::makePad() {
   pad_ = std::move(pad);
   padWindow_ = std::move(window);
   backend_ = std::make_unique<CeBackend>(drv_, ctx_, *pad_);
+  if (ctx_.lsaSize < ctx_.nranks && makeNetBackend() != ncclSuccess) {
+    WARN(
+        "%s: one-sided operations reach this rank's LSA team only: the connections to other hosts failed (see "
+        "above)",
+        me().c_str());
+  }
   return ncclSuccess;
 }
 

@@ -1,6 +1,6 @@
 // How one-sided operations reach a peer. The copy-engine backend (ce_backend.h) serves the peers
-// of this rank's LSA team, whose memory is mapped here; peers on other hosts need a backend that
-// moves data over the network (a proxy thread), which slots in beside it.
+// of this rank's LSA team, whose memory is mapped here, and every wait; puts to peers on other
+// hosts go through the network (net_backend.h), whose receiver writes the same signal words.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -58,10 +58,12 @@ ncclResult_t Manager::checkTarget(int peer, int sig, int ctx, const char* caller
          ctx_.numRmaSig);
     return ncclInvalidArgument;
   }
-  if (backend_->reaches(peer)) return ncclSuccess;
+  if (backend_->reaches(peer) || (net_ != nullptr && net_->reaches(peer))) return ncclSuccess;
   if (ctx_.places[peer].hostHash != ctx_.places[ctx_.rank].hostHash) {
-    WARN("%s: %s: rank %d is on another host: one-sided communication across hosts is not implemented yet", caller,
-         me().c_str(), peer);
+    WARN(
+        "%s: %s: rank %d is on another host, and the network connections of one-sided operations could not be made "
+        "(see the WARNs of the first ncclCommWindowRegister)",
+        caller, me().c_str(), peer);
   } else {
     WARN(
         "%s: %s: rank %d shares this host but not this rank's LSA team (the ranks of each host must be "
@@ -78,6 +80,18 @@ ncclResult_t Manager::noteUse(Window* w, bool graph, cudaStream_t stream) {
   NCCLCHECK(reg::holdForCapturedGraph(stream, graphReleases_, w->serial));
   ++w->graphRefs;
   return ncclSuccess;
+}
+
+ncclResult_t Manager::route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream) {
+  if (backend_->reaches(op.peer)) return backend_->put(op, graph, stream);
+  if (graph) {
+    WARN(
+        "one-sided operation to rank %d captured in a CUDA graph on %s: across hosts they run eagerly only (a graph "
+        "cannot tell the network thread what a replay sends)",
+        op.peer, me().c_str());
+    return ncclInvalidUsage;
+  }
+  return net_->put(NetPut{op.src, op.bytes, op.peer, op.ctx, op.sig, serial, offset}, stream);
 }
 
 ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t type, int peer, ncclWindow_t peerWin,
@@ -102,8 +116,7 @@ ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t ty
     WARN("%s: %s: peerWin %p is not a window of this communicator", caller, me().c_str(), static_cast<void*>(peerWin));
     return ncclInvalidArgument;
   }
-  const int lsa = ctx_.lsaOf(peer);
-  const uint64_t peerBytes = target->info->lsaBytes[lsa];
+  const uint64_t peerBytes = target->info->worldBytes[peer];
   if (peerOffset > peerBytes || bytes > peerBytes - peerOffset) {
     WARN("%s: %s: %llu bytes at offset %zu run past the end of rank %d's window (%llu bytes)", caller, me().c_str(),
          static_cast<unsigned long long>(bytes), peerOffset, peer, static_cast<unsigned long long>(peerBytes));
@@ -124,12 +137,12 @@ ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t ty
   NCCLCHECK(captureState(stream, &graph));
   PutOp op;
   op.src = src;
-  op.dst = bytes > 0 ? target->info->lsaPtr(lsa, peerOffset) : nullptr;
+  op.dst = bytes > 0 && ctx_.inLsa(peer) ? target->info->lsaPtr(ctx_.lsaOf(peer), peerOffset) : nullptr;
   op.bytes = bytes;
   op.peer = peer;
   op.ctx = ctx;
   op.sig = sig;
-  NCCLCHECK(backend_->put(op, graph, stream));
+  NCCLCHECK(route(op, target->serial, peerOffset, graph, stream));
   NCCLCHECK(noteUse(source, graph, stream));
   if (target != source) NCCLCHECK(noteUse(target, graph, stream));
   return noteUse(padWindow_.get(), graph, stream);
@@ -152,7 +165,7 @@ ncclResult_t Manager::signal(int peer, int sig, int ctx, unsigned flags, cudaStr
   op.peer = peer;
   op.ctx = ctx;
   op.sig = sig;
-  NCCLCHECK(backend_->put(op, graph, stream));
+  NCCLCHECK(route(op, 0, 0, graph, stream));
   return noteUse(padWindow_.get(), graph, stream);
 }
 
@@ -179,6 +192,13 @@ ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, c
   RelaxedCaptureMode relaxed;  // the use tracking's event calls, while another stream may be captured
   bool graph = false;
   NCCLCHECK(captureState(stream, &graph));
+  for (const WaitOp& w : waits) {
+    if (graph && !ctx_.inLsa(w.peer)) {
+      WARN("%s: %s: waiting for rank %d inside a CUDA graph: signals from other hosts are waited for eagerly only",
+           caller, me().c_str(), w.peer);
+      return ncclInvalidUsage;
+    }
+  }
   NCCLCHECK(backend_->wait(waits, graph, stream));
   return noteUse(padWindow_.get(), graph, stream);
 }

@@ -9,6 +9,10 @@
 
 #include "bootstrap/bootstrap.h"
 
+namespace braid::net {
+class Network;
+}
+
 namespace braid::window {
 
 // Where a rank runs, from what the ranks told each other at init.
@@ -38,6 +42,10 @@ struct WindowContext {
   int numRmaSig = 1;
   // Whether an asynchronous error (a dead peer) was reported: waits stop at it.
   std::function<bool()> peerFailed;
+  // The communicator's network to other hosts, opened at the first call.
+  std::function<ncclResult_t(net::Network**)> openNetwork;
+  // Makes `error` the communicator's asynchronous error (found off the caller's thread).
+  std::function<void(ncclResult_t)> asyncError;
 
   int lsaBase() const { return rank - lsaRank; }
   bool inLsa(int worldRank) const { return worldRank >= lsaBase() && worldRank < lsaBase() + lsaSize; }

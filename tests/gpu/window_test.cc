@@ -3,7 +3,8 @@
 // user's memory, every misuse refused with the code NCCL gives, 1,000 register/deregister cycles
 // with flat device memory. Every GPU (threads, processes, one thread for all): each rank reads every
 // peer's data through the flat mapping, with different window sizes per rank. Emulated hosts
-// (NCCL_HOSTID): peers on another host have no pointer, one-sided operations to them are refused.
+// (NCCL_HOSTID): peers on another host have no pointer, and one-sided operations reach them over the
+// network.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -220,48 +221,69 @@ TEST_P(WindowAllGpus, EveryRankReadsEveryPeerThroughTheFlatRange) {
 INSTANTIATE_TEST_SUITE_P(Modes, WindowAllGpus, ::testing::Values(Mode::kThreads, Mode::kProcesses, Mode::kOneThread),
                          [](const ::testing::TestParamInfo<Mode>& p) { return wintest::modeTestName(p.param); });
 
-// Ranks on emulated hosts of perHost ranks: pointers to peers of this host only, one-sided
-// operations to them only; the other host's ranks get NULL and a refusal.
+// Ranks on emulated hosts of perHost ranks: pointers to peers of this host only (the other hosts'
+// ranks get NULL), one-sided operations to every rank: through the mapped windows within the host,
+// through the network to the others. Every rank puts a block of several network chunks and an odd
+// size into each peer's window at its own place, then one signal alone; each waits for two signals
+// from every peer and checks every block exactly. Misuse is refused whatever the host: a range past
+// a remote peer's window, and an operation to another host captured in a graph.
 int acrossHosts(std::vector<Rank>& ranks, int nranks, int perHost) {
   Rank& r = ranks[0];
-  const size_t size = 2 * kMiB;
+  const size_t size = 8 * kMiB, place = size / nranks, bytes = place / 2 + 17;
   char* buf = nullptr;
+  char* src = nullptr;
   CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&buf), size));
+  CHILD_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&src), size));
   std::vector<uint8_t> in = wintest::pattern(21, r.rank, 0, size);
-  CHILD_CUDA(gputest::uploadSync(buf, in.data(), size));
-  ncclWindow_t win = nullptr;
+  CHILD_CUDA(gputest::uploadSync(src, in.data(), size));
+  CHILD_CUDA(gputest::poisonSync(buf, 0x5c, size));
+  ncclWindow_t win = nullptr, srcWin = nullptr;
   CHILD_NCCL(ncclCommWindowRegister(r.comm, buf, size, &win, NCCL_WIN_COLL_SYMMETRIC));
+  CHILD_NCCL(ncclCommWindowRegister(r.comm, src, size, &srcWin, NCCL_WIN_COLL_SYMMETRIC));
   ncclCommProperties_t props = wintest::properties(r.comm);
   CHILD_EXPECT(props.nLsaTeams == nranks / perHost);
-  CHILD_EXPECT(!props.hostRmaSupport);
+  CHILD_EXPECT(props.hostRmaSupport);
   const int first = r.rank / perHost * perHost;
+  std::vector<ncclWaitSignalDesc_t> waits;
   for (int peer = 0; peer < nranks; peer++) {
     const bool local = peer >= first && peer < first + perHost;
     void* p = reinterpret_cast<void*>(1);
     CHILD_NCCL(ncclGetPeerDevicePointer(win, 0, peer, &p));
     CHILD_EXPECT((p != nullptr) == local);
-    if (local && wintest::expectBytes(p, wintest::pattern(21, peer, 0, size), "same-host peer", r.rank) != 0) return 1;
+    if (peer == r.rank) continue;
+    CHILD_NCCL(
+        ncclPutSignal(src + r.rank * place, bytes, ncclInt8, peer, win, r.rank * place, 0, 0, 0, r.comm, r.stream));
+    CHILD_NCCL(ncclSignal(peer, 0, 0, 0, r.comm, r.stream));
+    waits.push_back(ncclWaitSignalDesc_t{2, peer, 0, 0});
     if (!local) {
-      CHILD_EXPECT(ncclPutSignal(buf, 16, ncclInt8, peer, win, 0, 0, 0, 0, r.comm, r.stream) == ncclInvalidUsage);
-      CHILD_EXPECT(ncclSignal(peer, 0, 0, 0, r.comm, r.stream) == ncclInvalidUsage);
-      ncclWaitSignalDesc_t d{1, peer, 0, 0};
-      CHILD_EXPECT(ncclWaitSignal(1, &d, r.comm, r.stream) == ncclInvalidUsage);
+      CHILD_EXPECT(ncclPutSignal(src, 16, ncclInt8, peer, win, size - 8, 0, 0, 0, r.comm, r.stream) ==
+                   ncclInvalidArgument);
     }
   }
-  // One-sided operations within the host still work: a put to the next rank of this host (once
-  // every peer has read this rank's window).
-  if (wintest::barrier(ranks) != 0) return 1;
-  const int next = first + (r.rank - first + 1) % perHost, prev = first + (r.rank - first + perHost - 1) % perHost;
-  CHILD_NCCL(ncclPutSignal(buf, kMiB, ncclInt8, next, win, kMiB, 0, 0, 0, r.comm, r.stream));
-  ncclWaitSignalDesc_t d{1, prev, 0, 0};
-  CHILD_NCCL(ncclWaitSignal(1, &d, r.comm, r.stream));
+  CHILD_NCCL(ncclWaitSignal(static_cast<int>(waits.size()), waits.data(), r.comm, r.stream));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
-  if (wintest::expectBytes(buf + kMiB, wintest::pattern(21, prev, 0, kMiB), "put from this host", r.rank) != 0) {
-    return 1;
+  for (int peer = 0; peer < nranks; peer++) {
+    if (peer == r.rank) continue;
+    std::vector<uint8_t> want = wintest::pattern(21, peer, peer * place, bytes);
+    if (wintest::expectBytes(buf + peer * place, want, "put from a peer", r.rank) != 0) return 1;
   }
-  if (wintest::barrier(ranks) != 0) return 1;  // no peer still reads this rank's window
+  const int remote = (first + perHost) % nranks;
+  if (remote != first) {
+    cudaStream_t capture = nullptr;
+    CHILD_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+    CHILD_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed));
+    const ncclResult_t captured = ncclSignal(remote, 0, 0, 0, r.comm, capture);
+    cudaGraph_t graph = nullptr;
+    CHILD_CUDA(cudaStreamEndCapture(capture, &graph));
+    if (graph != nullptr) CHILD_CUDA(cudaGraphDestroy(graph));
+    CHILD_CUDA(cudaStreamDestroy(capture));
+    CHILD_EXPECT(captured == ncclInvalidUsage);
+  }
+  if (wintest::barrier(ranks) != 0) return 1;  // no peer still puts into this rank's window
   CHILD_NCCL(ncclCommWindowDeregister(r.comm, win));
+  CHILD_NCCL(ncclCommWindowDeregister(r.comm, srcWin));
   CHILD_NCCL(ncclMemFree(buf));
+  CHILD_NCCL(ncclMemFree(src));
   return 0;
 }
 

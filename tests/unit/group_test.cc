@@ -56,6 +56,10 @@ class CountingDataPath : public DataPathBase {
     *out = nullptr;
     return ncclSuccess;
   }
+  ncclResult_t openNetwork(net::Network** out) override {
+    *out = nullptr;
+    return ncclInternalError;
+  }
 
   int launched = 0;
   int dropped = 0;

@@ -1,0 +1,342 @@
+#include "window/net_backend.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "window/mem_ops.h"
+
+namespace braid::window {
+namespace {
+
+constexpr size_t kSlots = 1024;               // puts that may be queued and not yet read at once
+constexpr int kTag = 0x524d;                  // "RM"
+constexpr uint32_t kChunkMagic = 0x42524d41;  // "BRMA"
+constexpr uint32_t kLastChunk = 1;
+
+// What precedes every chunk on the wire.
+struct ChunkHeader {
+  uint32_t magic;
+  uint32_t flags;  // kLastChunk: the put's signal follows this chunk's data
+  uint64_t serial;
+  uint64_t offset;
+  uint64_t bytes;
+  int32_t ctx;
+  int32_t sig;
+  uint64_t reserved[3];
+};
+static_assert(sizeof(ChunkHeader) == 64, "ChunkHeader crosses process boundaries: keep it fixed");
+constexpr uint64_t kBufBytes = sizeof(ChunkHeader) + kNetChunkBytes;
+
+}  // namespace
+
+NetBackend::NetBackend(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad,
+                       std::unique_ptr<NetLinks> links)
+    : drv_(drv),
+      ctx_(ctx),
+      pad_(pad),
+      links_(std::move(links)),
+      slotOf_(ctx.nranks, -1),
+      received_(pad.layout().words(), 0) {
+  for (size_t i = 0; i < links_->peers().size(); ++i) slotOf_[links_->peers()[i]] = static_cast<int>(i);
+}
+
+ncclResult_t NetBackend::allocate() {
+  const std::string what = "one-sided operations across hosts (rank " + std::to_string(ctx_.rank) + ")";
+  void* slots = nullptr;
+  CUDACHECK_AT(what, cudaHostAlloc(&slots, 2 * kSlots * sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(slots, 0, 2 * kSlots * sizeof(uint64_t));
+  readyHost_ = static_cast<uint64_t*>(slots);
+  doneHost_ = readyHost_ + kSlots;
+  void* dev = nullptr;
+  CUDACHECK_AT(what, cudaHostGetDevicePointer(&dev, slots, 0));
+  readyDev_ = static_cast<uint64_t*>(dev);
+  doneDev_ = readyDev_ + kSlots;
+  CUDACHECK_AT(what, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  void* buf = nullptr;
+  CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
+  countStage_ = static_cast<uint64_t*>(buf);
+  CUDACHECK_AT(what, cudaHostAlloc(&buf, kBufBytes, cudaHostAllocPortable));
+  sendBuf_ = static_cast<char*>(buf);
+  const ncclNet_v11_t& net = links_->net();
+  sendHandles_.assign(links_->peers().size(), nullptr);
+  receivers_.resize(links_->peers().size());
+  for (size_t i = 0; i < links_->peers().size(); ++i) {
+    NCCLCHECK(net.regMr(links_->sendComm(i), sendBuf_, kBufBytes, NCCL_PTR_HOST, &sendHandles_[i]));
+    CUDACHECK_AT(what, cudaHostAlloc(&buf, kBufBytes, cudaHostAllocPortable));
+    receivers_[i].buf = static_cast<char*>(buf);
+    NCCLCHECK(net.regMr(links_->recvComm(i), receivers_[i].buf, kBufBytes, NCCL_PTR_HOST, &receivers_[i].mhandle));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t NetBackend::create(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad,
+                                std::unique_ptr<NetLinks> links, std::unique_ptr<NetBackend>* out) {
+  std::unique_ptr<NetBackend> b(new NetBackend(drv, ctx, pad, std::move(links)));
+  NCCLCHECK(b->allocate());
+  b->thread_ = std::thread([raw = b.get()] { raw->run(); });
+  *out = std::move(b);
+  return ncclSuccess;
+}
+
+NetBackend::~NetBackend() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  const ncclNet_v11_t& net = links_->net();
+  for (size_t i = 0; i < receivers_.size(); ++i) {
+    if (receivers_[i].mhandle != nullptr) (void)net.deregMr(links_->recvComm(i), receivers_[i].mhandle);
+    if (receivers_[i].buf != nullptr) (void)cudaFreeHost(receivers_[i].buf);
+  }
+  for (size_t i = 0; i < sendHandles_.size(); ++i) {
+    if (sendHandles_[i] != nullptr) (void)net.deregMr(links_->sendComm(i), sendHandles_[i]);
+  }
+  links_.reset();  // the connections go before their buffers
+  if (sendBuf_ != nullptr) (void)cudaFreeHost(sendBuf_);
+  if (countStage_ != nullptr) (void)cudaFreeHost(countStage_);
+  if (readyHost_ != nullptr) (void)cudaFreeHost(readyHost_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+void NetBackend::addWindow(uint64_t serial, char* base, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  windows_[serial] = {base, bytes};
+}
+
+void NetBackend::removeWindow(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  windows_.erase(serial);
+}
+
+bool NetBackend::findWindow(uint64_t serial, char** base, uint64_t* bytes) {
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  auto it = windows_.find(serial);
+  if (it == windows_.end()) return false;
+  *base = it->second.first;
+  *bytes = it->second.second;
+  return true;
+}
+
+void NetBackend::releaseWaits() {
+  // Far ahead of every sequence number: each stream wait (a >= comparison) is met.
+  const uint64_t past = (uint64_t{1} << 62) + issued_;
+  for (size_t i = 0; i < kSlots; ++i) reinterpret_cast<volatile uint64_t*>(doneHost_)[i] = past;
+}
+
+ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
+  uint64_t seq = 0;
+  {
+    // The slot of put n is reused by put n + kSlots: that many may wait for their streams at most.
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout));
+    std::unique_lock<std::mutex> lock(queueMutex_);
+    while (issued_ - completed_.load() >= kSlots) {
+      lock.unlock();
+      if (std::chrono::steady_clock::now() > giveUp || failed_) {
+        WARN("ncclPutSignal: rank %d: %zu one-sided operations to other hosts still wait for their streams", ctx_.rank,
+             kSlots);
+        return ncclInvalidUsage;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      lock.lock();
+    }
+    seq = ++issued_;
+    queue_.push_back(Outgoing{seq, op});
+  }
+  MemOps ops(drv_);
+  ops.write(readyDev_ + seq % kSlots, seq);
+  ops.waitGeq(doneDev_ + seq % kSlots, seq);
+  return ops.enqueue(stream);
+}
+
+void NetBackend::fail(ncclResult_t error) {
+  if (failed_.exchange(true)) return;
+  if (ctx_.asyncError) ctx_.asyncError(error);
+}
+
+bool NetBackend::nextReady(Outgoing* out) {
+  std::lock_guard<std::mutex> lock(queueMutex_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    const uint64_t ready = reinterpret_cast<volatile uint64_t*>(readyHost_)[it->seq % kSlots];
+    if (ready != it->seq) continue;
+    *out = *it;
+    queue_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+ncclResult_t NetBackend::stageChunk() {
+  Sending& s = *sending_;
+  const NetPut& op = s.out.op;
+  s.chunk = std::min(kNetChunkBytes, op.bytes - s.sent);
+  const bool last = s.sent + s.chunk == op.bytes;
+  ChunkHeader h{};
+  h.magic = kChunkMagic;
+  h.flags = last ? kLastChunk : 0;
+  h.serial = op.serial;
+  h.offset = op.offset + s.sent;
+  h.bytes = s.chunk;
+  h.ctx = op.ctx;
+  h.sig = op.sig;
+  std::memcpy(sendBuf_, &h, sizeof(h));
+  if (s.chunk > 0) {
+    const std::string what = "one-sided put to rank " + std::to_string(op.peer);
+    CUDACHECK_AT(what, cudaMemcpyAsync(sendBuf_ + sizeof(h), static_cast<const char*>(op.src) + s.sent, s.chunk,
+                                       cudaMemcpyDeviceToHost, stream_));
+    CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  }
+  s.sent += s.chunk;
+  s.staged = true;
+  if (last) {
+    // The source is read: the stream that put it may go on.
+    std::atomic_thread_fence(std::memory_order_release);
+    reinterpret_cast<volatile uint64_t*>(doneHost_)[s.out.seq % kSlots] = s.out.seq;
+    completed_.fetch_add(1);
+  }
+  return ncclSuccess;
+}
+
+bool NetBackend::progressSend() {
+  const ncclNet_v11_t& net = links_->net();
+  if (sending_ == nullptr) {
+    Outgoing next{};
+    if (!nextReady(&next)) return false;
+    sending_ = std::make_unique<Sending>();
+    sending_->out = next;
+  }
+  Sending& s = *sending_;
+  const size_t slot = static_cast<size_t>(slotOf_[s.out.op.peer]);
+  if (s.request != nullptr) {
+    int done = 0, size = 0;
+    if (net.test(s.request, &done, &size) != ncclSuccess) {
+      WARN("rank %d: one-sided put to rank %d: the network failed", ctx_.rank, s.out.op.peer);
+      fail(ncclSystemError);
+      return false;
+    }
+    if (done == 0) return false;
+    s.request = nullptr;
+    if (s.lastPosted) {
+      sending_.reset();
+      return true;
+    }
+  }
+  if (!s.staged && stageChunk() != ncclSuccess) {
+    fail(ncclUnhandledCudaError);
+    return false;
+  }
+  const bool last = s.sent == s.out.op.bytes;
+  if (net.isend(links_->sendComm(slot), sendBuf_, sizeof(ChunkHeader) + s.chunk, kTag, sendHandles_[slot], nullptr,
+                &s.request) != ncclSuccess) {
+    WARN("rank %d: one-sided put to rank %d: the network refused a send", ctx_.rank, s.out.op.peer);
+    fail(ncclSystemError);
+    return false;
+  }
+  if (s.request == nullptr) return false;  // not now: post it again next time
+  s.staged = false;
+  s.lastPosted = last;
+  return true;
+}
+
+bool NetBackend::progressReceive(size_t i) {
+  const ncclNet_v11_t& net = links_->net();
+  Receiver& r = receivers_[i];
+  if (r.request == nullptr) {
+    void* data = r.buf;
+    size_t size = kBufBytes;
+    int tag = kTag;
+    void* mhandle = r.mhandle;
+    void* phandle = nullptr;
+    if (net.irecv(links_->recvComm(i), 1, &data, &size, &tag, &mhandle, &phandle, &r.request) != ncclSuccess) {
+      WARN("rank %d: one-sided operations from rank %d: the network refused a receive", ctx_.rank, links_->peers()[i]);
+      fail(ncclSystemError);
+      return false;
+    }
+    if (r.request == nullptr) return false;
+  }
+  int done = 0, size = 0;
+  if (net.test(r.request, &done, &size) != ncclSuccess) {
+    WARN("rank %d: one-sided operations from rank %d: the network failed", ctx_.rank, links_->peers()[i]);
+    fail(ncclSystemError);
+    return false;
+  }
+  if (done == 0) return false;
+  r.request = nullptr;
+  const ncclResult_t result = deliver(i, static_cast<size_t>(size));
+  if (result != ncclSuccess) fail(result);
+  return true;
+}
+
+ncclResult_t NetBackend::deliver(size_t i, size_t size) {
+  const int peer = links_->peers()[i];
+  const Receiver& r = receivers_[i];
+  ChunkHeader h{};
+  if (size >= sizeof(h)) std::memcpy(&h, r.buf, sizeof(h));
+  const PadLayout& l = pad_.layout();
+  if (size < sizeof(h) || h.magic != kChunkMagic || h.bytes != size - sizeof(h) || h.ctx < 0 || h.ctx >= l.nCtx ||
+      h.sig < 0 || h.sig >= l.nSig) {
+    WARN("rank %d: one-sided operations: rank %d sent a chunk that is not one (%zu bytes); dropped", ctx_.rank, peer,
+         size);
+    return ncclRemoteError;
+  }
+  char* base = nullptr;
+  uint64_t bytes = 0;
+  if (h.bytes > 0 && !awaitWindow(peer, h.serial, &base, &bytes)) return ncclInvalidUsage;
+  if (h.bytes > 0 && (h.offset > bytes || h.bytes > bytes - h.offset)) {
+    WARN(
+        "rank %d: one-sided put from rank %d: %llu bytes at offset %llu run past the end of window %llu (%llu "
+        "bytes here); dropped",
+        ctx_.rank, peer, static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(h.offset),
+        static_cast<unsigned long long>(h.serial), static_cast<unsigned long long>(bytes));
+    return ncclRemoteError;
+  }
+  const std::string what = "one-sided put from rank " + std::to_string(peer);
+  if (h.bytes > 0) {
+    CUDACHECK_AT(what, cudaMemcpyAsync(base + h.offset, r.buf + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  if ((h.flags & kLastChunk) != 0) {
+    // After the data on the same stream: a wait that sees the count sees the data.
+    *countStage_ = ++received_[l.index(h.ctx, h.sig, peer)];
+    CUDACHECK_AT(what, cudaMemcpyAsync(pad_.local() + l.count(h.ctx, h.sig, peer), countStage_, sizeof(uint64_t),
+                                       cudaMemcpyHostToDevice, stream_));
+  }
+  CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  return ncclSuccess;
+}
+
+bool NetBackend::awaitWindow(int peer, uint64_t serial, char** base, uint64_t* bytes) {
+  // The window is registered here before the sender's registration returns, but entered in this
+  // table just after: a chunk may come in between.
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!findWindow(serial, base, bytes)) {
+    if (std::chrono::steady_clock::now() > giveUp || stop_.load()) {
+      WARN(
+          "rank %d: one-sided put from rank %d into window %llu, which this rank does not have (deregistered?); "
+          "dropped",
+          ctx_.rank, peer, static_cast<unsigned long long>(serial));
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+void NetBackend::run() {
+  if (cudaSetDevice(ctx_.cudaDev) != cudaSuccess) {
+    WARN("rank %d: the one-sided operations' thread cannot use GPU %d", ctx_.rank, ctx_.cudaDev);
+    fail(ncclUnhandledCudaError);
+    return;
+  }
+  while (!stop_.load()) {
+    bool busy = false;
+    if (!failed_) {
+      busy = progressSend();
+      for (size_t i = 0; i < receivers_.size() && !failed_; ++i) busy = progressReceive(i) || busy;
+    }
+    if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(failed_ ? 1000 : 20));
+  }
+}
+
+}  // namespace braid::window

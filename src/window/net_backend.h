@@ -1,0 +1,139 @@
+// One-sided operations with ranks on other hosts, through the communicator's network (net_links.h)
+// and a progress thread of their own.
+//
+// Put (eager only: in a CUDA graph the thread could not know what a replay sends):
+//   the call queues the put under the next sequence number n and enqueues two stream memory
+//   operations: write n into ready slot n (host memory), then wait until done slot n holds n. The
+//   thread sees the ready slot once the stream's earlier work has completed, copies the source to
+//   pinned host memory in chunks of kNetChunkBytes, marks the done slot after the last chunk is
+//   copied (the stream goes on: the source may be reused), and sends each chunk with a header that
+//   names the window by its registration serial (the same on every rank), the offset, the size and
+//   the signal.
+// Receive: a receive is kept posted on every remote peer's connection. A chunk is checked against
+//   this rank's own window (serial known, range inside it, context and signal in range) before it
+//   is copied there; the last chunk of a put then raises this rank's count of signals from that
+//   peer on (ctx, sig): the counts word the copy-engine puts of the LSA team write for their peers
+//   (pad_layout.h), so ncclWaitSignal waits for both alike (ce_backend.h). A chunk that fails the
+//   checks is dropped with a WARN and becomes the communicator's asynchronous error.
+// Order: one peer's chunks travel one connection in the order the thread sends them, which for the
+//   puts of one stream is their stream order (a put's chunks, then its signal); puts of different
+//   streams go as their streams reach them.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cuda/cuda_driver.h"
+#include "window/net_links.h"
+#include "window/signal_pad.h"
+#include "window/window_context.h"
+
+namespace braid::window {
+
+constexpr uint64_t kNetChunkBytes = uint64_t{256} << 10;
+
+// A put to a rank on another host: `bytes` from `src` (this rank's memory) into the peer's window
+// `serial` at `offset`, then one signal on (ctx, sig). bytes 0: the signal alone.
+struct NetPut {
+  const void* src = nullptr;
+  uint64_t bytes = 0;
+  int peer = 0;
+  int ctx = 0;
+  int sig = 0;
+  uint64_t serial = 0;
+  uint64_t offset = 0;
+};
+
+class NetBackend {
+ public:
+  // Starts the thread. The current device must be ctx.cudaDev.
+  [[nodiscard]] static ncclResult_t create(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad,
+                                           std::unique_ptr<NetLinks> links, std::unique_ptr<NetBackend>* out);
+  ~NetBackend();  // stops the thread, then closes the connections
+  NetBackend(const NetBackend&) = delete;
+  NetBackend& operator=(const NetBackend&) = delete;
+
+  bool reaches(int peer) const { return peer >= 0 && peer < static_cast<int>(slotOf_.size()) && slotOf_[peer] >= 0; }
+  [[nodiscard]] ncclResult_t put(const NetPut& op, cudaStream_t stream);
+  // This rank's windows, which arriving chunks may land in.
+  void addWindow(uint64_t serial, char* base, uint64_t bytes);
+  void removeWindow(uint64_t serial);
+  // Teardown: lets every stream that waits for a put to be read go on.
+  void releaseWaits();
+
+ private:
+  struct Outgoing {
+    uint64_t seq;
+    NetPut op;
+  };
+  struct Receiver {
+    char* buf = nullptr;
+    void* mhandle = nullptr;
+    void* request = nullptr;
+  };
+  // The put being sent, chunk by chunk.
+  struct Sending {
+    Outgoing out{};
+    uint64_t sent = 0;        // payload bytes copied into the staging buffer so far
+    uint64_t chunk = 0;       // the staged chunk's payload size
+    bool staged = false;      // a chunk is in the staging buffer, not yet posted
+    bool lastPosted = false;  // the put's last chunk was posted
+    void* request = nullptr;
+  };
+
+  NetBackend(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad, std::unique_ptr<NetLinks> links);
+  [[nodiscard]] ncclResult_t allocate();
+  void run();
+  bool progressSend();
+  bool progressReceive(size_t i);
+  [[nodiscard]] ncclResult_t stageChunk();
+  [[nodiscard]] ncclResult_t deliver(size_t i, size_t size);
+  bool findWindow(uint64_t serial, char** base, uint64_t* bytes);
+  // findWindow, waiting a little for a registration that is just ending.
+  bool awaitWindow(int peer, uint64_t serial, char** base, uint64_t* bytes);
+  void fail(ncclResult_t error);
+  bool nextReady(Outgoing* out);
+
+  const CudaDriver* drv_;
+  const WindowContext& ctx_;
+  const SignalPad& pad_;
+  std::unique_ptr<NetLinks> links_;
+  std::vector<int> slotOf_;  // world rank -> index in links_->peers(), or -1
+
+  // Ready and done slots, host memory the streams write and wait on (device view alongside).
+  uint64_t* readyHost_ = nullptr;
+  uint64_t* doneHost_ = nullptr;
+  uint64_t* readyDev_ = nullptr;
+  uint64_t* doneDev_ = nullptr;
+
+  std::mutex queueMutex_;
+  std::deque<Outgoing> queue_;
+  uint64_t issued_ = 0;
+  std::atomic<uint64_t> completed_{0};
+
+  std::mutex windowsMutex_;
+  std::map<uint64_t, std::pair<char*, uint64_t>> windows_;  // serial -> this rank's window
+
+  // The thread's own.
+  cudaStream_t stream_ = nullptr;
+  char* sendBuf_ = nullptr;
+  std::vector<void*> sendHandles_;  // sendBuf_ registered with each peer's send connection
+  std::vector<Receiver> receivers_;
+  uint64_t* countStage_ = nullptr;  // pinned: the count copied into the signal memory
+  std::vector<uint64_t> received_;  // per (ctx, sig, peer): signals received over the network
+  std::unique_ptr<Sending> sending_;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace braid::window
