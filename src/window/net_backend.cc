@@ -13,23 +13,8 @@
 namespace braid::window {
 namespace {
 
-constexpr size_t kSlots = 1024;               // puts that may be queued and not yet read at once
-constexpr int kTag = 0x524d;                  // "RM"
-constexpr uint32_t kChunkMagic = 0x42524d41;  // "BRMA"
-constexpr uint32_t kLastChunk = 1;
-
-// What precedes every chunk on the wire.
-struct ChunkHeader {
-  uint32_t magic;
-  uint32_t flags;  // kLastChunk: the put's signal follows this chunk's data
-  uint64_t serial;
-  uint64_t offset;
-  uint64_t bytes;
-  int32_t ctx;
-  int32_t sig;
-  uint64_t reserved[3];
-};
-static_assert(sizeof(ChunkHeader) == 64, "ChunkHeader crosses process boundaries: keep it fixed");
+constexpr size_t kSlots = 1024;  // puts that may be queued and not yet read at once
+constexpr int kTag = 0x524d;     // "RM"
 constexpr uint64_t kBufBytes = sizeof(ChunkHeader) + kNetChunkBytes;
 
 }  // namespace
@@ -173,14 +158,7 @@ ncclResult_t NetBackend::stageChunk() {
   const NetPut& op = s.out.op;
   s.chunk = std::min(kNetChunkBytes, op.bytes - s.sent);
   const bool last = s.sent + s.chunk == op.bytes;
-  ChunkHeader h{};
-  h.magic = kChunkMagic;
-  h.flags = last ? kLastChunk : 0;
-  h.serial = op.serial;
-  h.offset = op.offset + s.sent;
-  h.bytes = s.chunk;
-  h.ctx = op.ctx;
-  h.sig = op.sig;
+  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, last);
   std::memcpy(sendBuf_, &h, sizeof(h));
   if (s.chunk > 0) {
     const std::string what = "one-sided put to rank " + std::to_string(op.peer);
@@ -272,19 +250,18 @@ bool NetBackend::progressReceive(size_t i) {
 ncclResult_t NetBackend::deliver(size_t i, size_t size) {
   const int peer = links_->peers()[i];
   const Receiver& r = receivers_[i];
-  ChunkHeader h{};
-  if (size >= sizeof(h)) std::memcpy(&h, r.buf, sizeof(h));
   const PadLayout& l = pad_.layout();
-  if (size < sizeof(h) || h.magic != kChunkMagic || h.bytes != size - sizeof(h) || h.ctx < 0 || h.ctx >= l.nCtx ||
-      h.sig < 0 || h.sig >= l.nSig) {
-    WARN("rank %d: one-sided operations: rank %d sent a chunk that is not one (%zu bytes); dropped", ctx_.rank, peer,
-         size);
+  ChunkHeader h{};
+  std::string why;
+  if (!parseChunk(r.buf, size, l.nCtx, l.nSig, &h, &why)) {
+    WARN("rank %d: one-sided operations: rank %d sent a message of %zu bytes that is not a chunk (%s); dropped",
+         ctx_.rank, peer, size, why.c_str());
     return ncclRemoteError;
   }
   char* base = nullptr;
   uint64_t bytes = 0;
   if (h.bytes > 0 && !awaitWindow(peer, h.serial, &base, &bytes)) return ncclInvalidUsage;
-  if (h.bytes > 0 && (h.offset > bytes || h.bytes > bytes - h.offset)) {
+  if (h.bytes > 0 && !chunkFits(h, bytes)) {
     WARN(
         "rank %d: one-sided put from rank %d: %llu bytes at offset %llu run past the end of window %llu (%llu "
         "bytes here); dropped",

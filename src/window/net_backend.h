@@ -34,6 +34,7 @@
 
 #include "cuda/cuda_driver.h"
 #include "window/net_links.h"
+#include "window/rma_wire.h"
 #include "window/signal_pad.h"
 #include "window/window_context.h"
 

@@ -1,6 +1,7 @@
 // Writes the fuzz corpora (corpus/<harness>/*): valid messages built the way the senders build
-// them (the structs of bootstrap/wire.h, watch/board_wire.h and net/socket_net.h, encodeSocketHandshake
-// and socketAuthProof), plus a few near misses. Run as `make_corpus tests/fuzz/corpus`; the output is committed.
+// them (the structs of bootstrap/wire.h, watch/board_wire.h, window/rma_wire.h and net/socket_net.h,
+// encodeSocketHandshake and socketAuthProof), plus a few near misses. Run as `make_corpus tests/fuzz/corpus`; the
+// output is committed.
 #include <arpa/inet.h>
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "util/socket.h"
 #include "util/socket_auth.h"
 #include "watch/board_wire.h"
+#include "window/rma_wire.h"
 
 namespace {
 
@@ -191,6 +193,20 @@ bool udsDatagrams(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// Input of rma_chunk_fuzz: contexts, signals, the receiver's window size, then the message.
+bool rmaChunks(const std::filesystem::path& dir) {
+  const auto input = [](uint64_t window, const braid::window::ChunkHeader& h, size_t payload) {
+    Bytes head = concat(Bytes{4, 2}, bytesOf(window));
+    return concat(concat(head, bytesOf(h)), Bytes(payload, 0xab));
+  };
+  bool ok = write(dir, "chunk", input(1 << 20, braid::window::chunkHeader(7, 4096, 300, 1, 0, false), 300));
+  ok &= write(dir, "last_chunk", input(1 << 20, braid::window::chunkHeader(7, 0, 64, 3, 1, true), 64));
+  ok &= write(dir, "signal_only", input(0, braid::window::chunkHeader(0, 0, 0, 0, 0, true), 0));
+  ok &= write(dir, "past_the_end", input(4096, braid::window::chunkHeader(7, 4000, 200, 0, 0, true), 200));
+  ok &= write(dir, "bad_ctx", input(1 << 20, braid::window::chunkHeader(7, 0, 8, 9, 0, true), 8));
+  return ok;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR (tests/fuzz/corpus)\n", argv[0]);
@@ -204,6 +220,7 @@ int main(int argc, char** argv) {
   ok &= boardWire(root / "board_wire_fuzz");
   ok &= socketNetHellos(root / "socket_net_hello_fuzz");
   ok &= udsDatagrams(root / "uds_datagram_fuzz");
+  ok &= rmaChunks(root / "rma_chunk_fuzz");
   if (!ok) std::fprintf(stderr, "could not write every corpus file under %s\n", argv[1]);
   return ok ? 0 : 1;
 }
