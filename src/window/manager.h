@@ -95,6 +95,8 @@ class Manager final : public CommWindowsBase {
   // rma_ops.cc
   [[nodiscard]] ncclResult_t checkRmaReady(const char* caller) const;
   [[nodiscard]] ncclResult_t checkTarget(int peer, int sig, int ctx, const char* caller) const;
+  // What ncclPutSignal and ncclSignal check first: readiness, flags, the target.
+  [[nodiscard]] ncclResult_t checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags);
   // Sends a put or signal to `op.peer` through the backend that reaches it.
   [[nodiscard]] ncclResult_t route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream);
   [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);

@@ -82,6 +82,16 @@ ncclResult_t Manager::noteUse(Window* w, bool graph, cudaStream_t stream) {
   return ncclSuccess;
 }
 
+ncclResult_t Manager::checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags) {
+  collectGraphReleases();
+  NCCLCHECK(checkRmaReady(caller));
+  if (flags != 0) {
+    WARN("%s: %s: flags is %u; it must be 0", caller, me().c_str(), flags);
+    return ncclInvalidArgument;
+  }
+  return checkTarget(peer, sig, ctx, caller);
+}
+
 ncclResult_t Manager::route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream) {
   if (backend_->reaches(op.peer)) return backend_->put(op, graph, stream);
   if (graph) {
@@ -97,13 +107,7 @@ ncclResult_t Manager::route(const PutOp& op, uint64_t serial, uint64_t offset, b
 ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t type, int peer, ncclWindow_t peerWin,
                                 size_t peerOffset, int sig, int ctx, unsigned flags, cudaStream_t stream) {
   const char* caller = "ncclPutSignal";
-  collectGraphReleases();
-  NCCLCHECK(checkRmaReady(caller));
-  if (flags != 0) {
-    WARN("%s: %s: flags is %u; it must be 0", caller, me().c_str(), flags);
-    return ncclInvalidArgument;
-  }
-  NCCLCHECK(checkTarget(peer, sig, ctx, caller));
+  NCCLCHECK(checkSignalCall(caller, peer, sig, ctx, flags));
   const size_t size = dtypeSize(type);
   if (size == 0 || count > std::numeric_limits<uint64_t>::max() / size) {
     WARN("%s: %s: datatype %d / count %zu name no valid buffer size", caller, me().c_str(), static_cast<int>(type),
@@ -150,13 +154,7 @@ ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t ty
 
 ncclResult_t Manager::signal(int peer, int sig, int ctx, unsigned flags, cudaStream_t stream) {
   const char* caller = "ncclSignal";
-  collectGraphReleases();
-  NCCLCHECK(checkRmaReady(caller));
-  if (flags != 0) {
-    WARN("%s: %s: flags is %u; it must be 0", caller, me().c_str(), flags);
-    return ncclInvalidArgument;
-  }
-  NCCLCHECK(checkTarget(peer, sig, ctx, caller));
+  NCCLCHECK(checkSignalCall(caller, peer, sig, ctx, flags));
   ScopedDevice device(ctx_.cudaDev);
   RelaxedCaptureMode relaxed;  // the use tracking's event calls, while another stream may be captured
   bool graph = false;

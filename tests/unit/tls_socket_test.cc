@@ -154,6 +154,20 @@ class Relay {
 
 using TlsSocketTest = testing::TlsTest;
 
+// A connection to `acceptor` that both sides refuse: the connector fails within 2 s (not at its
+// 5 s deadline), and the acceptor keeps nothing.
+void expectRefusedQuickly(SocketAcceptor* acceptor) {
+  const auto start = std::chrono::steady_clock::now();
+  Socket client;
+  EXPECT_EQ(Socket::connect(acceptor->listener().localAddress(), kMagic, SocketType::kBootstrap, "test peer", false,
+                            Deadline::after(milliseconds(5000)), &client, pumpOf(acceptor)),
+            ncclRemoteError);
+  EXPECT_LT(secondsSince(start), 2.0);
+  AcceptedConnection conn;
+  EXPECT_EQ(acceptor->progress(), ncclSuccess);
+  EXPECT_FALSE(acceptor->takeReady(&conn));
+}
+
 TEST_F(TlsSocketTest, DataBothWaysArrivesExactlyAndNeverInTheClear) {
   BRAID_SKIP_WITHOUT_OPENSSL();
   const std::string marker = "BRAID-PLAINTEXT-MARKER-";
@@ -216,15 +230,7 @@ TEST_F(TlsSocketTest, AnotherKeyIsRefusedOnBothSidesQuickly) {
   ASSERT_EQ(setPsk(kTestPsk), ncclSuccess);
   SocketAcceptor acceptor = listenHere();
   ASSERT_EQ(setPsk(kOtherPsk), ncclSuccess);
-  const auto start = std::chrono::steady_clock::now();
-  Socket client;
-  EXPECT_EQ(Socket::connect(acceptor.listener().localAddress(), kMagic, SocketType::kBootstrap, "test peer", false,
-                            Deadline::after(milliseconds(5000)), &client, pumpOf(&acceptor)),
-            ncclRemoteError);
-  EXPECT_LT(secondsSince(start), 2.0);
-  AcceptedConnection conn;
-  EXPECT_EQ(acceptor.progress(), ncclSuccess);
-  EXPECT_FALSE(acceptor.takeReady(&conn));
+  expectRefusedQuickly(&acceptor);
   const std::string text = log();
   EXPECT_NE(text.find("Listener 127.0.0.1:"), std::string::npos) << text;               // the acceptor's WARN
   EXPECT_NE(text.find("The TLS handshake with test peer"), std::string::npos) << text;  // the connector's
@@ -247,15 +253,7 @@ TEST_F(TlsSocketTest, PlainAndTlsPeersRefuseEachOtherWithAWarnOnBothSides) {
     } else {
       ASSERT_EQ(setPsk(kTestPsk), ncclSuccess);
     }
-    const auto start = std::chrono::steady_clock::now();
-    Socket client;
-    EXPECT_EQ(Socket::connect(acceptor.listener().localAddress(), kMagic, SocketType::kBootstrap, "test peer", false,
-                              Deadline::after(milliseconds(5000)), &client, pumpOf(&acceptor)),
-              ncclRemoteError);
-    EXPECT_LT(secondsSince(start), 2.0);
-    AcceptedConnection conn;
-    EXPECT_EQ(acceptor.progress(), ncclSuccess);
-    EXPECT_FALSE(acceptor.takeReady(&conn));
+    expectRefusedQuickly(&acceptor);
   }
   const std::string text = log();
   // Each side once as acceptor and once as connector, in the words of its own setting.
