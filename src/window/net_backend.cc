@@ -107,11 +107,15 @@ bool NetBackend::findWindow(uint64_t serial, char** base, uint64_t* bytes) {
 
 void NetBackend::releaseWaits() {
   // Far ahead of every sequence number: each stream wait (a >= comparison) is met.
-  const uint64_t past = (uint64_t{1} << 62) + issued_;
-  for (size_t i = 0; i < kSlots; ++i) reinterpret_cast<volatile uint64_t*>(doneHost_)[i] = past;
+  for (size_t i = 0; i < kSlots; ++i) reinterpret_cast<volatile uint64_t*>(doneHost_)[i] = uint64_t{1} << 62;
 }
 
 ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
+  if (failed_) {
+    WARN("ncclPutSignal: rank %d: one-sided operations to other hosts stopped at an earlier error (see above)",
+         ctx_.rank);
+    return ncclRemoteError;
+  }
   uint64_t seq = 0;
   {
     // The slot of put n is reused by put n + kSlots: that many may wait for their streams at most.
@@ -139,6 +143,7 @@ ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
 void NetBackend::fail(ncclResult_t error) {
   if (failed_.exchange(true)) return;
   if (ctx_.asyncError) ctx_.asyncError(error);
+  releaseWaits();  // no stream waits for a put this thread will not read any more
 }
 
 bool NetBackend::nextReady(Outgoing* out) {
