@@ -8,8 +8,8 @@
 #   SKIP_TESTS=1 SKIP_CHECKS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 #   GPU_TESTS="premulsum|split|hang" bash scripts/gpu-check.sh   # only the GPU tests whose names match
 #   PERF_RANGE="-b 4 -e 4G -f 4" bash scripts/gpu-check.sh        # the sizes of the collective sweeps (8 GPUs: to 4 GiB)
-# Everything takes longer than one 10-minute device call on 4 GPUs (the GPU tests alone ~12 min,
-# gpu_coll_sweep_test ~5 of them): split a run with GPU_TESTS, SKIP_TESTS and PERF_OPS.
+# Everything takes more than 10 minutes on 4 GPUs (the GPU tests alone ~12 min, gpu_coll_sweep_test
+# ~5 of them): to keep each run under a time limit, split it with GPU_TESTS, SKIP_TESTS and PERF_OPS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}

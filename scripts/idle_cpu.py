@@ -1,4 +1,4 @@
-# CPU time a process spends while its communicator across emulated hosts is idle (issue 9's target:
+# CPU time a process spends while its communicator across emulated hosts is idle (the target:
 # the proxy under 5% of one core per process). Each rank is its own host (NCCL_HOSTID), so its
 # connections go through the proxy and the socket network; a 64 MiB AllReduce starts the socket
 # helper threads first. process_time() counts every thread of the process, PyTorch's own watchdog

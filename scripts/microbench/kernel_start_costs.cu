@@ -1,4 +1,4 @@
-// What costs at a kernel's start, before the first data moves (session 20, docs/performance.md):
+// What costs at a kernel's start, before the first data moves (docs/performance-log.md, 2026-11-22):
 // a non-inlined call with scalar arguments, an indirect call, a struct passed by reference (so
 // built in local memory), and the same struct indexed by a run-time index with no call at all.
 // One CTA of 256 threads per launch, 4000 launches each, %globaltimer around the code by thread 0.
@@ -6,7 +6,7 @@
 //   nvcc -O2 -arch=sm_90 -o /tmp/kernel_start_costs scripts/microbench/kernel_start_costs.cu
 //   /tmp/kernel_start_costs
 //
-// H200 (nvidia-h200-x2), CUDA 13.0: scalars 0.009 us, indirect 0.173, struct by reference 0.782,
+// 2 H200 (NV18), CUDA 13.0: scalars 0.009 us, indirect 0.173, struct by reference 0.782,
 // 8 bytes by reference 0.079, struct with a run-time index and no call 0.906. A local store then a
 // load of the same address costs one L2 round trip; keep kernel state in registers and shared memory.
 #include <cuda_runtime.h>

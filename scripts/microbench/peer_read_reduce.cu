@@ -7,7 +7,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/peer_read_reduce scripts/microbench/peer_read_reduce.cu
 //   /tmp/peer_read_reduce            (needs 2 GPUs with peer access)
 //
-// 2 H200 (nvidia-h200-x2, session 29), GB/s at 8 / 12 / 16 / 24 / 32 CTAs:
+// 2 H200 (NV18, 2026-11-23), GB/s at 8 / 12 / 16 / 24 / 32 CTAs:
 //   ld.volatile x8 (what prims_simple.h does)   158 219 281 302 325
 //   plain ld x8                                 132 187 244 300 324
 //   ld.global.nc.L1::no_allocate x8             184 250 308 305 327

@@ -1,4 +1,4 @@
-// Standalone experiment of 2026-11-22 (results: docs/performance.md, session 9). Build and run on a
+// Standalone experiment of 2026-11-22 (results: docs/performance-log.md, 2026-11-22). Build and run on a
 // 4-GPU machine: nvcc -O3 -arch=sm_90 -o cebcast 2026-11-22-cebcast.cu -lcuda && ./cebcast
 // (its "shift" half never finished within the time limit; only the broadcast half was measured)
 // Experiment: copy-engine pipelines between 4 GPUs with stream memory operations as flags.

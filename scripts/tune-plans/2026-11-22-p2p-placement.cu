@@ -1,4 +1,4 @@
-// Standalone experiment (docs/performance.md, session 23): does the placement of the CTAs that store
+// Standalone experiment (docs/performance-log.md, 2026-11-22): does the placement of the CTAs that store
 // into a peer (which SMs, which GPCs) decide the NVLink store bandwidth, at the CTA counts the
 // point-to-point kernel uses (16-32 senders)? Build and run on a 2- or 4-GPU machine:
 //   nvcc -O3 -arch=sm_90 -o placement 2026-11-22-p2p-placement.cu && ./placement

@@ -1,4 +1,4 @@
-// Standalone experiment of 2026-11-22 (results: docs/performance.md, session 9). Build and run on a
+// Standalone experiment of 2026-11-22 (results: docs/performance-log.md, 2026-11-22). Build and run on a
 // 4-GPU machine: nvcc -O3 -arch=sm_90 -o ringcopy 2026-11-22-ringcopy.cu && ./ringcopy
 // Experiment: ring-shift SM copy ceiling on 4 GPUs (GPU i stores into GPU i+1), variants of the loop.
 #include <cstdio>

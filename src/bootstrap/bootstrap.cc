@@ -1,9 +1,9 @@
 // Bootstrap::create: the rendezvous of the ranks with their root(s) and the ring that follows.
 //
 // Protocol (all connections start with the socket handshake of util/socket.h; structs: wire.h):
-//  1. Every rank listens on its bootstrap interface (handshake magic: the first id's magic).
+//  1. Every rank listens on its bootstrap interface (handshake key: from the first id's magic).
 //  2. With nIds ids, root k serves the contiguous block of ranks rootBlock(nranks, nIds, k).
-//     Each rank connects to its root (magic: that id's magic) and sends a RootCheckIn {rank,
+//     Each rank connects to its root (key: from that id's magic) and sends a RootCheckIn {rank,
 //     nranks, nIds, root index, its listener address, its timeout, pid and host}. With several
 //     roots, the first rank of each block also checks in with the previous root (cyclically) as
 //     a "stitch", so that root can tell its block's last rank where the ring continues.
@@ -47,6 +47,8 @@
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
+#include "util/socket_auth.h"
+#include "util/text.h"
 
 namespace braid {
 
@@ -131,17 +133,17 @@ ncclResult_t awaitRoot(const Rendezvous& rv, Socket* sock, RootReply* reply) {
     pollfd pfd{sock->fd(), POLLIN, 0};
     (void)::poll(&pfd, 1, rv.rootDeadline.sliceMs());
   }
-  if (frame.length != sizeof(RootReply)) {
-    WARN("Rank %d of %d: %s sent a %llu-byte reply, expected %zu: mismatched Braid builds?", rv.rank, rv.nranks,
-         name.c_str(), static_cast<unsigned long long>(frame.length), sizeof(RootReply));
+  ncclResult_t result = ncclSuccess;
+  std::string why;
+  if (parseRootReplyFrame(reinterpret_cast<const uint8_t*>(&frame), sizeof(frame), reply, &result, &why) !=
+      ncclSuccess) {
+    WARN("Rank %d of %d: %s sent %s", rv.rank, rv.nranks, name.c_str(), why.c_str());
     return ncclInternalError;
   }
-  *reply = frame.reply;
-  if (reply->result != ncclSuccess) {
-    reply->message[sizeof(reply->message) - 1] = '\0';
-    WARN("Rank %d of %d: %s failed the rendezvous: %s", rv.rank, rv.nranks, name.c_str(), reply->message);
-    bool known = reply->result > ncclSuccess && reply->result < ncclNumResults;
-    return known ? static_cast<ncclResult_t>(reply->result) : ncclInternalError;
+  if (result != ncclSuccess) {
+    WARN("Rank %d of %d: %s failed the rendezvous: %s", rv.rank, rv.nranks, name.c_str(),
+         peerText(reply->message, sizeof(reply->message), sizeof(reply->message)).c_str());
+    return result;
   }
   return ncclSuccess;
 }
@@ -153,6 +155,10 @@ ncclResult_t checkArguments(const ncclUniqueId* ids, int nIds, int rank, int nra
   }
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     WARN("Bootstrap: rank %d is not in [0, nranks=%d)", rank, nranks);
+    return ncclInvalidArgument;
+  }
+  if (nranks > kBootstrapMaxRanks) {
+    WARN("Bootstrap: nranks=%d is more than the %d ranks a communicator may have", nranks, kBootstrapMaxRanks);
     return ncclInvalidArgument;
   }
   if (nIds < 1 || nIds > nranks) {
@@ -178,6 +184,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId* ids, int nIds, int rank, int 
   rv.rootDeadline = Deadline::after(timeout + kRootGrace, abortFlag);
   for (int i = 0; i < nIds; ++i) NCCLCHECK(uniqueIdDecode(ids[i], i, nIds, &rv.roots[static_cast<size_t>(i)]));
   rv.commIdMode = rv.roots[0].magic == kCommIdMagic;
+  // NCCL_COMM_ID's magic is a public constant: only a configured secret keeps strangers out.
+  if (rv.commIdMode) socketAuthWarnIfUnauthenticated();
   if (rv.commIdMode && nIds > 1) {
     WARN("Rank %d of %d: an NCCL_COMM_ID unique id cannot be combined with other ids (%d ids given)", rank, nranks,
          nIds);
@@ -197,7 +205,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId* ids, int nIds, int rank, int 
   Socket listener;
   NCCLCHECK(Socket::listen(netIf.addr, rv.roots[0].magic, SocketType::kBootstrap, &listener));
   SocketAddress listenAddr = listener.localAddress();
-  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello));
+  SocketAcceptor acceptor(std::move(listener), sizeof(PeerHello), std::chrono::milliseconds(5000),
+                          kBootstrapMaxPending);
 
   int myRoot = rootOfRank(nranks, nIds, rank);
   int stitchRoot = nIds > 1 && rank == rootBlock(nranks, nIds, myRoot).begin ? (myRoot + nIds - 1) % nIds : -1;

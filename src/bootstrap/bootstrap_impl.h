@@ -65,16 +65,37 @@ class BootstrapImpl final : public Bootstrap {
   [[nodiscard]] ncclResult_t writeAll(int peer, const void* data, size_t bytes, const Deadline& deadline,
                                       const char* op);
   // Waits up to one poll slice, then accepts new connections and files arrived messages. Also
-  // wakes when `sending` can take more data.
-  [[nodiscard]] ncclResult_t progress(const Deadline& deadline, const Socket* sending);
+  // wakes when `sending` can take more data, or when `readFd` (>= 0; a connection in its
+  // handshake) has data.
+  [[nodiscard]] ncclResult_t progress(const Deadline& deadline, const Socket* sending, int readFd = -1);
   [[nodiscard]] ncclResult_t adopt(AcceptedConnection conn);
   // Reads whatever has arrived from `peer` and queues the messages it completes.
   [[nodiscard]] ncclResult_t readAvailable(int peer);
+  // Checks a header that just arrived from `peer` against what this rank can need, before any
+  // byte is allocated for it: a message for the receive being waited for must have its size; any
+  // other message (it arrived before its receive was posted) must fit kMaxQueuedBytes with what is
+  // queued already.
+  [[nodiscard]] ncclResult_t checkHeader(int peer, const PeerMsgHeader& received);
+  // Reads payload into in->message, growing it only as bytes arrive (a header's claim costs
+  // nothing until the bytes come).
+  [[nodiscard]] ncclResult_t readPayload(Inbound* in, bool* closed);
   bool takeMessage(int peer, PeerMsgKind kind, int tag, Message* out);
   // ncclSuccess while the deadline holds; the abort or timeout result otherwise.
   [[nodiscard]] ncclResult_t checkWait(const Deadline& deadline, const char* op, const char* waitingFor,
                                        int peer) const;
   Deadline opDeadline() const { return Deadline::after(timeout_, abortFlag_); }
+
+  // The receive recvFrom waits for, so that its message is checked against its size on arrival.
+  struct Posted {
+    bool active = false;
+    int peer = -1;
+    PeerMsgKind kind = PeerMsgKind::kUser;
+    int tag = 0;
+    size_t bytes = 0;
+    const char* op = "";
+    // Whether a message with this header from `from` is the one this receive waits for.
+    bool matches(int from, const PeerMsgHeader& header) const;
+  };
 
   uint64_t commMagic_;
   SocketAcceptor acceptor_;
@@ -84,7 +105,9 @@ class BootstrapImpl final : public Bootstrap {
   std::vector<Socket> out_;           // our connection to each rank, once used
   std::vector<Inbound> in_;           // each rank's connection to us, once accepted
   std::deque<Message> queue_;         // arrived, not yet received
-  std::vector<pollfd> pollFds_;       // scratch for progress()
+  size_t queuedBytes_ = 0;            // payload bytes in queue_ and in messages being read
+  Posted posted_;
+  std::vector<pollfd> pollFds_;  // scratch for progress()
   std::vector<int> pollPeers_;
 };
 

@@ -1,6 +1,8 @@
 // Bootstrap operations over direct connections (the model is described in bootstrap_impl.h).
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "bootstrap/bootstrap_impl.h"
@@ -11,12 +13,9 @@ namespace braid {
 
 namespace {
 
-// A header claiming more than this is a corrupted stream, not a message to allocate for.
-constexpr uint64_t kMaxMessageBytes = 1ull << 36;
-
-bool validKind(uint32_t kind) {
-  return kind >= static_cast<uint32_t>(PeerMsgKind::kUser) && kind <= static_cast<uint32_t>(PeerMsgKind::kBroadcast);
-}
+constexpr uint64_t kMaxQueuedBytes = kBootstrapMaxQueuedBytes;
+// Payload buffers start this small and double as bytes arrive.
+constexpr size_t kFirstPayloadChunk = 64 << 10;
 
 }  // namespace
 
@@ -67,7 +66,7 @@ ncclResult_t BootstrapImpl::checkWait(const Deadline& deadline, const char* op, 
   return ncclSuccess;
 }
 
-ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sending) {
+ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sending, int readFd) {
   pollFds_.clear();
   pollPeers_.clear();
   acceptor_.addPollFds(&pollFds_);
@@ -79,6 +78,7 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
     }
   }
   if (sending != nullptr) pollFds_.push_back(pollfd{sending->fd(), POLLOUT, 0});
+  if (readFd >= 0) pollFds_.push_back(pollfd{readFd, POLLIN, 0});
   if (::poll(pollFds_.data(), pollFds_.size(), deadline.sliceMs()) < 0 && errno != EINTR) {
     int err = errno;
     WARN("Rank %d of %d: poll() on bootstrap sockets failed: %s (errno %d)", rank(), nranks(), strerror(err), err);
@@ -94,15 +94,15 @@ ncclResult_t BootstrapImpl::progress(const Deadline& deadline, const Socket* sen
 }
 
 ncclResult_t BootstrapImpl::adopt(AcceptedConnection conn) {
-  PeerHello hello;
-  std::memcpy(&hello, conn.hello.data(), sizeof(hello));
+  PeerHello hello{};
   std::string from = socketAddressToString(conn.socket.peerAddress());
-  if (hello.protocol != kBootstrapProtocol || hello.nranks != nranks() || hello.rank < 0 || hello.rank >= nranks() ||
-      hello.rank == rank()) {
+  std::string why;
+  if (parsePeerHello(reinterpret_cast<const uint8_t*>(conn.hello.data()), conn.hello.size(), rank(), nranks(), &hello,
+                     &why) != ncclSuccess) {
     WARN(
-        "Rank %d of %d: inconsistent bootstrap connection from %s: it says rank %d of %d, protocol 0x%x (this "
-        "library speaks 0x%x); every rank must use the same Braid library and nranks",
-        rank(), nranks(), from.c_str(), hello.rank, hello.nranks, hello.protocol, kBootstrapProtocol);
+        "Rank %d of %d: inconsistent bootstrap connection from %s: %s; every rank must use the same Braid library "
+        "and nranks",
+        rank(), nranks(), from.c_str(), why.c_str());
     return ncclInvalidUsage;
   }
   Inbound& slot = in_[static_cast<size_t>(hello.rank)];
@@ -117,6 +117,60 @@ ncclResult_t BootstrapImpl::adopt(AcceptedConnection conn) {
   return ncclSuccess;
 }
 
+bool BootstrapImpl::Posted::matches(int from, const PeerMsgHeader& header) const {
+  return active && peer == from && static_cast<uint32_t>(kind) == header.kind && tag == header.tag;
+}
+
+ncclResult_t BootstrapImpl::checkHeader(int peer, const PeerMsgHeader& received) {
+  PeerMsgHeader header{};
+  std::string why;
+  if (parsePeerMsgHeader(reinterpret_cast<const uint8_t*>(&received), sizeof(received), &header, &why) != ncclSuccess) {
+    WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (%s, %" PRIu64 " bytes)", rank(), nranks(),
+         peer, why.c_str(), received.bytes);
+    return ncclInternalError;
+  }
+  Posted& p = posted_;
+  if (p.matches(peer, header)) {
+    // This message is the receive's; a later one with the same tag is for a later receive.
+    p.active = false;
+    if (header.bytes == p.bytes) return ncclSuccess;
+    WARN("Rank %d of %d: bootstrap %s: rank %d sent %" PRIu64 " bytes but this rank expects %zu%s", rank(), nranks(),
+         p.op, peer, header.bytes, p.bytes, header.bytes > p.bytes ? " (message truncated)" : "");
+    return ncclInvalidUsage;
+  }
+  if (!peerMsgFitsQueue(header.bytes, queuedBytes_)) {
+    WARN("Rank %d of %d: rank %d sent a bootstrap message of %" PRIu64
+         " bytes (kind %u, tag %d) that no receive "
+         "waits for, with %zu bytes queued already: more than the %" PRIu64
+         " bytes this rank holds for early "
+         "messages; refused",
+         rank(), nranks(), peer, header.bytes, header.kind, header.tag, queuedBytes_, kMaxQueuedBytes);
+    return ncclInternalError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t BootstrapImpl::readPayload(Inbound* in, bool* closed) {
+  std::vector<char>& data = in->message.data;
+  const size_t bytes = static_cast<size_t>(in->header.bytes);
+  while (in->payloadGot < bytes && !*closed) {
+    if (in->payloadGot == data.size()) {
+      const size_t grown = std::min(bytes, std::max(kFirstPayloadChunk, 2 * data.size()));
+      try {
+        data.resize(grown);
+      } catch (const std::bad_alloc&) {
+        WARN("Rank %d of %d: out of memory receiving a %zu-byte bootstrap message from rank %d", rank(), nranks(),
+             bytes, in->message.peer);
+        return ncclSystemError;
+      }
+    }
+    const size_t before = in->payloadGot;
+    NCCLCHECK(in->socket.recvSome(data.data(), data.size(), &in->payloadGot, closed));
+    if (in->payloadGot == before) break;  // would block
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t BootstrapImpl::readAvailable(int peer) {
   Inbound& in = in_[static_cast<size_t>(peer)];
   for (;;) {
@@ -124,19 +178,21 @@ ncclResult_t BootstrapImpl::readAvailable(int peer) {
     if (in.headerGot < sizeof(in.header)) {
       NCCLCHECK(in.socket.recvSome(&in.header, sizeof(in.header), &in.headerGot, &closed));
       if (in.headerGot == sizeof(in.header)) {
-        if (!validKind(in.header.kind) || in.header.bytes > kMaxMessageBytes) {
-          WARN("Rank %d of %d: corrupted bootstrap message header from rank %d (kind %u, %" PRIu64 " bytes)", rank(),
-               nranks(), peer, in.header.kind, in.header.bytes);
-          return ncclInternalError;
+        const ncclResult_t bad = checkHeader(peer, in.header);
+        if (bad != ncclSuccess) {
+          // The payload is not read, so the stream is out of step: nothing more can come from it.
+          in.socket.close();
+          in.closed = true;
+          return bad;
         }
-        in.message =
-            Message{peer, static_cast<PeerMsgKind>(in.header.kind), in.header.tag, std::vector<char>(in.header.bytes)};
+        in.message = Message{peer, static_cast<PeerMsgKind>(in.header.kind), in.header.tag, {}};
         in.payloadGot = 0;
+        queuedBytes_ += static_cast<size_t>(in.header.bytes);
       }
     }
     if (in.headerGot == sizeof(in.header) && !closed) {
-      NCCLCHECK(in.socket.recvSome(in.message.data.data(), in.message.data.size(), &in.payloadGot, &closed));
-      if (in.payloadGot == in.message.data.size()) {
+      NCCLCHECK(readPayload(&in, &closed));
+      if (in.payloadGot == in.header.bytes) {
         queue_.push_back(std::move(in.message));
         in.headerGot = 0;
         continue;  // there may be more
@@ -148,7 +204,7 @@ ncclResult_t BootstrapImpl::readAvailable(int peer) {
             "Rank %d of %d: rank %d closed its bootstrap connection in the middle of a message (%zu of %zu header "
             "bytes, %zu of %zu payload bytes): it exited or aborted",
             rank(), nranks(), peer, in.headerGot, sizeof(in.header), in.payloadGot,
-            in.headerGot == sizeof(in.header) ? in.message.data.size() : size_t{0});
+            in.headerGot == sizeof(in.header) ? static_cast<size_t>(in.header.bytes) : size_t{0});
         return ncclRemoteError;
       }
       // Data always comes before the end of stream, so every message it sent is queued already.
@@ -165,6 +221,7 @@ bool BootstrapImpl::takeMessage(int peer, PeerMsgKind kind, int tag, Message* ou
     if (it->peer == peer && it->kind == kind && it->tag == tag) {
       *out = std::move(*it);
       queue_.erase(it);
+      queuedBytes_ -= std::min(queuedBytes_, out->data.size());
       return true;
     }
   }
@@ -179,8 +236,11 @@ ncclResult_t BootstrapImpl::connectTo(int peer, const Deadline& deadline) {
   }
   std::string name = "rank " + std::to_string(peer) + " of " + std::to_string(nranks());
   // Its listener exists since before its address was published: a refusal means it is gone.
+  // The peer may be connecting to this rank at the same time: keep accepting while its acceptor
+  // has not answered the handshake.
+  const SocketPump pump = [this, &deadline](int fd) { return progress(deadline, nullptr, fd); };
   NCCLCHECK(Socket::connect(addr, commMagic_, SocketType::kBootstrap, name, /*retryRefused=*/false, deadline,
-                            &out_[static_cast<size_t>(peer)]));
+                            &out_[static_cast<size_t>(peer)], pump));
   PeerHello hello{kBootstrapProtocol, rank(), nranks(), 0};
   return writeAll(peer, &hello, sizeof(hello), deadline, "connect");
 }
@@ -203,6 +263,7 @@ ncclResult_t BootstrapImpl::sendTo(int peer, PeerMsgKind kind, int tag, const vo
   if (peer == rank()) {
     const char* p = static_cast<const char*>(data);
     queue_.push_back(Message{peer, kind, tag, std::vector<char>(p, p + bytes)});
+    queuedBytes_ += bytes;
     return ncclSuccess;
   }
   Deadline deadline = opDeadline();
@@ -216,6 +277,16 @@ ncclResult_t BootstrapImpl::recvFrom(int peer, PeerMsgKind kind, int tag, void* 
   NCCLCHECK(checkPeer(peer, op));
   Deadline deadline = opDeadline();
   Message message;
+  // Cleared on every return: a message that arrives with no receive waiting is checked against
+  // the queue's bound instead.
+  struct PostedScope {
+    Posted* p;
+    ~PostedScope() { p->active = false; }
+  } scope{&posted_};
+  posted_ = Posted{true, peer, kind, tag, bytes, op};
+  // A matching message whose header is in already (its payload still coming) is this receive's.
+  const Inbound& from = in_[static_cast<size_t>(peer)];
+  if (from.headerGot == sizeof(from.header) && posted_.matches(peer, from.header)) posted_.active = false;
   while (!takeMessage(peer, kind, tag, &message)) {
     if (in_[static_cast<size_t>(peer)].closed) {
       WARN(

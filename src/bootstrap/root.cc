@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -17,6 +18,9 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/rate_limit.h"
+#include "util/text.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 
@@ -29,20 +33,11 @@ constexpr int kIdleSliceMs = 200;
 // Bound on writing one reply: ranks wait for it, so it only blocks if a rank is stuck.
 constexpr std::chrono::milliseconds kReplySendTimeout(2000);
 
-// "3", "3,5", "0-3,7": sorted rank numbers with runs collapsed, for messages.
-std::string formatRanks(std::vector<int> ranks) {
+// "3", "3,5", "0-3,7": the ranks sorted, each once, runs collapsed.
+std::string sortedRankText(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string text;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!text.empty()) text += ",";
-    text += std::to_string(ranks[i]);
-    if (j > i) text += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return text;
+  return rankList(ranks, {",", true});
 }
 
 std::string formatText(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -104,7 +99,7 @@ class RootJob {
  public:
   RootJob(Socket listener, std::chrono::milliseconds idleTimeout, std::shared_ptr<std::atomic<bool>> stop)
       : where_(socketAddressToString(listener.localAddress())),
-        acceptor_(std::move(listener), sizeof(RootCheckIn)),
+        acceptor_(std::move(listener), sizeof(RootCheckIn), std::chrono::milliseconds(5000), kBootstrapMaxPending),
         forkGuard_(acceptor_.listener().fd()),
         idleTimeout_(idleTimeout),
         stop_(std::move(stop)) {}
@@ -119,7 +114,8 @@ class RootJob {
   };
 
   void handleCheckIn(AcceptedConnection conn);
-  bool startJob(const RootCheckIn& in);
+  void refuse(AcceptedConnection* conn, const RootCheckIn& in, const std::string& why);
+  void startJob(const RootCheckIn& in);
   // Records the failure (the first one wins), WARNs once and tells every connected rank.
   void fail(ncclResult_t result, const std::string& text);
   // Sends the recorded failure to a rank and closes its connection.
@@ -145,7 +141,9 @@ class RootJob {
   RankBlock block_{0, 0};
   bool needStitch_ = false;  // several roots: the first rank of the next block checks in here too
   int stitchRank_ = -1;
-  std::vector<Member> members_;  // index rank - block_.begin
+  // By rank, only those that checked in: memory follows the connections, not a claimed nranks.
+  std::map<int, Member> members_;
+  size_t blockSize_ = 0;
   Member stitch_;
   size_t expected_ = SIZE_MAX;  // check-ins this root answers in all
 
@@ -153,6 +151,7 @@ class RootJob {
   ncclResult_t failResult_ = ncclSuccess;
   std::string failText_;
   size_t answered_ = 0;
+  RateLimit refusals_;
 };
 
 void RootJob::run() {
@@ -171,7 +170,7 @@ void RootJob::run() {
         fail(ncclRemoteError,
              formatText("rank%s %s of %d never checked in after %.3g s; check that every rank calls "
                         "ncclCommInitRank with the same unique id(s) and that none failed or hangs before it",
-                        plural(missing.size()), formatRanks(missing).c_str(), first_.nranks,
+                        plural(missing.size()), sortedRankText(missing).c_str(), first_.nranks,
                         deadline_.timeoutSeconds()));
       }
       return;
@@ -180,8 +179,8 @@ void RootJob::run() {
     polled.clear();
     acceptor_.addPollFds(&fds);
     size_t firstMember = fds.size();
-    for (Member& m : members_) {
-      if (m.socket.valid()) polled.push_back(&m);
+    for (auto& entry : members_) {
+      if (entry.second.socket.valid()) polled.push_back(&entry.second);
     }
     if (stitch_.socket.valid()) polled.push_back(&stitch_);
     for (Member* m : polled) fds.push_back(pollfd{m->socket.fd(), POLLIN, 0});
@@ -207,7 +206,7 @@ void RootJob::run() {
       fail(ncclRemoteError,
            formatText("%s closed its connection to the root before the rendezvous completed (it "
                       "exited, aborted or failed); rank%s %s of %d had not checked in yet",
-                      describe(in).c_str(), plural(missing.size()), formatRanks(missing).c_str(), first_.nranks));
+                      describe(in).c_str(), plural(missing.size()), sortedRankText(missing).c_str(), first_.nranks));
     }
     if (failed_ ? answered_ >= expected_ : complete()) {
       if (!failed_) replyAll();
@@ -218,48 +217,65 @@ void RootJob::run() {
 }
 
 std::string RootJob::describe(const RootCheckIn& in) const {
-  return formatText("rank %d (pid %d on %.*s)", in.rank, in.pid, static_cast<int>(sizeof(in.host)), in.host);
+  return formatText("rank %d (pid %d on %s)", in.rank, in.pid, peerText(in.host, sizeof(in.host)).c_str());
 }
 
-bool RootJob::startJob(const RootCheckIn& in) {
+void RootJob::refuse(AcceptedConnection* conn, const RootCheckIn& in, const std::string& why) {
+  const std::string from = socketAddressToString(conn->socket.peerAddress());
+  if (refusals_.allow(0)) {
+    WARN(
+        "Bootstrap root %s: refused a check-in from %s (pid %d on %s): %s (%zu refusals not reported before this "
+        "one); the job goes on without it",
+        where_.c_str(), from.c_str(), in.pid, peerText(in.host, sizeof(in.host)).c_str(), why.c_str(),
+        refusals_.suppressedBefore());
+  }
+  // A process that runs this library learns why; the job's own state is untouched.
+  RootReply reply{};
+  reply.result = ncclInvalidUsage;
+  std::snprintf(reply.message, sizeof(reply.message), "the root refused this check-in: %s", why.c_str());
+  (void)conn->socket.sendMsg(&reply, sizeof(reply), Deadline::after(std::chrono::milliseconds(100)));
+  conn->socket.close();
+}
+
+void RootJob::startJob(const RootCheckIn& in) {
+  // The fields were checked (parseRootCheckIn()); the timeout is the sender's choice, so it is capped.
   started_ = true;
   first_ = in;
   startTime_ = Deadline::Clock::now();
-  deadline_ = Deadline::after(std::chrono::milliseconds(std::max(in.timeoutMs, 1)));
-  if (in.nranks < 1 || in.nroots < 1 || in.nroots > in.nranks || in.root < 0 || in.root >= in.nroots || in.rank < 0 ||
-      in.rank >= in.nranks) {
-    fail(ncclInvalidUsage, formatText("%s checked in with nranks=%d, %d id(s), as id %d: inconsistent",
-                                      describe(in).c_str(), in.nranks, in.nroots, in.root));
-    return false;
-  }
+  deadline_ = Deadline::after(std::chrono::milliseconds(std::clamp(in.timeoutMs, 1, kBootstrapMaxRootTimeoutMs)));
   block_ = rootBlock(in.nranks, in.nroots, in.root);
-  members_.resize(static_cast<size_t>(block_.end - block_.begin));
+  blockSize_ = static_cast<size_t>(block_.end - block_.begin);
   needStitch_ = in.nroots > 1;
   stitchRank_ = block_.end % in.nranks;
-  expected_ = members_.size() + (needStitch_ ? 1 : 0);
-  return true;
+  expected_ = blockSize_ + (needStitch_ ? 1 : 0);
 }
 
 void RootJob::handleCheckIn(AcceptedConnection conn) {
-  RootCheckIn in;
-  std::memcpy(&in, conn.hello.data(), sizeof(in));
-  in.host[sizeof(in.host) - 1] = '\0';
+  RootCheckIn in{};
+  std::string bad;
+  const bool wellFormed = parseRootCheckIn(reinterpret_cast<const uint8_t*>(conn.hello.data()), conn.hello.size(), &in,
+                                           &bad) == ncclSuccess;
   conn.socket.setDescription(formatText("rank %d", in.rank));
+  // Another protocol fails the job (a mixed installation); a check-in that cannot be from a rank of
+  // any job (fields out of range) is refused alone: it neither starts nor fails the job.
+  if (in.protocol != kBootstrapProtocol) {
+    if (!failed_) {
+      fail(ncclInvalidUsage, formatText("%s speaks bootstrap protocol 0x%x, this root 0x%x: every process must "
+                                        "load the same Braid library",
+                                        describe(in).c_str(), in.protocol, kBootstrapProtocol));
+    }
+    reject(&conn.socket);
+    return;
+  }
+  if (!wellFormed) {
+    refuse(&conn, in, bad);
+    return;
+  }
   if (failed_) {
     reject(&conn.socket);
     return;
   }
-  if (in.protocol != kBootstrapProtocol) {
-    fail(ncclInvalidUsage, formatText("%s speaks bootstrap protocol 0x%x, this root 0x%x: every process must "
-                                      "load the same Braid library",
-                                      describe(in).c_str(), in.protocol, kBootstrapProtocol));
-    reject(&conn.socket);
-    return;
-  }
-  if (!started_ && !startJob(in)) {
-    reject(&conn.socket);
-    return;
-  }
+  if (!started_) startJob(in);
   const RootCheckIn& ref = first_;
   std::string problem;
   Member* slot = nullptr;
@@ -277,14 +293,14 @@ void RootJob::handleCheckIn(AcceptedConnection conn) {
                          ref.nroots, block_.begin, block_.end - 1,
                          needStitch_ ? formatText(" and rank %d", stitchRank_).c_str() : "");
   } else {
-    slot = stitch ? &stitch_ : &members_[static_cast<size_t>(in.rank - block_.begin)];
+    slot = stitch ? &stitch_ : &members_[in.rank];
     if (slot->present) {
       const RootCheckIn& prev = slot->info;
       problem = formatText(
-          "rank %d was claimed twice: by pid %d on %.*s and by pid %d on %.*s; each rank number must "
+          "rank %d was claimed twice: by pid %d on %s and by pid %d on %s; each rank number must "
           "be used by exactly one process",
-          in.rank, prev.pid, static_cast<int>(sizeof(prev.host)), prev.host, in.pid, static_cast<int>(sizeof(in.host)),
-          in.host);
+          in.rank, prev.pid, peerText(prev.host, sizeof(prev.host)).c_str(), in.pid,
+          peerText(in.host, sizeof(in.host)).c_str());
     }
   }
   if (!problem.empty()) {
@@ -301,16 +317,14 @@ void RootJob::handleCheckIn(AcceptedConnection conn) {
 
 bool RootJob::complete() const {
   if (!started_) return false;
-  for (const Member& m : members_) {
-    if (!m.present) return false;
-  }
-  return !needStitch_ || stitch_.present;
+  // Only check-ins that passed every test are in members_, each with its own rank of the block.
+  return members_.size() == blockSize_ && (!needStitch_ || stitch_.present);
 }
 
 std::vector<int> RootJob::missingRanks() const {
   std::vector<int> missing;
-  for (size_t i = 0; i < members_.size(); ++i) {
-    if (!members_[i].present) missing.push_back(block_.begin + static_cast<int>(i));
+  for (int rank = block_.begin; rank < block_.end; ++rank) {
+    if (members_.count(rank) == 0) missing.push_back(rank);
   }
   if (needStitch_ && !stitch_.present) missing.push_back(stitchRank_);
   return missing;
@@ -336,8 +350,8 @@ void RootJob::fail(ncclResult_t result, const std::string& text) {
   } else {
     WARN("Bootstrap root %s: %s", where_.c_str(), text.c_str());
   }
-  for (Member& m : members_) {
-    if (m.socket.valid()) reject(&m.socket);
+  for (auto& entry : members_) {
+    if (entry.second.socket.valid()) reject(&entry.second.socket);
   }
   if (stitch_.socket.valid()) reject(&stitch_.socket);
 }
@@ -349,11 +363,13 @@ void RootJob::reject(Socket* socket) {
 }
 
 void RootJob::replyAll() {
-  for (size_t i = 0; i < members_.size(); ++i) {
+  // Complete: members_ holds every rank of the block, in rank order.
+  for (auto it = members_.begin(); it != members_.end(); ++it) {
     // The next rank is the next member, or after the block's last rank the first rank of the next
     // block (which checked in here as the stitch), or with one root rank 0 again.
-    const Member& next = i + 1 < members_.size() ? members_[i + 1] : needStitch_ ? stitch_ : members_[0];
-    sendReply(&members_[i].socket, ncclSuccess, &next.info.listen, "");
+    auto after = std::next(it);
+    const Member& next = after != members_.end() ? after->second : needStitch_ ? stitch_ : members_.begin()->second;
+    sendReply(&it->second.socket, ncclSuccess, &next.info.listen, "");
   }
   if (needStitch_) sendReply(&stitch_.socket, ncclSuccess, nullptr, "");
   double ms = std::chrono::duration<double, std::milli>(Deadline::Clock::now() - startTime_).count();
@@ -370,7 +386,9 @@ ncclResult_t BootstrapRoot::start(Socket listener, std::chrono::milliseconds idl
   std::string where = socketAddressToString(listener.localAddress());
   auto job = std::make_unique<RootJob>(std::move(listener), idleTimeout, root->stop_);
   try {
-    root->thread_ = std::thread([job = std::move(job)]() { job->run(); });
+    // An exception (out of memory) ends the job: its destructor closes every connection, which
+    // the ranks report as a root that closed without answering.
+    root->thread_ = std::thread([job = std::move(job)]() { (void)guardThread("bootstrap root", [&] { job->run(); }); });
   } catch (const std::system_error& e) {
     WARN("Cannot start the bootstrap root thread for %s: %s", where.c_str(), e.what());
     return ncclSystemError;

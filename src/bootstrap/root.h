@@ -8,7 +8,11 @@
 //   naming the ranks, the same diagnosis sent to every rank connected, and, until the timeout, to
 //   every rank that still checks in;
 // - unused: if no rank checks in within the idle timeout (BRAID_UID_IDLE_TIMEOUT) it ends quietly,
-//   so ids that are never used do not keep a thread and a port forever.
+//   so ids that are never used do not keep a thread and a port forever;
+// - a check-in that cannot belong to any job (nranks beyond kBootstrapMaxRanks, a rank or id index
+//   out of range, an unknown kind: wire.h) is refused alone, with a rate-limited WARN and a reply
+//   saying why: it neither starts nor fails the job. The root keeps state only for ranks that
+//   checked in, and waits at most kBootstrapMaxRootTimeoutMs whatever the first rank asks for.
 // Its state lives on its own thread, so a detached root (ncclGetUniqueId) never dangles; a joined
 // one (rank 0 under NCCL_COMM_ID) is stopped and joined by the owner's destructor.
 // Children forked while a root runs close their copy of its listener (see root.cc for why).

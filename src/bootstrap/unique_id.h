@@ -3,8 +3,9 @@
 //   bytes  0-7    magic: random per id; the fixed kCommIdMagic when the id comes from NCCL_COMM_ID
 //   bytes  8-35   the root's SocketAddress (sockaddr_in / sockaddr_in6, port in network order)
 //   bytes 36-127  zero
-// The magic is the handshake word of every connection to that root, so a connection made with a
-// stale id (a port since reused by another job's root) is refused by the handshake.
+// The magic keys the handshake of every connection to that root (util/socket_auth.h; it is never
+// sent), so a connection made with a stale id (a port since reused by another job's root) fails
+// the handshake.
 #pragma once
 
 #include <nccl.h>

@@ -9,35 +9,21 @@
 #include <mutex>
 #include <thread>
 
+#include "core/board_wire.h"
 #include "util/log.h"
 #include "util/net_if.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
 
-constexpr uint64_t kBoardServerMagic = 0x4252414944425244ull;  // "BRAIDBRD": the handshake and the answer
-constexpr int kMaxBoardRanks = 1 << 20;                        // a request for more is garbage
 constexpr std::chrono::milliseconds kAnswerTimeout{1000};
 
-struct BoardRequest {
-  uint64_t commHash;
-  int32_t rank;
-  int32_t nRanks;
-};
-
-struct BoardAnswerHeader {
-  uint64_t magic;
-  int64_t nowNs;   // the server's CLOCK_MONOTONIC as it copied the board
-  uint64_t bytes;  // of the board that follows; 0: no such board here
-};
-
-// The board a request names, copied now, or empty when this process has none such.
+// The board a request names (already checked by parseBoardRequest), copied now, or empty when
+// this process has none such.
 std::vector<uint64_t> copyOwnBoard(const BoardRequest& request) {
-  if (request.nRanks < 1 || request.nRanks > kMaxBoardRanks || request.rank < 0 || request.rank >= request.nRanks) {
-    return {};
-  }
   const size_t bytes = progressBoardBytes(request.nRanks);
   ShmSegment segment;
   if (ShmSegment::openReadOnly(progressBoardName(request.commHash, request.rank, static_cast<int>(::getpid())), bytes,
@@ -51,8 +37,9 @@ std::vector<uint64_t> copyOwnBoard(const BoardRequest& request) {
 
 void answer(AcceptedConnection* connection) {
   BoardRequest request{};
-  std::memcpy(&request, connection->hello.data(), sizeof(request));
-  const std::vector<uint64_t> words = copyOwnBoard(request);
+  const bool known =
+      parseBoardRequest(reinterpret_cast<const uint8_t*>(connection->hello.data()), connection->hello.size(), &request);
+  const std::vector<uint64_t> words = known ? copyOwnBoard(request) : std::vector<uint64_t>{};
   const BoardAnswerHeader header{kBoardServerMagic, monotonicNs(), words.size() * sizeof(uint64_t)};
   const Deadline deadline = Deadline::after(kAnswerTimeout);
   if (connection->socket.sendAll(&header, sizeof(header), deadline) == ncclSuccess && header.bytes > 0) {
@@ -93,7 +80,9 @@ SocketAddress startServer() {
   }
   const SocketAddress address = listener.localAddress();
   // Detached: it holds no state of the library, and the process may exit while it waits.
-  std::thread(serve, SocketAcceptor(std::move(listener), sizeof(BoardRequest))).detach();
+  std::thread([acceptor = SocketAcceptor(std::move(listener), sizeof(BoardRequest))]() mutable {
+    (void)guardThread("board server", [&] { serve(std::move(acceptor)); });
+  }).detach();
   INFO(kLogInit, "board server listening on %s", socketAddressToString(address).c_str());
   return address;
 }
@@ -118,14 +107,15 @@ bool fetchBoard(const SocketAddress& server, uint64_t commHash, int rank, int nR
     return false;
   }
   const BoardRequest request{commHash, rank, nRanks};
-  BoardAnswerHeader header{};
+  uint8_t received[sizeof(BoardAnswerHeader)];
   if (socket.sendAll(&request, sizeof(request), deadline) != ncclSuccess ||
-      socket.recvAll(&header, sizeof(header), deadline) != ncclSuccess) {
+      socket.recvAll(received, sizeof(received), deadline) != ncclSuccess) {
     return false;
   }
   const int64_t answeredNs = monotonicNs();
   const size_t bytes = progressBoardBytes(nRanks);
-  if (header.magic != kBoardServerMagic || header.bytes != bytes) return false;  // 0: no such board there
+  BoardAnswerHeader header{};
+  if (!parseBoardAnswerHeader(received, sizeof(received), bytes, &header)) return false;  // 0 bytes: no such board
   out->words.assign(bytes / sizeof(uint64_t), 0);
   if (socket.recvAll(out->words.data(), bytes, deadline) != ncclSuccess) return false;
   // The server copied the board between our request and its answer: take the middle.

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/tags.h"
 #include "core/comm.h"
 #include "core/comm_registry.h"
 #include "core/group.h"
@@ -14,15 +16,9 @@
 #include "cuda/scoped_device.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid {
-namespace {
-
-// The child's unique id, from its first member to the others over the parent's bootstrap.
-constexpr int kChildIdTag = 0x42530001;
-
-}  // namespace
-
 ncclResult_t newChildComm(const ncclComm* parent, const ncclConfig_t* config, const char* caller, ncclComm** out) {
   auto child = std::make_unique<ncclComm>();
   NCCLCHECK(parseConfigInherited(config, parent->config_, caller, &child->config_));
@@ -55,10 +51,10 @@ ncclResult_t assignChild(ncclComm* parent, ncclComm* child, const std::vector<in
   if (me == members.begin()) {
     NCCLCHECK(bootstrapGetRootUniqueId(id));
     for (size_t i = 1; i < members.size(); i++) {
-      NCCLCHECK(parent->bootstrap_->send(members[i], kChildIdTag, id, sizeof(*id)));
+      NCCLCHECK(parent->bootstrap_->send(members[i], tags::kChildId, id, sizeof(*id)));
     }
   } else {
-    NCCLCHECK(parent->bootstrap_->recv(members.front(), kChildIdTag, id, sizeof(*id)));
+    NCCLCHECK(parent->bootstrap_->recv(members.front(), tags::kChildId, id, sizeof(*id)));
   }
   child->rank_ = static_cast<int>(me - members.begin());
   child->nranks_ = static_cast<int>(members.size());
@@ -100,7 +96,8 @@ void endExchange(ncclComm* parent, ncclResult_t result) {
 ncclResult_t exchangeInBackground(ncclComm* parent, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
                                   int cudaDev, ncclUniqueId* id) {
   ScopedDevice device(cudaDev);  // the parent's data path may join a share group
-  const ncclResult_t result = exchange(id);
+  // Guarded here, not only on the thread: the parent's exchange must end whatever happens.
+  const ncclResult_t result = guardThread("child id exchange", [&] { return exchange(id); });
   endExchange(parent, result);
   return result;
 }
@@ -127,10 +124,17 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
     beginExchange(parent);
     if (child == nullptr) {
       if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
-      parent->childExchange_ = std::thread([parent, exchange, cudaDev] {
+      auto body = [parent, exchange, cudaDev] {
         ncclUniqueId id;
-        (void)exchangeInBackground(parent, exchange, cudaDev, &id);
-      });
+        (void)guardThread("child id exchange", [&] { return exchangeInBackground(parent, exchange, cudaDev, &id); });
+      };
+      try {
+        parent->childExchange_ = std::thread(body);
+      } catch (const std::system_error& e) {
+        // No thread to spare: the exchange runs in this call, and ends the parent's exchange as usual.
+        WARN("Cannot start a thread for the child communicator's id exchange (%s); exchanging in this call", e.what());
+        body();
+      }
       return ncclInProgress;
     }
     return startInBackground(child, [parent, child, exchange, cudaDev, caller] {

@@ -53,10 +53,11 @@ std::string graphHangReport(uint64_t op, const OpRecord* capture, double stuckSe
   out += capture != nullptr ? "captured " + describeOp(*capture) : std::string("a captured collective");
   std::snprintf(text, sizeof(text), ", has been waiting for %.1f s.", stuckSeconds);
   out += text;
-  if (!waiting.empty()) out += " Waiting in it: ranks " + rankList(waiting) + ".";
+  if (!waiting.empty()) out += " Waiting in it: ranks " + rankList(waiting, kReportRanks) + ".";
   if (!elsewhere.empty()) out += " Waiting in another graph op: " + elsewhere + ".";
-  if (!notWaiting.empty()) out += " Not waiting in a graph op: ranks " + rankList(notWaiting) + ".";
-  if (!unknown.empty()) out += " Not known (gone, or no answer from their host): ranks " + rankList(unknown) + ".";
+  if (!notWaiting.empty()) out += " Not waiting in a graph op: ranks " + rankList(notWaiting, kReportRanks) + ".";
+  if (!unknown.empty())
+    out += " Not known (gone, or no answer from their host): ranks " + rankList(unknown, kReportRanks) + ".";
   if (!notWaiting.empty() || !elsewhere.empty()) {
     out +=
         " Look at the ranks not waiting in it: their process has not replayed the graph as often as this one (or "

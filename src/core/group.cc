@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <system_error>
 #include <thread>
 
 #include "core/comm.h"
 #include "core/group_job.h"
 #include "util/log.h"
 #include "util/text.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 
@@ -77,7 +79,7 @@ ncclResult_t GroupContext::launchInBackground() {
   comms.swap(pendingLaunches_);
   for (ncclComm* comm : comms) comm->asyncError_ = ncclInProgress;
   std::shared_ptr<AsyncGroupJob> job = AsyncGroupJob::start([comms] {
-    const ncclResult_t result = launchComms(comms, nullptr);
+    const ncclResult_t result = guardThread("nonblocking group", [&] { return launchComms(comms, nullptr); });
     for (ncclComm* comm : comms) {
       ncclResult_t expected = ncclInProgress;  // a dead peer's error, set meanwhile, stays
       comm->asyncError_.compare_exchange_strong(expected, result);
@@ -137,15 +139,23 @@ ncclResult_t GroupContext::runConcurrently(std::vector<DeferredJob>& jobs) {
   std::vector<std::thread> threads;
   threads.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); i++) {
-    threads.emplace_back([&, i] {
-      ncclResult_t result = jobs[i].run();
-      if (result != ncclSuccess && !cancelled.exchange(true)) {
-        firstError = result;
-        for (size_t j = 0; j < jobs.size(); j++) {
-          if (j != i) jobs[j].cancel();
+    try {
+      threads.emplace_back([&, i] {
+        const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
+        if (result != ncclSuccess && !cancelled.exchange(true)) {
+          firstError = result;
+          for (size_t j = 0; j < jobs.size(); j++) {
+            if (j != i) jobs[j].cancel();
+          }
         }
-      }
-    });
+      });
+    } catch (const std::system_error& e) {
+      // The jobs started wait for this one's ranks: cancel them all, then join what runs.
+      WARN("Cannot start a thread for communicator creation %zu of %zu in the group: %s", i + 1, jobs.size(), e.what());
+      if (!cancelled.exchange(true)) firstError = ncclSystemError;
+      for (DeferredJob& job : jobs) job.cancel();
+      break;
+    }
   }
   for (std::thread& t : threads) t.join();
   return firstError;

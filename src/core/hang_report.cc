@@ -41,19 +41,6 @@ std::string describeOp(const OpRecord& op) {
   return text;
 }
 
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 void appendRankNote(std::string* list, int rank, const std::string& note) {
   *list += (list->empty() ? "rank " : "; rank ") + std::to_string(rank) + " (" + note + ")";
 }
@@ -98,16 +85,17 @@ std::string hangReport(uint64_t seq, const OpRecord* op, double stuckSeconds, in
   }
   text += stuck;
   if (!notLaunched.empty()) text += " Not launched by: " + notLaunched + ".";
-  if (!waiting.empty()) text += " Waiting in it: ranks " + rankList(waiting) + ".";
+  if (!waiting.empty()) text += " Waiting in it: ranks " + rankList(waiting, kReportRanks) + ".";
   if (!elsewhere.empty()) text += " Waiting in an earlier collective: " + elsewhere + ".";
-  if (!done.empty()) text += " Done with it: ranks " + rankList(done) + ".";
+  if (!done.empty()) text += " Done with it: ranks " + rankList(done, kReportRanks) + ".";
   if (!notWaiting.empty()) {
     text +=
         " Launched it, waiting in no collective, not seen done (their GPU has not begun it: earlier work on "
         "its stream; or it has just ended): ranks " +
-        rankList(notWaiting) + ".";
+        rankList(notWaiting, kReportRanks) + ".";
   }
-  if (!unknown.empty()) text += " Not known (gone, or no answer from their host): ranks " + rankList(unknown) + ".";
+  if (!unknown.empty())
+    text += " Not known (gone, or no answer from their host): ranks " + rankList(unknown, kReportRanks) + ".";
   if (!notLaunched.empty()) {
     text +=
         " Look at the ranks that have not launched it: their code has not called it (a skipped or reordered "

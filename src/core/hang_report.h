@@ -8,14 +8,15 @@
 #include <vector>
 
 #include "core/progress_board.h"
+#include "util/text.h"
 
 namespace braid {
 
 // "AllReduce #42 (1048576 x float32, sum, 8 CTAs)".
 std::string describeOp(const OpRecord& op);
 
-// "0-3, 5, 7": ranks in increasing order, runs shortened.
-std::string rankList(const std::vector<int>& ranks);
+// How the reports list ranks: "0-3, 5, 7" (util/text.h's rankList).
+constexpr RankListFormat kReportRanks{", ", true};
 
 // Appends "rank r (note)" to a "; "-separated list.
 void appendRankNote(std::string* list, int rank, const std::string& note);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <vector>
 
 #include "core/board_server.h"
@@ -20,6 +21,7 @@
 #include "cuda/cuda_driver.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
@@ -164,13 +166,21 @@ ncclResult_t finishInit(ncclComm* comm, const std::vector<ncclUniqueId>& ids, in
 }
 
 ncclResult_t startInBackground(ncclComm* comm, std::function<ncclResult_t()> job) {
-  comm->background_ = std::thread([comm, job = std::move(job)] {
-    const ncclResult_t result = job();
+  auto body = [comm, job = std::move(job)] {
+    const ncclResult_t result = guardThread("nonblocking init", job);
     if (result != ncclSuccess && comm->state_.load() == CommState::kInitializing) {
       comm->state_ = CommState::kFailed;
       comm->asyncError_ = result;
     }
-  });
+  };
+  try {
+    comm->background_ = std::thread(body);
+  } catch (const std::system_error& e) {
+    // No thread to spare: do the work here. The call blocks, but the communicator ends in a
+    // state ncclCommGetAsyncError reports instead of initializing forever.
+    WARN("Cannot start a thread for nonblocking communicator creation (%s); creating it in this call", e.what());
+    body();
+  }
   return ncclInProgress;
 }
 

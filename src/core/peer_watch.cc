@@ -18,6 +18,7 @@
 #include "core/progress_board.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/thread_guard.h"
 
 namespace braid {
 namespace {
@@ -79,11 +80,14 @@ void checkComm(ncclComm* comm) {
 void watchLoop(int64_t intervalMs) {
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
-    commRegistryForEach([](ncclComm* comm) {
-      checkHang(comm);  // first: it makes no CUDA call, and the others may block in one
-      noteCompletedCollectives(comm);
-      noteNetLaunchesEnded(comm);
-      checkComm(comm);
+    // A visit that throws (out of memory) is WARNed and skipped: the watch itself goes on.
+    (void)guardThread("peer watch", [] {
+      commRegistryForEach([](ncclComm* comm) {
+        checkHang(comm);  // first: it makes no CUDA call, and the others may block in one
+        noteCompletedCollectives(comm);
+        noteNetLaunchesEnded(comm);
+        checkComm(comm);
+      });
     });
   }
 }

@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "util/check.h"
+#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 

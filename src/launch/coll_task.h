@@ -8,6 +8,7 @@
 
 #include "device/dev_types.h"
 #include "plan/plan.h"
+#include "util/dtype.h"
 
 namespace braid {
 
@@ -42,8 +43,6 @@ struct CollTask {
 // Whether its op is a ncclRedOpCreatePreMulSum one.
 inline bool hasUserOp(const CollTask& task) { return collUsesOp(task.coll) && task.op >= ncclNumOps; }
 
-// Bytes of one element; 0 for an invalid type.
-size_t dtypeSize(ncclDataType_t dtype);
 bool dtypeIsFloating(ncclDataType_t dtype);
 // Bytes the operation reads from sendbuff and writes to recvbuff (AllGather's output and
 // ReduceScatter's input are nranks blocks of count elements).

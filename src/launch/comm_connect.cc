@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bootstrap/tags.h"
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
@@ -134,7 +135,7 @@ ncclResult_t CommDataPath::connectRings(const transport::Context& ctx, DevComm* 
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kRing, kRingShareTag, ctx, channels, fields, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kRing, tags::kRingShare, ctx, channels, fields, &send, &recv));
   for (int c = 0; c < topo_.nChannels; c++) {
     dev->channels[c].send = send[c];
     dev->channels[c].recv = recv[c];
@@ -167,7 +168,7 @@ ncclResult_t CommDataPath::connectDirect(transport::Context ctx, DevComm* dev) {
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kDirect, kDirectShareTag, ctx, channels, fields, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kDirect, tags::kDirectShare, ctx, channels, fields, &send, &recv));
   for (int d = 0; d < nDirect; d++) {
     dev->direct[d].netSendMask = 0;
     for (int k = 1; k < nranks; k++) {

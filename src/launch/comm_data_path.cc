@@ -13,6 +13,7 @@
 #include "device/reduce/work_scalar.h"
 #include "launch/replay_wake.h"
 #include "util/check.h"
+#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -156,6 +157,7 @@ ncclResult_t CommDataPath::launchPending() {
   if (tasks.empty() && p2p.empty()) return ncclSuccess;
   if (net_.isOpen()) {
     std::vector<cudaStream_t> streams;
+    streams.reserve(tasks.size() + p2p.size());
     for (const CollTask& t : tasks) streams.push_back(t.stream);
     for (const P2pTask& t : p2p) streams.push_back(t.stream);
     NCCLCHECK(net_.beforeLaunch(streams));

@@ -9,16 +9,16 @@
 // grouping cannot wait on each other; a sender that never comes ends in the bootstrap timeout.
 #include <cstdint>
 
+#include "bootstrap/tags.h"
 #include "launch/coll_task.h"
 #include "launch/comm_data_path.h"
 #include "util/check.h"
+#include "util/dtype.h"
 #include "util/log.h"
 #include "util/params.h"
 
 namespace braid {
 namespace {
-
-constexpr int kP2pCountTag = transport::kTransportTagBase + transport::kP2pTagOffset + 14;
 
 struct CountMessage {
   uint64_t count;
@@ -43,13 +43,13 @@ ncclResult_t CommDataPath::checkP2pCounts() {
   for (const P2pTask& t : tasks) {
     if (!t.send || t.peer == rank) continue;
     CountMessage message{t.count, static_cast<int32_t>(t.dtype), 0};
-    NCCLCHECK(comm_->bootstrap_->send(t.peer, kP2pCountTag, &message, sizeof(message)));
+    NCCLCHECK(comm_->bootstrap_->send(t.peer, tags::kP2pCount, &message, sizeof(message)));
   }
   ncclResult_t result = ncclSuccess;
   for (const P2pTask& t : tasks) {
     if (t.send || t.peer == rank) continue;
     CountMessage sent{};
-    NCCLCHECK(comm_->bootstrap_->recv(t.peer, kP2pCountTag, &sent, sizeof(sent)));
+    NCCLCHECK(comm_->bootstrap_->recv(t.peer, tags::kP2pCount, &sent, sizeof(sent)));
     size_t sentBytes = sent.count * dtypeSize(static_cast<ncclDataType_t>(sent.dtype));
     uint64_t index = p2pRecvCount_[t.peer]++;
     if (sentBytes != t.bytes && result == ncclSuccess) {

@@ -9,6 +9,7 @@
 // the one blocked on it, so waits cannot form a cycle.
 #include <algorithm>
 
+#include "bootstrap/tags.h"
 #include "launch/comm_data_path.h"
 #include "plan/p2p_plan.h"
 #include "util/check.h"
@@ -21,9 +22,6 @@ namespace {
 // Point-to-point channels to a peer on another host: each is a network connection per direction
 // moved by the proxy, which gains nothing from many.
 constexpr int kP2pNetChannels = 2;
-
-// The tag of the link description two ranks exchange before they connect.
-constexpr int kP2pLinkTag = transport::kTransportTagBase + transport::kP2pTagOffset + 15;
 
 // The smallest multiprocessor count among the ranks, at most the CTAs one launch describes for
 // the peers (the others are for self copies).
@@ -81,7 +79,7 @@ ncclResult_t CommDataPath::connectP2p() {
   ctx.buffBytes[kProtoLL] = 0;
   ctx.buffBytes[kProtoLL128] = 0;
   ctx.buffBytes[kProtoSimple] = p2pSlotBytes_ * kFifoSlotsSimple;
-  ctx.tagOffset = transport::kP2pTagOffset;
+  ctx.connectTags = tags::kP2pConnect;
   topo::TopoParams params = topo::topoParamsFromEnv(comm_->config_.minCTAs, comm_->config_.maxCTAs);
   for (int peer : peers) NCCLCHECK(connectP2pPeer(ctx, params, peer));
   return ncclSuccess;
@@ -90,8 +88,8 @@ ncclResult_t CommDataPath::connectP2p() {
 ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const topo::TopoParams& params, int peer) {
   const int rank = comm_->rank_;
   topo::Link back{};
-  NCCLCHECK(comm_->bootstrap_->send(peer, kP2pLinkTag, &p2pLinks_[peer], sizeof(topo::Link)));
-  NCCLCHECK(comm_->bootstrap_->recv(peer, kP2pLinkTag, &back, sizeof(topo::Link)));
+  NCCLCHECK(comm_->bootstrap_->send(peer, tags::kP2pLink, &p2pLinks_[peer], sizeof(topo::Link)));
+  NCCLCHECK(comm_->bootstrap_->recv(peer, tags::kP2pLink, &back, sizeof(topo::Link)));
   topo::TransportKind kind = topo::pairTransport(p2pLinks_[peer], back, params);
   if (kind == topo::TransportKind::kNone) {
     WARN("rank %d: no transport reaches peer %d for ncclSend/ncclRecv (P2P and SHM both unusable or disabled)", rank,
@@ -111,7 +109,7 @@ ncclResult_t CommDataPath::connectP2pPeer(const transport::Context& ctx, const t
   }
   std::vector<DevSendConn> send;
   std::vector<DevRecvConn> recv;
-  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, kP2pShareTag, ctx, channels, fields, &send, &recv));
+  NCCLCHECK(connectOrReuse(ConnFamily::kPointToPoint, tags::kP2pShare, ctx, channels, fields, &send, &recv));
   DevP2pPeer entry{};
   for (int c = 0; c < nChannels; c++) {
     entry.send[c] = send[c];

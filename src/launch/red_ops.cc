@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "launch/coll_task.h"
+#include "util/dtype.h"
 #include "util/log.h"
 
 namespace braid {

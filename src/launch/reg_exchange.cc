@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/text.h"
 
 namespace braid {
 namespace {
@@ -21,6 +23,10 @@ using transport::Mechanism;
 
 // Numbers the sockets of this process's exchanges (the name must differ from every other's).
 std::atomic<uint64_t> gSocketSerial{0};
+
+// Descriptors that arrived before their receive, held at most: far more than registrations in
+// flight between the ranks of one process's exchanges, far fewer than a process's descriptors.
+constexpr size_t kMaxEarlyFds = 4096;
 
 // The payload of a descriptor's datagram: whose registration it maps.
 struct FdNote {
@@ -55,12 +61,6 @@ bool accessibleHere(const CudaDriver* drv, int cudaDev, uint64_t ptr) {
   unsigned long long flags = 0;
   CUresult res = drv->cuMemGetAccess(&flags, &here, static_cast<CUdeviceptr>(ptr));
   return res == CUDA_SUCCESS && flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-}
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
-  return s;
 }
 
 }  // namespace
@@ -116,7 +116,15 @@ ncclResult_t PeerRegistrations::receiveFd(const transport::Context& ctx, int pee
     NCCLCHECK(
         socket_.recvFd(&note, sizeof(note), &got, deadline,
                        "registered buffer of rank " + std::to_string(peer) + " at rank " + std::to_string(ctx.rank)));
-    earlyFds_[Key{note.rank, note.serial}] = std::move(got);
+    // Anyone on the host can send to the socket: keep only what a peer of this communicator can
+    // have sent, one descriptor per key and a bounded number in all.
+    const Key arrived{note.rank, note.serial};
+    if (note.rank < 0 || note.rank >= ctx.nranks || earlyFds_.count(arrived) != 0 || earlyFds_.size() >= kMaxEarlyFds) {
+      INFO(kLogReg, "rank %d: dropped an unexpected registration descriptor (rank %d, serial %" PRIu64 ")", ctx.rank,
+           note.rank, note.serial);
+      continue;
+    }
+    earlyFds_[arrived] = std::move(got);
   }
   *fd = std::move(earlyFds_[key]);
   earlyFds_.erase(key);

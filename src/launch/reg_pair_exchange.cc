@@ -13,19 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/tags.h"
 #include "launch/reg_exchange.h"
 #include "util/check.h"
 #include "util/log.h"
 
 namespace braid {
-namespace {
-
-constexpr int kPairHeaderTag = transport::kTransportTagBase + transport::kP2pTagOffset + 16;
-constexpr int kPairOffersTag = transport::kTransportTagBase + transport::kP2pTagOffset + 17;
-constexpr int kPairVerdictTag = transport::kTransportTagBase + transport::kP2pTagOffset + 18;
-
-}  // namespace
-
 struct PeerRegistrations::PairHeader {
   int32_t pid;
   int32_t nOffers;
@@ -57,17 +50,17 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, boo
       if (recv.reg != nullptr && firstTell(pair.peer, recv.reg->serial)) offer.isNew = 1;
       sides[p].mine.push_back(offer);
     }
-    NCCLCHECK(ctx.bootstrap->send(pair.peer, kPairHeaderTag, &header, sizeof(header)));
+    NCCLCHECK(ctx.bootstrap->send(pair.peer, tags::kPairHeader, &header, sizeof(header)));
     if (!pair.recvs.empty()) {
       NCCLCHECK(
-          ctx.bootstrap->send(pair.peer, kPairOffersTag, sides[p].mine.data(), sizeof(Offer) * pair.recvs.size()));
+          ctx.bootstrap->send(pair.peer, tags::kPairOffers, sides[p].mine.data(), sizeof(Offer) * pair.recvs.size()));
     }
   }
 
   for (size_t p = 0; p < pairs->size(); p++) {
     const Pair& pair = (*pairs)[p];
     PairHeader header{};
-    const ncclResult_t met = ctx.bootstrap->recv(pair.peer, kPairHeaderTag, &header, sizeof(header));
+    const ncclResult_t met = ctx.bootstrap->recv(pair.peer, tags::kPairHeader, &header, sizeof(header));
     if (met == ncclRemoteError) {  // timed out or gone (aborted: nothing to explain)
       WARN(
           "rank %d: rank %d never joined the registration exchange for their sends and receives of the zero-copy "
@@ -90,7 +83,7 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, boo
     }
     sides[p].theirs.resize(pair.nSends);
     if (pair.nSends > 0) {
-      NCCLCHECK(ctx.bootstrap->recv(pair.peer, kPairOffersTag, sides[p].theirs.data(), sizeof(Offer) * pair.nSends));
+      NCCLCHECK(ctx.bootstrap->recv(pair.peer, tags::kPairOffers, sides[p].theirs.data(), sizeof(Offer) * pair.nSends));
     }
     retirePeer(ctx.rank, pair.peer, header.retired);
     for (size_t i = 0; i < pair.recvs.size(); i++) {
@@ -111,7 +104,7 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, boo
     if (!sides[p].anyNew || pair.nSends == 0) continue;
     std::vector<uint8_t> verdicts(pair.nSends);
     for (size_t i = 0; i < pair.nSends; i++) verdicts[i] = pair.sendDest[i] != nullptr ? 1 : 0;
-    NCCLCHECK(ctx.bootstrap->send(pair.peer, kPairVerdictTag, verdicts.data(), verdicts.size()));
+    NCCLCHECK(ctx.bootstrap->send(pair.peer, tags::kPairVerdict, verdicts.data(), verdicts.size()));
   }
 
   for (size_t p = 0; p < pairs->size(); p++) {
@@ -119,7 +112,7 @@ ncclResult_t PeerRegistrations::exchangePairs(const transport::Context& ctx, boo
     const size_t nRecvs = pair.recvs.size();
     std::vector<uint8_t> verdicts(nRecvs, 0);
     if (sides[p].anyNew && nRecvs > 0) {
-      NCCLCHECK(ctx.bootstrap->recv(pair.peer, kPairVerdictTag, verdicts.data(), verdicts.size()));
+      NCCLCHECK(ctx.bootstrap->recv(pair.peer, tags::kPairVerdict, verdicts.data(), verdicts.size()));
     }
     pair.recvDirect.assign(nRecvs, 0);
     for (size_t i = 0; i < nRecvs; i++) {

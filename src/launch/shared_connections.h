@@ -55,12 +55,9 @@ class StepWords {
   uint64_t* words_ = nullptr;
 };
 
-// Which connections of a communicator are pooled, and the bootstrap tags of their agreements
-// (unused by the transports: theirs are kind * 2 + role, plus kP2pTagOffset for point-to-point).
+// Which connections of a communicator are pooled (the bootstrap tags of their agreements are
+// tags::kRingShare, kDirectShare and kP2pShare).
 enum class ConnFamily : int { kRing = 1, kPointToPoint = 2, kDirect = 3 };
-constexpr int kRingShareTag = transport::kTransportTagBase + 8;
-constexpr int kDirectShareTag = transport::kTransportTagBase + 9;
-constexpr int kP2pShareTag = transport::kTransportTagBase + transport::kP2pTagOffset + 19;
 
 // One end of a pooled connection.
 struct PooledConn {

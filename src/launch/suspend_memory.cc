@@ -15,6 +15,7 @@ namespace {
 std::vector<const transport::Connections*> connectionList(
     const std::vector<std::shared_ptr<transport::Connections>>& connections) {
   std::vector<const transport::Connections*> list;
+  list.reserve(connections.size());
   for (const auto& conns : connections) list.push_back(conns.get());
   return list;
 }

@@ -7,6 +7,7 @@
 
 #include "util/check.h"
 #include "util/log.h"
+#include "util/thread_guard.h"
 
 namespace braid::net {
 
@@ -62,7 +63,13 @@ void DataSockets::queue(int socket, const Part& part) {
     h.queued.fetch_add(1);
   }
   h.wake.notify_one();
-  if (!h.thread.joinable()) h.thread = std::thread([this, &h] { run(&h); });
+  if (!h.thread.joinable()) {
+    h.thread = std::thread([this, &h] {
+      // An exception ends this helper: the connection's next progress() reports it.
+      const ncclResult_t result = guardThread("net/socket helper", [&] { run(&h); });
+      if (result != ncclSuccess) noteError(result);
+    });
+  }
 }
 
 ncclResult_t DataSockets::advance(Lane* lane, bool* moved) {

@@ -12,13 +12,6 @@
 namespace braid::net {
 namespace {
 
-// Sent by each socket of a connection right after the handshake.
-struct Hello {
-  uint64_t connId;
-  uint32_t index;   // 0: the control socket; 1..nSocks: data socket index - 1
-  uint32_t nSocks;  // data sockets of the connection
-};
-
 constexpr size_t kHeaderBytes = 2 * sizeof(uint64_t);
 // Receive side, control socket: the buffer of one read, and the payload remainder from which a
 // receive reads straight into the request instead (a copy through the buffer would cost more than
@@ -35,6 +28,12 @@ uint64_t randomWord() {
 }
 
 }  // namespace
+
+bool parseSocketNetHello(const uint8_t* data, size_t size, SocketNetHello* out) {
+  if (data == nullptr || size != sizeof(SocketNetHello)) return false;
+  std::memcpy(out, data, sizeof(SocketNetHello));
+  return out->nSocks >= 1 && out->nSocks <= kSocketNetMaxSocks && out->index <= out->nSocks;
+}
 
 int socketNetThreadsPerConn() {
   return static_cast<int>(std::clamp<int64_t>(paramInt(ParamId::kSocketNthreads), 0, kSocketNetMaxThreads));
@@ -272,9 +271,18 @@ ncclResult_t SocketNetListener::listen(const SocketAddress& local, SocketNetHand
   handle->magic = magic;
   handle->addr = listener.localAddress();
   auto l = std::make_unique<SocketNetListener>();
-  l->acceptor_ = SocketAcceptor(std::move(listener), sizeof(Hello));
+  l->acceptor_ = SocketAcceptor(std::move(listener), sizeof(SocketNetHello));
   *out = std::move(l);
   return ncclSuccess;
+}
+
+void SocketNetListener::dropOldestPartial() {
+  auto oldest = std::min_element(partial_.begin(), partial_.end(),
+                                 [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+  if (oldest == partial_.end()) return;
+  INFO(kLogNet, "net/socket: dropped an incomplete connection (%d of %zu sockets) to make room: more than %zu are open",
+       oldest->second.arrived, oldest->second.sockets.size(), kMaxPartial);
+  partial_.erase(oldest);
 }
 
 ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
@@ -282,15 +290,18 @@ ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
   NCCLCHECK(acceptor_.progress());
   AcceptedConnection c;
   while (acceptor_.takeReady(&c)) {
-    Hello hello{};
-    std::memcpy(&hello, c.hello.data(), sizeof(hello));
-    if (hello.nSocks < 1 || hello.nSocks > kSocketNetMaxSocks || hello.index > hello.nSocks) {
+    SocketNetHello hello{};
+    if (!parseSocketNetHello(reinterpret_cast<const uint8_t*>(c.hello.data()), c.hello.size(), &hello)) {
       INFO(kLogNet, "net/socket: dropped a connection from %s with a bad hello (socket %u of %u)",
            socketAddressToString(c.socket.peerAddress()).c_str(), hello.index, hello.nSocks);
       continue;
     }
+    if (partial_.count(hello.connId) == 0 && partial_.size() >= kMaxPartial) dropOldestPartial();
     Partial& p = partial_[hello.connId];
-    if (p.sockets.empty()) p.sockets.resize(hello.nSocks + 1);
+    if (p.sockets.empty()) {
+      p.sockets.resize(hello.nSocks + 1);
+      p.order = nextOrder_++;
+    }
     if (p.sockets.size() != hello.nSocks + 1 || p.sockets[hello.index].valid()) continue;  // inconsistent: ignore
     p.sockets[hello.index] = std::move(c.socket);
     if (++p.arrived < static_cast<int>(p.sockets.size())) continue;
@@ -305,21 +316,69 @@ ncclResult_t SocketNetListener::accept(std::unique_ptr<SocketNetConn>* out) {
   return ncclSuccess;
 }
 
-ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::unique_ptr<SocketNetConn>* out) {
+ncclResult_t SocketNetConnecting::start(const SocketNetHandle& handle, int nSocks,
+                                        std::unique_ptr<SocketNetConnecting>* out) {
   nSocks = std::clamp(nSocks, 1, kSocketNetMaxSocks);
-  const uint64_t connId = randomWord();
-  const std::string peer = "net peer " + socketAddressToString(handle.addr);
-  const Deadline deadline = Deadline::after(kConnectTimeout);
-  std::vector<Socket> sockets(nSocks + 1);
-  for (int i = 0; i <= nSocks; i++) {
-    NCCLCHECK(Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, peer, false, deadline, &sockets[i]));
-    const Hello hello{connId, static_cast<uint32_t>(i), static_cast<uint32_t>(nSocks)};
-    NCCLCHECK(sockets[i].sendAll(&hello, sizeof(hello), deadline));
+  auto c = std::make_unique<SocketNetConnecting>();
+  c->connId_ = randomWord();
+  c->peer_ = "net peer " + socketAddressToString(handle.addr);
+  c->deadline_ = Deadline::after(kConnectTimeout);
+  c->sockets_.resize(static_cast<size_t>(nSocks) + 1);
+  for (Socket& sock : c->sockets_) {
+    NCCLCHECK(
+        Socket::connectStart(handle.addr, handle.magic, SocketType::kNetSocket, c->peer_, false, c->deadline_, &sock));
   }
-  Socket ctrl = std::move(sockets[0]);
-  sockets.erase(sockets.begin());
-  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets), true, peer);
+  *out = std::move(c);
   return ncclSuccess;
+}
+
+ncclResult_t SocketNetConnecting::progress(std::unique_ptr<SocketNetConn>* out) {
+  out->reset();
+  bool all = true;
+  for (Socket& sock : sockets_) {
+    bool done = false;
+    NCCLCHECK(sock.handshakeProgress(&done));
+    all = all && done;
+  }
+  if (!all) {
+    if (deadline_.expired()) {
+      WARN("net/socket: %s did not complete the connection handshake within %.3g s", peer_.c_str(),
+           deadline_.timeoutSeconds());
+      return ncclRemoteError;
+    }
+    return ncclSuccess;
+  }
+  const uint32_t nSocks = static_cast<uint32_t>(sockets_.size() - 1);
+  for (uint32_t i = 0; i <= nSocks; i++) {
+    const SocketNetHello hello{connId_, i, nSocks};
+    NCCLCHECK(sockets_[i].sendAll(&hello, sizeof(hello), deadline_));
+  }
+  Socket ctrl = std::move(sockets_[0]);
+  sockets_.erase(sockets_.begin());
+  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets_), true, peer_);
+  sockets_.clear();
+  return ncclSuccess;
+}
+
+void SocketNetConnecting::wait(int ms) const {
+  std::vector<pollfd> fds;
+  for (const Socket& sock : sockets_) {
+    if (sock.valid())
+      fds.push_back(pollfd{sock.fd(), static_cast<short>(sock.handshakeWantsWrite() ? POLLOUT : POLLIN), 0});
+  }
+  (void)::poll(fds.data(), fds.size(), ms);
+}
+
+ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks, std::unique_ptr<SocketNetConn>* out,
+                              const std::function<ncclResult_t()>& pump) {
+  std::unique_ptr<SocketNetConnecting> connecting;
+  NCCLCHECK(SocketNetConnecting::start(handle, nSocks, &connecting));
+  for (;;) {
+    NCCLCHECK(connecting->progress(out));
+    if (*out != nullptr) return ncclSuccess;
+    if (pump) NCCLCHECK(pump());
+    connecting->wait(pump ? 1 : kSocketPollSliceMs);
+  }
 }
 
 }  // namespace braid::net

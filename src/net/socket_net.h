@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +50,19 @@ constexpr size_t kSocketNetInlineBytes = size_t{64} * 1024;   // messages up to 
 constexpr size_t kSocketNetMinPartBytes = size_t{64} * 1024;  // a larger message uses one data socket per this much
 constexpr int kSocketNetMaxSocks = 64;
 constexpr int kSocketNetMaxThreads = 16;
+
+// Sent by each socket of a connection right after the handshake: the listener groups a
+// connection's sockets by connId and places each by index.
+struct SocketNetHello {
+  uint64_t connId;
+  uint32_t index;   // 0: the control socket; 1..nSocks: data socket index - 1
+  uint32_t nSocks;  // data sockets of the connection
+};
+
+// A hello the listener can place: its exact size, 1..kSocketNetMaxSocks data sockets and an index
+// within them (so index < nSocks + 1, the size of the connection's socket list). Pure: the
+// listener and the fuzz harness of tests/fuzz/ call it on the received bytes.
+[[nodiscard]] bool parseSocketNetHello(const uint8_t* data, size_t size, SocketNetHello* out);
 
 // What a listener publishes for connectors; fits in a plugin handle (128 bytes).
 struct SocketNetHandle {
@@ -136,21 +150,51 @@ class SocketNetListener {
                                            std::unique_ptr<SocketNetListener>* out);
   // Non-blocking: *out stays null until a connection has all its sockets.
   [[nodiscard]] ncclResult_t accept(std::unique_ptr<SocketNetConn>* out);
+  // Non-blocking: moves the handshakes of new sockets on without taking a connection.
+  [[nodiscard]] ncclResult_t progressHandshakes() { return acceptor_.progress(); }
 
  private:
+  // Connections whose sockets have not all arrived are capped: a peer that opens sockets for many
+  // connection ids and never completes them loses its oldest ones instead of the process's fds.
+  static constexpr size_t kMaxPartial = 64;
   struct Partial {
     std::vector<Socket> sockets;  // [0] control, [1..nSocks] data
     int arrived = 0;
+    uint64_t order = 0;  // when its first socket arrived
   };
+  // Drops the partial connection whose first socket arrived first, with an INFO line.
+  void dropOldestPartial();
   SocketAcceptor acceptor_;
   std::map<uint64_t, Partial> partial_;  // by connection id
+  uint64_t nextOrder_ = 0;
 };
 
-// Connects to a listener with nSocks data sockets. Blocking only for TCP's own connect, which a
-// listening peer's kernel completes without the peer's help, so two ranks that connect to each
-// other before accepting do not deadlock.
+// A connection on its way: its sockets are connected and in their handshakes (util/socket.h).
+class SocketNetConnecting {
+ public:
+  // Connects the control socket and nSocks data sockets. Blocking only for TCP's own connect,
+  // which a listening peer's kernel completes without the peer's help, so two ranks that connect
+  // to each other before accepting do not deadlock.
+  [[nodiscard]] static ncclResult_t start(const SocketNetHandle& handle, int nSocks,
+                                          std::unique_ptr<SocketNetConnecting>* out);
+  // Non-blocking: moves the handshakes on (the peer's listener answers them as it accepts); once
+  // all are done, sends each socket's hello and sets *out. Fails when one is refused or after 30 s.
+  [[nodiscard]] ncclResult_t progress(std::unique_ptr<SocketNetConn>* out);
+  // Waits up to `ms` for any socket still in its handshake to have data.
+  void wait(int ms) const;
+
+ private:
+  std::vector<Socket> sockets_;  // [0] control, [1..nSocks] data
+  uint64_t connId_ = 0;
+  std::string peer_;
+  Deadline deadline_;
+};
+
+// Connects and waits for the handshakes; `pump`, if given, runs between waits (a test whose
+// listener lives in the same thread progresses it there).
 [[nodiscard]] ncclResult_t socketNetConnect(const SocketNetHandle& handle, int nSocks,
-                                            std::unique_ptr<SocketNetConn>* out);
+                                            std::unique_ptr<SocketNetConn>* out,
+                                            const std::function<ncclResult_t()>& pump = {});
 
 // Data sockets per connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (NCCL_NSOCKS_PERTHREAD
 // when there are no helper threads), within 1..kSocketNetMaxSocks.

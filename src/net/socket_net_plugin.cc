@@ -1,7 +1,9 @@
 #include "net/socket_net_plugin.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,14 +126,47 @@ ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
   return ncclSuccess;
 }
 
+// Connections in their handshakes, by the handle the caller passes again on each connect call
+// (the API's way of saying "the same connection"; the handle's bytes come from a peer, so they hold
+// no pointer). An entry remembers the handle's contents: a caller that gave up on a connection
+// (abort, timeout) may later pass new contents at the same address, which then start afresh.
+struct Pending {
+  std::array<unsigned char, sizeof(SocketNetHandle)> bytes;  // the handle's contents, as passed
+  std::unique_ptr<SocketNetConnecting> connecting;
+};
+struct Connecting {
+  std::mutex mutex;
+  std::map<const void*, Pending> byHandle;
+};
+Connecting& connecting() {
+  static Connecting* c = new Connecting;  // never destroyed: plugin calls may come during exit
+  return *c;
+}
+
 ncclResult_t connect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v11_t**) {
   *sendComm = nullptr;
   NCCLCHECK(checkDev(dev, "connect"));
+  Connecting& all = connecting();
+  std::lock_guard<std::mutex> lock(all.mutex);
   SocketNetHandle h{};
   std::memcpy(&h, handle, sizeof(h));
+  std::array<unsigned char, sizeof(SocketNetHandle)> bytes{};
+  std::memcpy(bytes.data(), handle, bytes.size());
+  auto it = all.byHandle.find(handle);
+  if (it != all.byHandle.end() && it->second.bytes != bytes) {
+    all.byHandle.erase(it);  // a connection given up on: these are a new handle's bytes
+    it = all.byHandle.end();
+  }
+  if (it == all.byHandle.end()) {
+    Pending pending{bytes, nullptr};
+    NCCLCHECK(SocketNetConnecting::start(h, socketNetSocksPerConn(), &pending.connecting));
+    it = all.byHandle.emplace(handle, std::move(pending)).first;
+  }
   auto c = std::make_unique<Comm>();
-  NCCLCHECK(socketNetConnect(h, socketNetSocksPerConn(), &c->conn));
-  *sendComm = c.release();
+  const ncclResult_t r = it->second.connecting->progress(&c->conn);
+  if (r != ncclSuccess || c->conn != nullptr) all.byHandle.erase(it);
+  NCCLCHECK(r);
+  if (c->conn != nullptr) *sendComm = c.release();
   return ncclSuccess;
 }
 

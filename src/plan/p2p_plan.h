@@ -71,9 +71,9 @@ struct P2pOpModel {
 // kernel: a fixed launch cost, then the busiest of (each peer and direction's bytes at its
 // channels' rate; all sends at the GPU's egress rate and all receives at its ingress rate, when
 // they involve several peers; the self copies at the device copy rate). Fitted on 4 H200
-// (docs/performance.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair, ~290 GB/s
-// per GPU for all-to-all; a balanced operation ~360 GB/s for one pair (2 H200, session 23). A group
-// too large for one kernel pays the fixed cost once per round. 0 for an empty list.
+// (docs/performance-log.md, 2026-11-23): 6 us for small exchanges, ~330 GB/s for one pair, ~290
+// GB/s per GPU for all-to-all; a balanced operation ~360 GB/s for one pair (2 H200, 2026-11-22). A
+// group too large for one kernel pays the fixed cost once per round. 0 for an empty list.
 double estimateP2pUs(const std::vector<P2pOpModel>& ops, int channelsPerPeer);
 
 // Peers a GPU must move data with at once, on channelsPerPeer channels each, for their channels'

@@ -314,7 +314,7 @@ void fitDecision(const CommModel& model, CollId coll, size_t bytes, int minChann
 // reads (more than two ranks), and for Reduce, whose root alone reads, it keeps them all. A two-rank
 // ReduceScatter is one read per channel on each GPU (device/coll/ring_colls.h, twoRankDirectChunk) and
 // on half the channels beats the copy path on all: 312 against 287 GB/s at 256 MiB, where a
-// two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance.md).
+// two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance-log.md, 2026-11-28).
 CommModel zeroCopyModel(const CommModel& model, CollId coll) {
   const bool half = !readsPeerSendBuffers(coll) || (coll == CollId::kReduceScatter && model.nranks == 2);
   CommModel out = model;

@@ -1,9 +1,11 @@
 // The constants of the planner's cost model and of its channel / thread / chunk choice, in one
-// place. The cost model has NCCL's shape (nccl-facts §4.1). Its numbers are fitted to braid-perf
-// runs of Braid's own kernels on 4 H200 behind NVSwitch (scripts/tune-plans/2026-11-21-*.txt:
-// AllReduce and AllGather with each protocol forced, 1 KiB to 64 MiB), the latencies refitted on 2
-// and 4 ranks in session 22 (2026-11-22-ll-channels.txt); the inter-node LL caps are still NCCL
-// 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128, Simple}.
+// place. The cost model has NCCL's shape: per algorithm and protocol, a latency (a base plus a cost
+// per hop) and a bus bandwidth (channels times a per-channel rate, scaled per protocol). Its
+// numbers are fitted to braid-perf runs of Braid's own kernels on 4 H200 behind NVSwitch
+// (scripts/tune-plans/2026-11-21-*.txt: AllReduce and AllGather with each protocol forced, 1 KiB to
+// 64 MiB), the latencies refitted on 2 and 4 ranks on 2026-11-22 (2026-11-22-ll-channels.txt); the
+// inter-node LL caps are still NCCL 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128,
+// Simple}.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 // kDirectReduceLatencyUs where the receivers reduce; bandwidth is the ring LL bus bandwidth times
 // kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1 connections).
 // Fitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
-// docs/performance.md, session 22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
+// docs/performance-log.md, 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
 // ReduceScatter 7.8 and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s
 // when it reduces and 45-90 when it copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and
 // AllGather / ReduceScatter 9.5 up to 128 KiB.
@@ -124,11 +126,11 @@ constexpr double kChainHopFactor = 0.3;
 
 // Thread-block clusters (Hopper and later), where ncclConfig_t.cgaClusterSize is left to Braid: of
 // 4 CTAs, NCCL's default, which on 4 H200 lifted Broadcast of 1 GiB from 335 to 363 GB/s and
-// AllReduce from 346 to 358 (session 18), and on 2 H200 Broadcast of 256 MiB from 334 to 362. A
+// AllReduce from 346 to 358 (2026-11-22), and on 2 H200 Broadcast of 256 MiB from 334 to 362. A
 // two-rank AllGather or ReduceScatter ring of Simple steps runs without: on 2 H200 clusters of 4
 // cost them 7-11% at 256 MiB and 4-6% at 1 GiB (AllGather 268 against 290 GB/s, ReduceScatter
 // 258 against 289 at 256 MiB; clusters of 2 lost half as much), where AllReduce and Reduce moved
-// within -1% to +4% (session 29, docs/performance.md).
+// within -1% to +4% (docs/performance-log.md, 2026-11-23).
 constexpr int kClusterCtas = 4;
 
 }  // namespace braid::plan

@@ -13,6 +13,7 @@
 #include "net/ready_scan.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/thread_guard.h"
 
 namespace braid::proxy {
 namespace {
@@ -77,7 +78,11 @@ Proxy::Proxy(std::string name, ErrorSink onError, const LaunchCounts* launches)
          std::strerror(errno), kFirstSleepUs);
   }
   kicker_->proxy_ = this;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    // An exception stops this proxy's transfers: the communicator learns it like any network error.
+    const ncclResult_t result = guardThread(name_.c_str(), [this] { run(); });
+    if (result != ncclSuccess && onError_) onError_(result);
+  });
 }
 
 Proxy::~Proxy() {

@@ -14,9 +14,10 @@
 namespace braid::topo {
 namespace {
 
-// Link bandwidths in GB/s, from NCCL 2.28's topology constants (nccl-facts §4.2): one NVLink lane on
-// sm90 20.6; PCI_BW 12 (Gen3 x16, NCCL's default when the width is not read); a path through the
-// CPUs' interconnect 10 (NCCL's SKL QPI value; the CPU is not detected here); local copies 5000.
+// Link bandwidths in GB/s, from NCCL 2.28's topology constants (SM90_NVLINK_BW, PCI_BW, SKL_QPI_BW,
+// LOC_BW): one NVLink lane on sm90 20.6; PCI_BW 12 (Gen3 x16, NCCL's default when the width is not
+// read); a path through the CPUs' interconnect 10 (NCCL's SKL QPI value; the CPU is not detected
+// here); local copies 5000.
 constexpr double kNvlinkLaneBw = 20.6;
 constexpr double kPciBw = 12.0;
 constexpr double kInterSocketBw = 10.0;
@@ -25,7 +26,7 @@ constexpr double kLocalBw = 5000.0;
 // Ring hop latencies in µs per protocol (LL, LL128, Simple), for the planner's cost model (with
 // plan's kRingBaseLatencyUs). NVLink: fitted to Braid's kernels on 4 H200 behind NVSwitch (AllReduce
 // and AllGather, 1-64 KiB, each protocol forced). Other paths (PCIe, SHM): the NVLink values scaled
-// by NCCL 2.28's PCI / NVLink ratios (nccl-facts §4.2); not measured, no PCIe-only machine was lent.
+// by NCCL 2.28's PCI / NVLink ratios; not yet measured on a PCIe-only machine.
 constexpr std::array<double, kNumProtos> kNvlinkHopLatency = {1.6, 2.2, 2.9};
 constexpr std::array<double, kNumProtos> kPciHopLatency = {2.7, 2.9, 4.9};
 // A NET hop: both proxies and the socket network between them. Fitted to tree AllReduce of 8 B on

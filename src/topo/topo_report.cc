@@ -10,6 +10,7 @@
 #include "topo/nvml_api.h"
 #include "topo/topo.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace braid::topo {
 namespace {
@@ -109,8 +110,7 @@ void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology
   }
   for (size_t c = 0; c < topo.trees.size(); ++c) {
     const TreeLinks& t = topo.trees[c][rank];
-    std::string children;
-    for (int k = 0; k < t.nChildren; ++k) children += (k == 0 ? "" : ",") + std::to_string(t.children[k]);
+    const std::string children = rankList(std::vector<int>(t.children.begin(), t.children.begin() + t.nChildren));
     INFO(kLogInit, "Tree %02zu : rank %d up %d down %s", c, rank, t.parent, children.empty() ? "-" : children.c_str());
   }
   std::string ring0;

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -31,6 +32,7 @@
 #include "util/log.h"
 #include "util/params.h"
 #include "util/shm_segment.h"
+#include "util/text.h"
 
 namespace braid::transport {
 namespace {
@@ -108,7 +110,7 @@ class ScopedStream {
 Role opposite(Role role) { return role == Role::kSend ? Role::kRecv : Role::kSend; }
 const char* roleName(Role role) { return role == Role::kSend ? "send" : "recv"; }
 int descTag(const Context& ctx, Role senderRole, Kind kind) {
-  return kTransportTagBase + ctx.tagOffset + static_cast<int>(kind) * 2 + static_cast<int>(senderRole);
+  return connectTag(ctx, kind, static_cast<int>(senderRole));
 }
 
 // State of one connectChannels call.
@@ -212,6 +214,11 @@ ncclResult_t recvDescs(Session* s) {
     NCCLCHECK(s->ctx.bootstrap->recv(g.peer, descTag(s->ctx, opposite(g.role), g.kind), &desc, sizeof(desc)));
     NCCLCHECK(checkDesc(*s, g, desc));
     desc.udsName[sizeof(desc.udsName) - 1] = '\0';
+    if (peerText(desc.udsName) != desc.udsName) {
+      WARN("%s: the peer sent the Unix socket name %s, which is not printable text", g.what.c_str(),
+           peerText(desc.udsName).c_str());
+      return ncclInternalError;
+    }
     g.peerUds = desc.udsName;
     g.peerCudaDev = desc.cudaDev;
     g.peerInfo = desc.block;
@@ -219,10 +226,20 @@ ncclResult_t recvDescs(Session* s) {
   return ncclSuccess;
 }
 
-// Keeps a datagram that arrived (possibly before its group is imported); drops strangers.
+// Keeps a datagram that arrived (possibly before its group is imported); drops strangers. At most
+// one descriptor per (rank, role, kind) and one per group is kept, so datagrams from anyone else on
+// the host cannot pile up descriptors in this process.
 void keepFd(Session* s, const FdNote& note, UniqueFd fd) {
   if (note.magic != kFdNoteMagic || note.commHash != s->ctx.commHash) {
     INFO(kLogInit | kLogP2p, "%s: dropped a file descriptor datagram of another communicator", s->me.c_str());
+    return;
+  }
+  const bool duplicate = std::any_of(s->earlyFds.begin(), s->earlyFds.end(), [&](const auto& kept) {
+    return kept.first.fromRank == note.fromRank && kept.first.role == note.role && kept.first.kind == note.kind;
+  });
+  if (note.fromRank < 0 || note.fromRank >= s->ctx.nranks || duplicate || s->earlyFds.size() >= s->groups.size()) {
+    INFO(kLogInit | kLogP2p, "%s: dropped an unexpected file descriptor datagram (rank %d, role %d, kind %d)",
+         s->me.c_str(), note.fromRank, note.role, note.kind);
     return;
   }
   s->earlyFds.emplace_back(note, std::move(fd));

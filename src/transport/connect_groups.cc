@@ -6,15 +6,10 @@
 
 #include "transport/connect_internal.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace braid::transport {
 namespace {
-
-std::string channelList(const std::vector<int>& channels) {
-  std::string text;
-  for (int c : channels) text += (text.empty() ? "" : ",") + std::to_string(c);
-  return text;
-}
 
 std::string describe(const Context& ctx, const Group& g) {
   std::string text = "rank " + std::to_string(ctx.rank) + " (GPU " + std::to_string(ctx.cudaDev) + ")";
@@ -22,7 +17,7 @@ std::string describe(const Context& ctx, const Group& g) {
   text += "peer rank " + std::to_string(g.peer) + " (GPU " + std::to_string(ctx.peers[g.peer].cudaDev) + "), ";
   text += g.kind == Kind::kP2p ? "P2P" : g.kind == Kind::kShm ? "SHM" : "NET";
   text += g.role == Role::kSend ? " send" : " recv";
-  text += ", channels " + channelList(g.channels);
+  text += ", channels " + rankList(g.channels);
   return text;
 }
 

@@ -50,9 +50,7 @@ size_t channelStride(const Context& ctx, const Group& g) {
          (ll > 0 ? alignUp(ll + kLlTrailerPad, kBufferAlign) : 0);
 }
 
-int handlesTag(const Context& ctx) {
-  return kTransportTagBase + ctx.tagOffset + static_cast<int>(Kind::kNet) * 2 + static_cast<int>(Role::kRecv);
-}
+int handlesTag(const Context& ctx) { return connectTag(ctx, Kind::kNet, static_cast<int>(Role::kRecv)); }
 
 std::string hostText(uint64_t hostHash) {
   char text[32];

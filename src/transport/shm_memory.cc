@@ -13,6 +13,7 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/shm_segment.h"
+#include "util/text.h"
 
 namespace braid::transport {
 namespace {
@@ -134,6 +135,12 @@ ncclResult_t shmImport(const ImportArgs& args, const ExportInfo& info, std::uniq
     case Mechanism::kShmFile: {
       char name[sizeof(info.shmName) + 1] = {};
       std::memcpy(name, info.shmName, sizeof(info.shmName));
+      // The peer names the segment this rank opens and unlinks: only one of Braid's own names.
+      if (std::strncmp(name, kShmNamePrefix, sizeof(kShmNamePrefix) - 1) != 0 || peerText(name) != name) {
+        WARN("%s: the peer named its SHM block %s, which is not a Braid shared memory segment", args.what.c_str(),
+             peerText(name).c_str());
+        return ncclInternalError;
+      }
       ShmSegment segment;
       NCCLCHECK(ShmSegment::openAndUnlink(name, info.bytes, args.what, &segment));
       return ShmBlock::registerSegment(std::move(segment), args.what, out);

@@ -72,10 +72,10 @@ ncclResult_t exchangeNotes(Resume* r) {
   mine.commHash = r->ctx.commHash;
   mine.fromRank = r->ctx.rank;
   std::strncpy(mine.udsName, r->uds.name().c_str(), sizeof(mine.udsName) - 1);
-  for (int peer : r->peers) NCCLCHECK(r->ctx.bootstrap->send(peer, kResumeTag, &mine, sizeof(mine)));
+  for (int peer : r->peers) NCCLCHECK(r->ctx.bootstrap->send(peer, tags::kResume, &mine, sizeof(mine)));
   for (int peer : r->peers) {
     ResumeNote note;
-    NCCLCHECK(r->ctx.bootstrap->recv(peer, kResumeTag, &note, sizeof(note)));
+    NCCLCHECK(r->ctx.bootstrap->recv(peer, tags::kResume, &note, sizeof(note)));
     if (note.magic != kResumeMagic || note.commHash != r->ctx.commHash || note.fromRank != peer) {
       WARN("%s: resume: rank %d sent a message of another communicator or version", r->me.c_str(), peer);
       return ncclInternalError;

@@ -11,7 +11,7 @@
 // blocks (NCCL_CUMEM_ENABLE=0, or a GPU without virtual memory management) cannot keep their
 // addresses without their memory, so a communicator that has them cannot be suspended.
 //
-// Messages on resume: one bootstrap message each way per peer with shared blocks (tag kResumeTag),
+// Messages on resume: one bootstrap message each way per peer with shared blocks (tag tags::kResume),
 // then one datagram per block a peer process maps.
 #pragma once
 
@@ -23,12 +23,10 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/tags.h"
 #include "transport/transport.h"
 
 namespace braid::transport {
-
-constexpr int kResumeTag = kTransportTagBase + 24;  // in transport.h's range, above the connects' tags
-static_assert(kResumeTag < kTransportTagBase + 32, "the resume tag stays in the transport's range");
 
 struct SuspendContext {
   int rank;

@@ -16,8 +16,8 @@
 // Memory is batched: one block per (peer, direction, kind) holds the counters and buffers of every
 // channel that uses that peer (layout in transport/layout.h).
 //
-// Out-of-band messages: bootstrap send/recv with tags in [kTransportTagBase, kTransportTagBase + 32):
-// Context::tagOffset (0 or kP2pTagOffset) keeps the point-to-point connects apart from the collective ones.
+// Out-of-band messages: bootstrap send/recv with tags from the range Context::connectTags names
+// (bootstrap/tags.h: one for the collective connects, another for the point-to-point ones).
 // Unix socket names (abstract namespace): "braid-uds-<commHash>-<rank>-<pid>-<n>"; shared memory
 // segments: "/braid-shm-<commHash>-<rank>-<peer>-<send|recv>-<pid>-<n>", where n counts connects in the process.
 #pragma once
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/tags.h"
 #include "device/dev_types.h"
 
 namespace braid::net {
@@ -41,10 +42,6 @@ class Proxy;
 }
 
 namespace braid::transport {
-
-// Bootstrap tags used by connectChannels (no other user may use this range).
-constexpr int kTransportTagBase = 0x42520000;
-constexpr int kP2pTagOffset = 16;
 
 enum class Kind : int { kP2p = 1, kShm = 2, kNet = 3 };
 
@@ -68,13 +65,22 @@ struct Context {
   size_t
       buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
   const std::atomic<int>* abortFlag;
-  int tagOffset = 0;  // 0: collective connections; kP2pTagOffset: point-to-point ones
+  tags::Range connectTags = tags::kCollectiveConnect;  // or tags::kP2pConnect for point-to-point connections
   // NET channels only (null when the call has none): the communicator's network and proxy, which
   // must outlive the Connections.
   net::Network* network = nullptr;
   proxy::Proxy* proxy = nullptr;
   bool netLl = false;  // NET channels get LL buffers too (BRAID_NET_LL; see device/dev_types.h)
 };
+
+// The bootstrap tag of a connect's message sent by the `senderRole` end (0: send, 1: receive) of a
+// `kind` connection: kind * 2 + role into the context's range.
+static_assert(static_cast<int>(Kind::kNet) * 2 + 1 < tags::kCollectiveConnect.count &&
+                  static_cast<int>(Kind::kNet) * 2 + 1 < tags::kP2pConnect.count,
+              "every (kind, role) has a tag in the connect ranges");
+inline int connectTag(const Context& ctx, Kind kind, int senderRole) {
+  return ctx.connectTags.first + static_cast<int>(kind) * 2 + senderRole;
+}
 
 // Per channel: this rank sends to sendPeer and receives from recvPeer. Either may be kNoPeer: that
 // direction of the channel is not connected (its DevSendConn / DevRecvConn stays zero), so that

@@ -13,6 +13,7 @@
 // recursing (params_internal.h has the full story).
 #include "util/log.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -58,9 +59,34 @@ struct LogState {
 };
 
 // Never destroyed: threads may log while static destructors run at exit.
+// A fork while another thread logs (a root or server thread WARNing about a peer) would copy a
+// held mutex into the child, whose first log line would then wait forever: the logger's mutexes
+// are taken around fork() (in the order logReset and ensureInit nest them) and released on both
+// sides.
+void forkPrepare();
+void forkParent();
+
 LogState& state() {
-  static LogState* instance = new LogState();
+  static LogState* instance = [] {
+    auto* s = new LogState();
+    pthread_atfork(&forkPrepare, &forkParent, &forkParent);
+    return s;
+  }();
   return *instance;
+}
+
+void forkPrepare() {
+  LogState& s = state();
+  s.initMutex.lock();
+  s.outputMutex.lock();
+  s.lastErrorMutex.lock();
+}
+
+void forkParent() {
+  LogState& s = state();
+  s.lastErrorMutex.unlock();
+  s.outputMutex.unlock();
+  s.initMutex.unlock();
 }
 
 const char* baseName(const char* path) {

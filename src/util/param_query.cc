@@ -154,7 +154,9 @@ std::string orUnset(const std::string& text) { return text.empty() ? "<unset>" :
 
 std::string dumpLine(ParamId id) {
   const ParamInfo& info = paramInfo(id);
-  return std::string(info.name) + " (" + typeName(info.type) + ") value=" + orUnset(paramValueText(id)) +
+  // A secret's text is never printed, only whether it is set.
+  const std::string value = id == ParamId::kCommSecret && paramIsSet(id) ? "<hidden>" : paramValueText(id);
+  return std::string(info.name) + " (" + typeName(info.type) + ") value=" + orUnset(value) +
          " set_by=" + paramSource(id) + " default=" + orUnset(info.defaultText) + ": " + info.description;
 }
 

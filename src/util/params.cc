@@ -144,7 +144,9 @@ class Registry {
         e.text = raw.text;
         e.source = raw.source;
         // What users of NCCL_DEBUG_SUBSYS=ENV expect: each variable that took effect, once.
-        queue(LogLevel::kInfo, kLogEnv, std::string(info.name) + " set by " + raw.where + " to " + raw.text);
+        // A secret's text is never logged.
+        const std::string shown = info.id == ParamId::kCommSecret ? std::string("<hidden>") : raw.text;
+        queue(LogLevel::kInfo, kLogEnv, std::string(info.name) + " set by " + raw.where + " to " + shown);
       }
     }
     e.ready.store(true, std::memory_order_release);

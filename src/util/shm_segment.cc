@@ -12,6 +12,7 @@
 
 #include "util/check.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "util/unique_fd.h"
 
 namespace braid {
@@ -19,7 +20,8 @@ namespace {
 
 ncclResult_t shmFail(const std::string& what, const char* step, const std::string& name) {
   int err = errno;
-  WARN("%s: %s of shared memory segment %s failed: %s (errno %d)%s", what.c_str(), step, name.c_str(),
+  // The name may be a peer's (openAndUnlink): printed escaped.
+  WARN("%s: %s of shared memory segment %s failed: %s (errno %d)%s", what.c_str(), step, peerText(name).c_str(),
        std::strerror(err), err, err == ENOSPC || err == ENOMEM ? "; is /dev/shm large enough?" : "");
   return ncclSystemError;
 }
@@ -35,8 +37,8 @@ ncclResult_t mapFd(int fd, size_t bytes, const std::string& name, const std::str
 
 std::string shmSegmentName(uint64_t commHash, int rank, int peer, const char* role, int pid, uint64_t serial) {
   char name[128];
-  std::snprintf(name, sizeof(name), "/braid-shm-%016" PRIx64 "-%d-%d-%s-%d-%" PRIu64, commHash, rank, peer, role, pid,
-                serial);
+  std::snprintf(name, sizeof(name), "%s%016" PRIx64 "-%d-%d-%s-%d-%" PRIu64, kShmNamePrefix, commHash, rank, peer, role,
+                pid, serial);
   return name;
 }
 
@@ -94,7 +96,7 @@ ncclResult_t ShmSegment::openAndUnlink(const std::string& name, size_t bytes, co
   if (::fstat(fd.get(), &st) != 0) return shmFail(what, "fstat", name);
   if (static_cast<size_t>(st.st_size) != bytes) {
     WARN("%s: shared memory segment %s has %lld bytes, expected %zu (the peer computed another layout)", what.c_str(),
-         name.c_str(), static_cast<long long>(st.st_size), bytes);
+         peerText(name).c_str(), static_cast<long long>(st.st_size), bytes);
     return ncclInternalError;
   }
   ShmSegment seg;

@@ -16,6 +16,9 @@
 
 namespace braid {
 
+// How every name shmSegmentName makes starts: a peer's name for its block must (transport/shm).
+constexpr char kShmNamePrefix[] = "/braid-shm-";
+
 // "/braid-shm-<commHash hex>-<rank>-<peer>-<role>-<pid>-<serial>": the segment `rank` creates for
 // `peer` in `role` ("send" or "recv"; a rank may create one of each for the same peer).
 std::string shmSegmentName(uint64_t commHash, int rank, int peer, const char* role, int pid, uint64_t serial);

@@ -9,8 +9,12 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "util/check.h"
+#include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -26,10 +30,24 @@ void setNoDelay(int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-void encodeHandshake(uint64_t magic, SocketType type, char* out) {
-  uint32_t typeWord = static_cast<uint32_t>(type);
-  std::memcpy(out, &magic, sizeof(magic));
-  std::memcpy(out + sizeof(magic), &typeWord, sizeof(typeWord));
+// Connectors whose acceptor failed its proof, across the process: WARNs at most once per 10 s.
+RateLimit& connectorWarnLimit() {
+  static RateLimit limit;
+  return limit;
+}
+std::mutex& connectorWarnMutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Sends all of a handshake message now or fails: it is the first data on a fresh connection, far
+// below any socket buffer, so a peer that does not take it is not worth waiting for.
+bool sendNow(int fd, const void* data, size_t bytes) {
+  for (;;) {
+    ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    return n == static_cast<ssize_t>(bytes);
+  }
 }
 
 // Errors after which another connection attempt can succeed.
@@ -80,30 +98,35 @@ ncclResult_t transferErrorResult(int err) {
 
 }  // namespace
 
-Socket::Socket(int fd, const SocketAddress& local, const SocketAddress& peer) : fd_(fd), local_(local), peer_(peer) {}
-
-Socket::Socket(Socket&& other) noexcept { *this = std::move(other); }
-
-Socket& Socket::operator=(Socket&& other) noexcept {
-  if (this != &other) {
-    close();
-    fd_ = other.fd_;
-    magic_ = other.magic_;
-    type_ = other.type_;
-    local_ = other.local_;
-    peer_ = other.peer_;
-    description_ = std::move(other.description_);
-    other.fd_ = -1;
-  }
-  return *this;
+void encodeSocketHandshake(const SocketHandshake& h, uint8_t* out) {
+  std::memcpy(out, &h.type, sizeof(h.type));
+  std::memcpy(out + sizeof(h.type), h.connectorNonce.data(), kSocketNonceBytes);
+  std::memcpy(out + sizeof(h.type) + kSocketNonceBytes, h.proof.data(), kSocketProofBytes);
 }
 
-void Socket::close() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
+ncclResult_t parseSocketHandshake(const uint8_t* data, size_t size, SocketHandshake* out) {
+  static_assert(sizeof(out->type) + kSocketNonceBytes + kSocketProofBytes == kSocketHandshakeBytes,
+                "the handshake is packed");
+  if (data == nullptr || size < kSocketHandshakeBytes) return ncclInvalidUsage;
+  std::memcpy(&out->type, data, sizeof(out->type));
+  std::memcpy(out->connectorNonce.data(), data + sizeof(out->type), kSocketNonceBytes);
+  std::memcpy(out->proof.data(), data + sizeof(out->type) + kSocketNonceBytes, kSocketProofBytes);
+  return ncclSuccess;
 }
+
+bool socketHandshakeProves(const SocketHandshake& h, const SocketAuthKey& key, const SocketNonce& challenge) {
+  const SocketProof expected = socketAuthProof(key, SocketAuthRole::kConnector, h.type, challenge, h.connectorNonce);
+  return constantTimeEqual(expected.data(), h.proof.data(), kSocketProofBytes);
+}
+
+bool socketAcceptorProofValid(const SocketAuthKey& key, uint32_t type, const SocketNonce& challenge,
+                              const SocketNonce& nonce, const SocketProof& proof) {
+  const SocketProof expected = socketAuthProof(key, SocketAuthRole::kAcceptor, type, challenge, nonce);
+  return constantTimeEqual(expected.data(), proof.data(), kSocketProofBytes);
+}
+
+Socket::Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer)
+    : fd_(std::move(fd)), local_(local), peer_(peer) {}
 
 std::string Socket::peerName() const {
   std::string addr = socketAddressToString(peer_);
@@ -116,7 +139,8 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
     WARN("Cannot listen on %s: not an IPv4 or IPv6 address", where.c_str());
     return ncclInvalidArgument;
   }
-  Socket sock(::socket(local.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), local, SocketAddress{});
+  Socket sock(UniqueFd(::socket(local.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), local,
+              SocketAddress{});
   if (!sock.valid()) {
     int err = errno;
     WARN("Cannot create a socket to listen on %s: %s (errno %d)", where.c_str(), strerror(err), err);
@@ -124,21 +148,21 @@ ncclResult_t Socket::listen(const SocketAddress& local, uint64_t magic, SocketTy
   }
   // SO_REUSEADDR lets a fixed port (NCCL_COMM_ID) be bound again while old connections linger.
   int one = 1;
-  (void)setsockopt(sock.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  (void)setsockopt(sock.fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   socklen_t len = socketAddressLength(local);
-  if (::bind(sock.fd_, &local.sa, len) != 0 || ::listen(sock.fd_, SOMAXCONN) != 0) {
+  if (::bind(sock.fd_.get(), &local.sa, len) != 0 || ::listen(sock.fd_.get(), SOMAXCONN) != 0) {
     int err = errno;
     WARN("Cannot listen on %s: %s (errno %d)%s", where.c_str(), strerror(err), err,
          err == EADDRNOTAVAIL ? ": no local interface has this address" : "");
     return ncclSystemError;
   }
   len = sizeof(sock.local_);
-  if (::getsockname(sock.fd_, &sock.local_.sa, &len) != 0) {
+  if (::getsockname(sock.fd_.get(), &sock.local_.sa, &len) != 0) {
     int err = errno;
     WARN("getsockname on the listener for %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
     return ncclSystemError;
   }
-  sock.magic_ = magic;
+  NCCLCHECK(socketAuthKey(magic, &sock.key_));
   sock.type_ = type;
   *out = std::move(sock);
   return ncclSuccess;
@@ -154,7 +178,7 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
       WARN("Timed out after %.3g s %s %s", deadline.timeoutSeconds(), what, peerName().c_str());
       return ncclRemoteError;
     }
-    pollfd pfd{fd_, events, 0};
+    pollfd pfd{fd_.get(), events, 0};
     int n = ::poll(&pfd, 1, deadline.sliceMs());
     if (n < 0 && errno != EINTR) {
       int err = errno;
@@ -168,7 +192,94 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
 
 ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                              const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                             Socket* out) {
+                             Socket* out, const SocketPump& pump) {
+  Socket sock;
+  NCCLCHECK(connectStart(remote, magic, type, peerDescription, retryRefused, deadline, &sock));
+  for (;;) {
+    bool done = false;
+    NCCLCHECK(sock.handshakeProgress(&done));
+    if (done) break;
+    if (pump && !sock.handshakeWantsWrite()) {
+      if (deadline.aborted()) {
+        INFO(kSocketLogSubsys, "Aborted while in the handshake with %s", sock.peerName().c_str());
+        return ncclInternalError;
+      }
+      if (deadline.expired()) {
+        WARN("Timed out after %.3g s in the handshake with %s", deadline.timeoutSeconds(), sock.peerName().c_str());
+        return ncclRemoteError;
+      }
+      NCCLCHECK(pump(sock.fd()));
+    } else {
+      NCCLCHECK(sock.waitReady(sock.handshakeWantsWrite() ? POLLOUT : POLLIN, deadline, "in the handshake with"));
+    }
+  }
+  *out = std::move(sock);
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::handshakeProgress(bool* done) {
+  *done = !auth_.active;
+  constexpr size_t kIncoming = kSocketNonceBytes + kSocketProofBytes;
+  while (auth_.active) {
+    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
+      NCCLCHECK(sendSome(auth_.reply.data(), auth_.reply.size(), &auth_.sent));
+      if (auth_.sent < auth_.reply.size()) return ncclSuccess;
+      auth_.replied = true;
+    }
+    // The acceptor's nonce, then (after our reply) its proof.
+    const size_t want = auth_.replied ? kIncoming : kSocketNonceBytes;
+    uint8_t* into = auth_.got < kSocketNonceBytes ? auth_.acceptorNonce.data() + auth_.got
+                                                  : auth_.acceptorProof.data() + (auth_.got - kSocketNonceBytes);
+    size_t got = 0;
+    bool closed = false;
+    NCCLCHECK(recvOnce(into, want - auth_.got, &got, &closed));
+    if (closed && auth_.replied) {
+      WARN(
+          "%s closed the connection after this process's handshake proof: it refused it (the unique id is stale "
+          "or another job's, BRAID_COMM_SECRET differs, or it is not a Braid process of this job)",
+          peerName().c_str());
+      return ncclRemoteError;
+    }
+    if (closed) {
+      WARN("%s closed the connection before its handshake challenge (it exited or aborted, or dropped the connection)",
+           peerName().c_str());
+      return ncclRemoteError;
+    }
+    if (got == 0) return ncclSuccess;
+    auth_.got += got;
+    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
+      SocketHandshake h{static_cast<uint32_t>(type_), auth_.connectorNonce, {}};
+      h.proof = socketAuthProof(key_, SocketAuthRole::kConnector, h.type, auth_.acceptorNonce, auth_.connectorNonce);
+      encodeSocketHandshake(h, auth_.reply.data());
+    }
+    if (auth_.got == kIncoming) {
+      NCCLCHECK(checkAcceptorProof());
+      *done = true;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Socket::checkAcceptorProof() {
+  const bool ok = socketAcceptorProofValid(key_, static_cast<uint32_t>(type_), auth_.acceptorNonce,
+                                           auth_.connectorNonce, auth_.acceptorProof);
+  auth_ = ClientAuth{};
+  key_ = SocketAuthKey{};
+  if (ok) return ncclSuccess;
+  std::lock_guard<std::mutex> lock(connectorWarnMutex());
+  if (connectorWarnLimit().allow(0)) {
+    WARN(
+        "%s answered the handshake without proving it knows this job's secret (another job's process, a stranger "
+        "on this port, or a different BRAID_COMM_SECRET); connection refused (%zu such refusals not reported "
+        "before this one)",
+        peerName().c_str(), connectorWarnLimit().suppressedBefore());
+  }
+  return ncclRemoteError;
+}
+
+ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                  const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
+                                  Socket* out) {
   std::string where = peerDescription + " (" + socketAddressToString(remote) + ")";
   if (!socketAddressIsValid(remote)) {
     WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
@@ -177,27 +288,30 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
   const int64_t retries = std::max<int64_t>(0, paramInt(ParamId::kSocketRetryCnt));
   const int64_t sleepMs = std::max<int64_t>(0, paramInt(ParamId::kSocketRetrySleepMsec));
   for (int64_t attempt = 0;; ++attempt) {
-    Socket sock(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), SocketAddress{}, remote);
+    Socket sock(UniqueFd(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), SocketAddress{},
+                remote);
     if (!sock.valid()) {
       int err = errno;
       WARN("Cannot create a socket to connect to %s: %s (errno %d)", where.c_str(), strerror(err), err);
       return ncclSystemError;
     }
     sock.setDescription(peerDescription);
-    setNoDelay(sock.fd_);
+    setNoDelay(sock.fd_.get());
     int err = 0;
-    if (::connect(sock.fd_, &remote.sa, socketAddressLength(remote)) != 0) err = errno;
+    if (::connect(sock.fd_.get(), &remote.sa, socketAddressLength(remote)) != 0) err = errno;
     if (err == EINPROGRESS) {
       NCCLCHECK(sock.waitReady(POLLOUT, deadline, "connecting to"));
       socklen_t len = sizeof(err);
-      if (::getsockopt(sock.fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (::getsockopt(sock.fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     }
     if (err == 0) {
       socklen_t len = sizeof(sock.local_);
-      (void)::getsockname(sock.fd_, &sock.local_.sa, &len);
-      char handshake[kSocketHandshakeBytes];
-      encodeHandshake(magic, type, handshake);
-      NCCLCHECK(sock.sendAll(handshake, sizeof(handshake), deadline));
+      (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
+      // The acceptor speaks first (its challenge): nothing to send until it arrives.
+      NCCLCHECK(socketAuthKey(magic, &sock.key_));
+      NCCLCHECK(randomBytes(sock.auth_.connectorNonce.data(), kSocketNonceBytes));
+      sock.type_ = type;
+      sock.auth_.active = true;
       *out = std::move(sock);
       return ncclSuccess;
     }
@@ -222,17 +336,17 @@ ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, Socket
 }
 
 void Socket::setUnansweredTimeout(int64_t ms) {
-  if (ms <= 0 || fd_ < 0) return;
+  if (ms <= 0 || !fd_.valid()) return;
   const unsigned int userTimeout = static_cast<unsigned int>(std::min<int64_t>(ms, INT32_MAX));
   // Probe an idle connection after half the timeout, then every quarter: the kernel aborts at the
   // first probe check past the timeout, so a silent peer is noticed within about 1.25x of it.
   const int idleS = static_cast<int>(std::clamp<int64_t>(ms / 2000, 1, 32767));
   const int intervalS = static_cast<int>(std::clamp<int64_t>(ms / 4000, 1, 32767));
   const int one = 1;
-  if (setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
-      setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
-      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idleS, sizeof(idleS)) != 0 ||
-      setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &intervalS, sizeof(intervalS)) != 0) {
+  if (setsockopt(fd_.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0 ||
+      setsockopt(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPIDLE, &idleS, sizeof(idleS)) != 0 ||
+      setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPINTVL, &intervalS, sizeof(intervalS)) != 0) {
     int err = errno;
     INFO(kSocketLogSubsys, "Could not set a %" PRId64 " ms timeout on the connection to %s: %s (errno %d)", ms,
          peerName().c_str(), strerror(err), err);
@@ -268,7 +382,7 @@ ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
   for (;;) {
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
     if (n >= 0) {
       *sent += static_cast<size_t>(n);
       return ncclSuccess;
@@ -285,7 +399,7 @@ ncclResult_t Socket::recvOnce(void* data, size_t bytes, size_t* got, bool* close
   *got = 0;
   *closed = false;
   for (;;) {
-    ssize_t n = ::recv(fd_, data, bytes, 0);
+    ssize_t n = ::recv(fd_.get(), data, bytes, 0);
     if (n > 0) {
       *got = static_cast<size_t>(n);
       return ncclSuccess;
@@ -345,8 +459,12 @@ ncclResult_t Socket::recvMsg(void* data, size_t capacity, size_t* received, cons
   return ncclSuccess;
 }
 
-SocketAcceptor::SocketAcceptor(Socket listener, size_t helloBytes, std::chrono::milliseconds handshakeTimeout)
-    : listener_(std::move(listener)), helloBytes_(helloBytes), handshakeTimeout_(handshakeTimeout) {}
+SocketAcceptor::SocketAcceptor(Socket listener, size_t helloBytes, std::chrono::milliseconds handshakeTimeout,
+                               size_t maxPending)
+    : listener_(std::move(listener)),
+      helloBytes_(helloBytes),
+      handshakeTimeout_(handshakeTimeout),
+      maxPending_(std::max<size_t>(maxPending, 1)) {}
 
 void SocketAcceptor::close() {
   pending_.clear();
@@ -376,20 +494,7 @@ bool SocketAcceptor::readPending(Pending* p) {
     return false;
   }
   // Check the handshake as soon as it is complete, so a stranger is dropped before its hello.
-  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes) {
-    uint64_t magic = 0;
-    uint32_t type = 0;
-    std::memcpy(&magic, p->buffer.data(), sizeof(magic));
-    std::memcpy(&type, p->buffer.data() + sizeof(magic), sizeof(type));
-    if (magic != listener_.magic() || type != static_cast<uint32_t>(listener_.type())) {
-      INFO(kSocketLogSubsys,
-           "Dropping connection from %s on %s: handshake magic 0x%" PRIx64 " type %u, expected 0x%" PRIx64
-           " type %u (a stale or foreign peer, or a garbage unique id)",
-           from.c_str(), socketAddressToString(listener_.localAddress()).c_str(), magic, type, listener_.magic(),
-           static_cast<uint32_t>(listener_.type()));
-      return false;
-    }
-  }
+  if (before < kSocketHandshakeBytes && p->received >= kSocketHandshakeBytes && !checkHandshake(p, from)) return false;
   if (p->received < p->buffer.size() && Deadline::Clock::now() >= p->expires) {
     INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes after %lld ms", from.c_str(),
          socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
@@ -399,8 +504,126 @@ bool SocketAcceptor::readPending(Pending* p) {
   return true;
 }
 
+bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
+  SocketHandshake h{};
+  // Called once p->received >= kSocketHandshakeBytes, so the parse cannot fail.
+  if (parseSocketHandshake(reinterpret_cast<const uint8_t*>(p->buffer.data()), p->received, &h) != ncclSuccess) {
+    return false;
+  }
+  const uint32_t type = h.type;
+  const std::string where = socketAddressToString(listener_.localAddress());
+  // Shut down, not only closed: a process forked meanwhile may hold a copy of the descriptor, and
+  // the refused peer must see the end of the connection now.
+  const auto refuse = [p] { (void)::shutdown(p->socket.fd(), SHUT_RDWR); };
+  if (type != static_cast<uint32_t>(listener_.type())) {
+    refuse();
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: handshake type %u, expected %u (a foreign peer)",
+         from.c_str(), where.c_str(), type, static_cast<uint32_t>(listener_.type()));
+    return false;
+  }
+  if (!socketHandshakeProves(h, listener_.key_, p->nonce)) {
+    refuse();
+    if (warnLimit_.allow(kWarnBadProof)) {
+      WARN(
+          "Listener %s: refused the connection from %s: its handshake does not prove it knows this job's secret "
+          "(a stranger, a replayed handshake, another job's process, or a different BRAID_COMM_SECRET; %zu such "
+          "refusals not reported before this one)",
+          where.c_str(), from.c_str(), warnLimit_.suppressedBefore());
+    }
+    return false;
+  }
+  const SocketProof mine = socketAuthProof(listener_.key_, SocketAuthRole::kAcceptor, type, p->nonce, h.connectorNonce);
+  if (!sendNow(p->socket.fd(), mine.data(), mine.size())) {
+    INFO(kSocketLogSubsys, "Dropping connection from %s on %s: it did not take this side's proof", from.c_str(),
+         where.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool SocketAcceptor::sendChallenge(Pending* p) {
+  if (randomBytes(p->nonce.data(), p->nonce.size()) != ncclSuccess) return false;
+  if (sendNow(p->socket.fd(), p->nonce.data(), p->nonce.size())) return true;
+  INFO(kSocketLogSubsys, "Dropping connection from %s on %s: it did not take the handshake's challenge",
+       socketAddressToString(p->socket.peerAddress()).c_str(), socketAddressToString(listener_.localAddress()).c_str());
+  return false;
+}
+
+bool SocketAcceptor::dropOldestPending(WarnCause cause, const std::string& why) {
+  if (pending_.empty()) return false;
+  const std::string from = socketAddressToString(pending_.front().socket.peerAddress());
+  if (warnLimit_.allow(cause)) {
+    WARN(
+        "Listener %s: dropping the connection from %s, still in its handshake, because %s (%zu such drops "
+        "not reported before this one); a peer may be flooding this port",
+        socketAddressToString(listener_.localAddress()).c_str(), from.c_str(), why.c_str(),
+        warnLimit_.suppressedBefore());
+  }
+  pending_.erase(pending_.begin());
+  return true;
+}
+
+SocketAcceptor::AcceptRecovery SocketAcceptor::acceptFailed(int err) {
+  const std::string where = socketAddressToString(listener_.localAddress());
+  if (err == EMFILE || err == ENFILE) {
+    // Out of descriptors: the oldest half-open connection is the best one to give up.
+    if (dropOldestPending(kWarnNoDescriptors, "no file descriptor is left (EMFILE/ENFILE) for a new connection")) {
+      return AcceptRecovery::kRetry;
+    }
+    if (warnLimit_.allow(kWarnNoDescriptors)) {
+      WARN("accept() on %s failed: %s (errno %d): raise the open file limit (ulimit -n); retrying every %d ms",
+           where.c_str(), strerror(err), err, kAcceptBackoffMs);
+    }
+  } else if (err == ENOBUFS || err == ENOMEM) {
+    if (warnLimit_.allow(kWarnNoMemory)) {
+      WARN("accept() on %s failed: %s (errno %d): the system is short of memory; retrying every %d ms", where.c_str(),
+           strerror(err), err, kAcceptBackoffMs);
+    }
+  } else {
+    WARN("accept() on %s failed: %s (errno %d)", where.c_str(), strerror(err), err);
+    return AcceptRecovery::kFailed;
+  }
+  // Nothing can be accepted until something is freed: wait rather than spin on the queued connection.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kAcceptBackoffMs));
+  return AcceptRecovery::kBackedOff;
+}
+
+void SocketAcceptor::markReady(Pending* p) {
+  AcceptedConnection done;
+  done.hello.assign(p->buffer.begin() + kSocketHandshakeBytes, p->buffer.end());
+  done.socket = std::move(p->socket);
+  ready_.push_back(std::move(done));
+}
+
+void SocketAcceptor::admit(Pending p) {
+  if (!sendChallenge(&p) || !readPending(&p)) return;
+  if (p.received == p.buffer.size()) {
+    markReady(&p);
+    return;
+  }
+  if (pending_.size() >= maxPending_) {
+    (void)dropOldestPending(kWarnPendingCap,
+                            "more than " + std::to_string(maxPending_) + " connections are in their handshake");
+  }
+  pending_.push_back(std::move(p));
+}
+
 ncclResult_t SocketAcceptor::progress() {
-  for (;;) {
+  // Pending connections first: complete ones leave, so a full table below holds only slow ones.
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    if (!readPending(&p)) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (p.received == p.buffer.size()) {
+      markReady(&p);
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+  for (int accepted = 0; accepted < kMaxAcceptsPerProgress;) {
     SocketAddress peer{};
     socklen_t len = sizeof(peer);
     int fd = ::accept4(listener_.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -409,32 +632,19 @@ ncclResult_t SocketAcceptor::progress() {
       if (err == EAGAIN || err == EWOULDBLOCK) break;
       // The peer gave up between its SYN and our accept: nothing to do.
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
-      WARN("accept() on %s failed: %s (errno %d)%s", socketAddressToString(listener_.localAddress()).c_str(),
-           strerror(err), err, err == EMFILE || err == ENFILE ? ": raise the open file limit (ulimit -n)" : "");
-      return ncclSystemError;
+      const AcceptRecovery recovery = acceptFailed(err);
+      if (recovery == AcceptRecovery::kFailed) return ncclSystemError;
+      if (recovery == AcceptRecovery::kBackedOff) break;
+      ++accepted;  // a descriptor was freed: try again, within this call's bound
+      continue;
     }
+    ++accepted;
     setNoDelay(fd);
     Pending p;
-    p.socket = Socket(fd, listener_.localAddress(), peer);
+    p.socket = Socket(UniqueFd(fd), listener_.localAddress(), peer);
     p.buffer.resize(kSocketHandshakeBytes + helloBytes_);
     p.expires = Deadline::Clock::now() + handshakeTimeout_;
-    pending_.push_back(std::move(p));
-  }
-  for (size_t i = 0; i < pending_.size();) {
-    Pending& p = pending_[i];
-    if (!readPending(&p)) {
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    if (p.received == p.buffer.size()) {
-      AcceptedConnection done;
-      done.hello.assign(p.buffer.begin() + kSocketHandshakeBytes, p.buffer.end());
-      done.socket = std::move(p.socket);
-      ready_.push_back(std::move(done));
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      continue;
-    }
-    ++i;
+    admit(std::move(p));
   }
   return ncclSuccess;
 }

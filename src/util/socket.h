@@ -4,9 +4,15 @@
 // - Every fd is non-blocking and close-on-exec, owned by exactly one Socket (RAII, move-only).
 // - Every wait is a poll() in slices of at most kSocketPollSliceMs, bounded by a Deadline, which
 //   also carries an optional abort flag: a timeout or an abort is noticed within one slice.
-// - A connection starts with a handshake: the connector sends an 8-byte magic and a 4-byte
-//   SocketType; the acceptor checks both and silently drops connections that do not match
-//   (stale peers, port scanners, garbage ids), so they never disturb the server.
+// - A connection starts with a mutual challenge-response handshake (util/socket_auth.h derives
+//   the key from the shared magic and the configured secret; neither is ever sent):
+//     acceptor  -> connector: acceptor nonce (16 bytes, fresh from getrandom)
+//     connector -> acceptor:  SocketType (4), connector nonce (16), connector proof (32)
+//     acceptor  -> connector: acceptor proof (32)
+//   A proof is HMAC-SHA256(key, "braid-v1" || role || type || acceptor nonce || connector nonce).
+//   The acceptor drops connections of another type with an INFO line, and refuses a wrong proof
+//   (a stranger, a replayed exchange, a peer with another secret) with a rate-limited WARN; the
+//   connector fails when the acceptor's proof is wrong. Only then does the connector send data.
 // - Framed messages are a uint64 length followed by the payload.
 // - Failures log exactly one WARN naming the peer (the socket's description and address) and the
 //   errno text, and return ncclSystemError (a local call failed), ncclRemoteError (the peer closed,
@@ -22,13 +28,19 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "util/rate_limit.h"
+#include "util/socket_auth.h"
+#include "util/unique_fd.h"
 
 namespace braid {
 
@@ -83,18 +95,22 @@ class Deadline {
   const std::atomic<int>* abortFlag_ = nullptr;
 };
 
+// Called by Socket::connect while it waits for the acceptor's side of the handshake: waits at most
+// one poll slice for `fd` to become readable while serving the caller's own sockets (a rank that
+// connects to a peer which is itself connecting must keep accepting, or both wait forever).
+using SocketPump = std::function<ncclResult_t(int fd)>;
+
 class Socket {
  public:
   Socket() = default;
-  ~Socket() { close(); }
-  Socket(Socket&& other) noexcept;
-  Socket& operator=(Socket&& other) noexcept;
+  Socket(Socket&& other) noexcept = default;
+  Socket& operator=(Socket&& other) noexcept = default;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  void close();
+  bool valid() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
+  void close() { fd_.reset(); }
 
   // For a listener: the bound address with its real port. For a connection: our end.
   const SocketAddress& localAddress() const { return local_; }
@@ -106,9 +122,8 @@ class Socket {
   std::string peerName() const;
 
   // Binds to `local` (port 0: an ephemeral port) with SO_REUSEADDR and listens. A SocketAcceptor
-  // on it returns only connections that completed a handshake with `magic` and `type`.
+  // on it returns only connections that proved the key of `magic` for `type`.
   [[nodiscard]] static ncclResult_t listen(const SocketAddress& local, uint64_t magic, SocketType type, Socket* out);
-  uint64_t magic() const { return magic_; }
   SocketType type() const { return type_; }
 
   // Connects to `remote` and sends the handshake. Connection attempts are retried on ETIMEDOUT,
@@ -116,9 +131,20 @@ class Socket {
   // yet; otherwise a refusal means the peer is gone and waiting would only delay the error), at
   // most NCCL_SOCKET_RETRY_CNT times with attempt k sleeping k * NCCL_SOCKET_RETRY_SLEEP_MSEC.
   // Unreachable hosts and networks fail at once. `peerDescription` names the peer in messages.
+  // Returns once the handshake is complete; while it waits for the acceptor, `pump` (if given)
+  // serves the caller's own sockets.
   [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, uint64_t magic, SocketType type,
                                             const std::string& peerDescription, bool retryRefused,
-                                            const Deadline& deadline, Socket* out);
+                                            const Deadline& deadline, Socket* out, const SocketPump& pump = {});
+  // The same in two steps, for callers that must not wait for the acceptor: connectStart returns
+  // after TCP's connect (which the peer's kernel completes alone); handshakeProgress then moves
+  // the handshake on without blocking and sets *done once it is complete (at once if none runs).
+  [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
+                                                 const std::string& peerDescription, bool retryRefused,
+                                                 const Deadline& deadline, Socket* out);
+  [[nodiscard]] ncclResult_t handshakeProgress(bool* done);
+  // Whether the connector's handshake is still running: wait for POLLIN (else POLLOUT) then.
+  bool handshakeWantsWrite() const { return auth_.active && auth_.got == kSocketNonceBytes && !auth_.replied; }
 
   [[nodiscard]] ncclResult_t sendAll(const void* data, size_t bytes, const Deadline& deadline);
   [[nodiscard]] ncclResult_t recvAll(void* data, size_t bytes, const Deadline& deadline);
@@ -146,12 +172,26 @@ class Socket {
   void setUnansweredTimeout(int64_t ms);
 
  private:
-  Socket(int fd, const SocketAddress& local, const SocketAddress& peer);
+  Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer);
   [[nodiscard]] ncclResult_t waitReady(short events, const Deadline& deadline, const char* what);
 
-  int fd_ = -1;
-  uint64_t magic_ = 0;  // listener: the handshake it accepts
+  // The connector's side of the handshake while it runs.
+  struct ClientAuth {
+    bool active = false;
+    bool replied = false;
+    SocketNonce acceptorNonce{};
+    SocketNonce connectorNonce{};
+    SocketProof acceptorProof{};
+    size_t got = 0;  // of acceptor nonce + acceptor proof
+    std::array<uint8_t, 4 + kSocketNonceBytes + kSocketProofBytes> reply{};
+    size_t sent = 0;
+  };
+  [[nodiscard]] ncclResult_t checkAcceptorProof();
+
+  UniqueFd fd_;
+  SocketAuthKey key_{};  // listener, and a connector during its handshake
   SocketType type_ = SocketType::kBootstrap;
+  ClientAuth auth_;
   SocketAddress local_{};
   SocketAddress peer_{};
   std::string description_;
@@ -159,8 +199,28 @@ class Socket {
   friend class SocketAcceptor;
 };
 
-// The handshake is sent packed: the 8-byte magic, then the 4-byte type.
-constexpr size_t kSocketHandshakeBytes = 12;
+// The connector's handshake message, packed: the 4-byte type, its nonce, its proof.
+constexpr size_t kSocketHandshakeBytes = 4 + kSocketNonceBytes + kSocketProofBytes;
+
+// The connector's handshake message, as sent.
+struct SocketHandshake {
+  uint32_t type;  // a SocketType, as sent: any value a stranger chose
+  SocketNonce connectorNonce;
+  SocketProof proof;  // the connector's proof for the acceptor's challenge
+};
+
+// Writes the connector's handshake message; `out` holds kSocketHandshakeBytes.
+void encodeSocketHandshake(const SocketHandshake& h, uint8_t* out);
+// Reads the first kSocketHandshakeBytes of `data` (a listener checks them as soon as they are in,
+// before the hello that follows). ncclInvalidUsage when fewer bytes than that are given.
+[[nodiscard]] ncclResult_t parseSocketHandshake(const uint8_t* data, size_t size, SocketHandshake* out);
+// Whether a parsed handshake proves that the connector holds `key` for the type it sent, in answer
+// to the acceptor's `challenge` (constant time). The caller checks the type itself first.
+bool socketHandshakeProves(const SocketHandshake& h, const SocketAuthKey& key, const SocketNonce& challenge);
+// The connector's check of the acceptor's answer: whether `proof` proves that the acceptor holds
+// `key`, for the connector's `type`, the acceptor's `challenge` and the connector's `nonce`.
+bool socketAcceptorProofValid(const SocketAuthKey& key, uint32_t type, const SocketNonce& challenge,
+                              const SocketNonce& nonce, const SocketProof& proof);
 
 // A connection that passed the handshake, with the fixed-size greeting its peer sent right after.
 struct AcceptedConnection {
@@ -170,13 +230,28 @@ struct AcceptedConnection {
 
 // Accepts connections on a listener without ever blocking on one peer: each new connection's
 // handshake and `helloBytes` greeting are read as they arrive, so a silent or garbage peer cannot
-// stall a server that waits for many others. Connections whose handshake does not match, that
-// close early, or that take longer than `handshakeTimeout` are dropped with an INFO line.
+// stall a server that waits for many others. Connections of another type, that close early, or
+// that take longer than `handshakeTimeout` are dropped with an INFO line; a wrong proof with a
+// WARN (rate-limited below), which names the peer's address and never the key, magic or secret.
+// Hostile or broken peers cannot stop the listener:
+// - at most `maxPending` connections wait in their handshake; a new one beyond that drops the
+//   oldest, so silent connections cannot exhaust the process's descriptors;
+// - accept() failing for lack of descriptors (EMFILE, ENFILE) drops the oldest pending connection
+//   to make room, or, with none, backs off kAcceptBackoffMs; lack of memory (ENOBUFS, ENOMEM)
+//   backs off too. The listener keeps serving either way;
+// - each of these causes WARNs at most once per 10 s per listener (RateLimit).
+// Only a failure of the listening socket itself (a closed or invalid fd) makes progress() fail.
 class SocketAcceptor {
  public:
+  static constexpr size_t kDefaultMaxPending = 128;
+  static constexpr int kAcceptBackoffMs = 20;
+  // Connections accepted per progress() call, so that a flood cannot keep one call busy forever.
+  static constexpr int kMaxAcceptsPerProgress = 64;
+
   SocketAcceptor() = default;
   SocketAcceptor(Socket listener, size_t helloBytes,
-                 std::chrono::milliseconds handshakeTimeout = std::chrono::milliseconds(5000));
+                 std::chrono::milliseconds handshakeTimeout = std::chrono::milliseconds(5000),
+                 size_t maxPending = kDefaultMaxPending);
 
   bool valid() const { return listener_.valid(); }
   const Socket& listener() const { return listener_; }
@@ -196,16 +271,36 @@ class SocketAcceptor {
  private:
   struct Pending {
     Socket socket;
+    SocketNonce nonce{};       // the challenge sent to the connector
     std::vector<char> buffer;  // handshake + hello
     size_t received = 0;
     Deadline::Clock::time_point expires;
   };
+  enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap, kWarnBadProof };
   // Reads what is available; false when the connection must be dropped.
   bool readPending(Pending* pending);
+  // Checks a complete connector handshake and answers with this side's proof; false: drop it.
+  bool checkHandshake(Pending* pending, const std::string& from);
+  // Sends a new connection its challenge; false: drop it.
+  bool sendChallenge(Pending* pending);
+  // Moves a connection whose handshake and hello are complete to the ready queue.
+  void markReady(Pending* pending);
+  // Reads a new connection at once (a real peer has usually sent everything with its connect),
+  // then queues it as ready or pending, or drops it.
+  void admit(Pending pending);
+  // Closes the oldest connection still in its handshake (a rate-limited WARN says why); false if
+  // there is none.
+  bool dropOldestPending(WarnCause cause, const std::string& why);
+  enum class AcceptRecovery { kRetry, kBackedOff, kFailed };
+  // Handles a failed accept(): kRetry once a descriptor was freed, kBackedOff after a pause,
+  // kFailed (WARNed) when the listener itself failed.
+  AcceptRecovery acceptFailed(int err);
 
   Socket listener_;
   size_t helloBytes_ = 0;
   std::chrono::milliseconds handshakeTimeout_{5000};
+  size_t maxPending_ = kDefaultMaxPending;
+  RateLimit warnLimit_;
   std::vector<Pending> pending_;
   std::deque<AcceptedConnection> ready_;
 };

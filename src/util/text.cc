@@ -1,5 +1,6 @@
 #include "util/text.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace braid {
@@ -98,6 +99,49 @@ const char* resultText(ncclResult_t result) {
     default:
       return "unknown result code";
   }
+}
+
+std::string rankList(const std::vector<int>& ranks, RankListFormat format) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    if (format.collapseRuns) {
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+    }
+    if (i > 0) out += format.separator;
+    out += std::to_string(ranks[i]);
+    if (j > i) {
+      out += j == i + 1 ? format.separator : "-";
+      out += std::to_string(ranks[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string peerText(std::string_view text, size_t maxBytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t end = std::min(text.find('\0'), text.size());
+  const bool cut = end > maxBytes;
+  end = std::min(end, maxBytes);
+  out.reserve(end + 4);
+  for (size_t i = 0; i < end; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+std::string peerText(const char* field, size_t fieldBytes, size_t maxBytes) {
+  return peerText(std::string_view(field, fieldBytes), maxBytes);
 }
 
 }  // namespace braid

@@ -28,6 +28,7 @@
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
 #include "rank_modes.h"
+#include "util/dtype.h"
 
 namespace {
 
@@ -65,7 +66,7 @@ struct Case {
   size_t misalign = 0;
 };
 
-size_t blockBytes(const Case& c) { return c.count * colltest::typeSize(c.type); }
+size_t blockBytes(const Case& c) { return c.count * braid::dtypeSize(c.type); }
 
 std::string caseName(const Case& c) {
   return std::string(colltest::typeName(c.type)) + " count " + std::to_string(c.count) + " misaligned by " +
@@ -282,7 +283,7 @@ int runCaptured(std::vector<Rank>& ranks, int n, const Case& c, uint64_t seed, i
 std::vector<Case> sweepCases(size_t largeBytes) {
   std::vector<Case> cases;
   for (ncclDataType_t t : kTypes) {
-    const size_t size = colltest::typeSize(t);
+    const size_t size = braid::dtypeSize(t);
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{4099}}) cases.push_back({t, count, 0});
     if (size < 16) cases.push_back({t, 4099, size});
     if (largeBytes > 0) cases.push_back({t, largeBytes / size | 1, 0});
@@ -638,7 +639,7 @@ int gatherScatterOnce(std::vector<Rank>& ranks, int n, const Case& c, std::vecto
 int gatherScatterInPlace(std::vector<Rank>& ranks, int n) {
   uint64_t seed = 600;
   for (ncclDataType_t t : kTypes) {
-    for (size_t count : {size_t{1}, size_t{4099}, (size_t{1} << 20) / colltest::typeSize(t) + 1}) {
+    for (size_t count : {size_t{1}, size_t{4099}, (size_t{1} << 20) / braid::dtypeSize(t) + 1}) {
       const Case c{t, count, 0};
       std::vector<Buffers> bufs(ranks.size());
       for (size_t i = 0; i < ranks.size(); i++) {

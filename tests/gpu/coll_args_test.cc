@@ -1,4 +1,4 @@
-// Argument checks of the collectives (issue 3, item 5) on a real communicator of 1 and 2 GPUs
+// Argument checks of the collectives on a real communicator of 1 and 2 GPUs
 // (one process per GPU; every rank makes the same call, so a refused call can never leave a peer
 // waiting). A refused call returns the documented code, its ncclGetLastError text names the
 // argument, it leaves the stream untouched (cudaStreamQuery == cudaSuccess on an otherwise idle

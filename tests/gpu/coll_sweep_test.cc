@@ -24,6 +24,7 @@
 
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
+#include "util/dtype.h"
 
 namespace {
 
@@ -92,7 +93,7 @@ struct Resources {
 Resources resourcesFor(const std::vector<Case>& cases, int nranks) {
   Resources s;
   for (const Case& c : cases) {
-    size_t es = colltest::typeSize(c.type);
+    size_t es = braid::dtypeSize(c.type);
     s.sendCap = std::max(s.sendCap, (c.offsetElems + sendElems(c, nranks)) * es);
     s.recvCap = std::max(s.recvCap, (c.offsetElems + std::max(regionElems(c, nranks), sendElems(c, nranks))) * es);
   }
@@ -126,10 +127,10 @@ struct Ptrs {
   char* region;  // start of the checked region
 };
 
-// DESIGN §5 in-place layouts: AllGather sendbuff = recvbuff + rank*count; ReduceScatter
+// NCCL's in-place layouts: AllGather sendbuff = recvbuff + rank*count; ReduceScatter
 // recvbuff = sendbuff + rank*count; the others sendbuff == recvbuff.
 Ptrs casePtrs(const RankCtx& ctx, const Case& c) {
-  size_t es = colltest::typeSize(c.type);
+  size_t es = braid::dtypeSize(c.type);
   char* region = ctx.recv + c.offsetElems * es;
   if (!c.inPlace) return {ctx.send + c.offsetElems * es, region, region};
   size_t slot = ctx.rank * c.count * es;
@@ -147,7 +148,7 @@ void fillInput(const InputSpec& in, int rank, size_t n, unsigned char* out) {
 }
 
 int prepareCase(RankCtx& ctx, const Case& c) {
-  size_t es = colltest::typeSize(c.type);
+  size_t es = braid::dtypeSize(c.type);
   Ptrs p = casePtrs(ctx, c);
   CHILD_CUDA(cudaSetDevice(ctx.dev));
   // Poison first, then the in-place input (if any) lands over it on the same stream.
@@ -243,7 +244,7 @@ size_t verifyCase(const RankCtx& ctx, const Case& c) {
 // Copies the region back and checks it. Returns -1 on a CUDA error, else the wrong-element count.
 long long finishCase(RankCtx& ctx, const Case& c) {
   Ptrs p = casePtrs(ctx, c);
-  size_t bytes = regionElems(c, ctx.nranks) * colltest::typeSize(c.type) + colltest::kGuardBytes;
+  size_t bytes = regionElems(c, ctx.nranks) * braid::dtypeSize(c.type) + colltest::kGuardBytes;
   cudaError_t err = cudaSetDevice(ctx.dev);
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(ctx.hostOut.data(), p.region, bytes, cudaMemcpyDeviceToHost, ctx.stream);

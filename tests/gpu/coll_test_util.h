@@ -32,6 +32,8 @@
 #include <string>
 #include <type_traits>
 
+#include "util/dtype.h"
+
 namespace colltest {
 
 // Poison byte written over every output (and the guard after it) before each operation.
@@ -101,24 +103,6 @@ inline const char* typeName(ncclDataType_t t) {
 inline const char* opName(ncclRedOp_t op) {
   static const char* const kNames[] = {"sum", "prod", "max", "min", "avg"};
   return (op >= 0 && op < ncclNumOps) ? kNames[op] : "?";
-}
-inline size_t typeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;
-  }
 }
 
 // splitmix64's finalizer: a cheap, well-mixed hash, so that each rank can compute every other

@@ -19,6 +19,7 @@
 #include "device/launch_kernel.h"
 #include "device/reduce/work_scalar.h"
 #include "device_ring_reference.h"
+#include "util/dtype.h"
 
 namespace braid {
 namespace devtest {
@@ -293,7 +294,7 @@ inline bool prepare(PreparedOp& P, const OpSpec& op, int n, const std::vector<ch
   P.spec = op;
   P.n = n;
   setReduction(P);
-  const size_t es = typeSize(op.dtype);
+  const size_t es = dtypeSize(op.dtype);
   const int64_t sN = sendElems(op, n);
   const int64_t rN = recvElems(op, n);
   const size_t off = op.misalign ? es : 0;
@@ -421,7 +422,7 @@ inline bool compareRegion(const PreparedOp& P, int r, const char* what, const ch
                           const std::vector<uint8_t>& expected, const std::vector<uint8_t>* isOutput) {
   std::vector<uint8_t> got(expected.size());
   DEVTEST_CUDA(cudaMemcpy(got.data(), devPtr, got.size(), cudaMemcpyDeviceToHost));
-  const size_t es = typeSize(P.spec.dtype);
+  const size_t es = dtypeSize(P.spec.dtype);
   const size_t elems = (expected.size() - kGuardBytes) / es;
   int bad = 0;
   for (size_t i = 0; i < elems && bad < 5; i++) {
@@ -451,7 +452,7 @@ inline bool checkResults(const PreparedOp& P) {
 }
 
 inline size_t areaBytes(const OpSpec& op, int n) {
-  return static_cast<size_t>(n * (op.count + 1)) * typeSize(op.dtype) + kGuardBytes + 256;
+  return static_cast<size_t>(n * (op.count + 1)) * dtypeSize(op.dtype) + kGuardBytes + 256;
 }
 
 inline bool runAndCheck(RingEmulation& ring, Buffers& buffers, const OpSpec& op) {

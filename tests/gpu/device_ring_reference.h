@@ -12,26 +12,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "util/dtype.h"
+
 namespace braid {
 namespace devtest {
 
-inline size_t typeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    default:
-      return 1;
-  }
-}
 inline bool isFloat(ncclDataType_t t) { return t >= ncclFloat16; }
 inline bool isSigned(ncclDataType_t t) { return t == ncclInt8 || t == ncclInt32 || t == ncclInt64; }
 
@@ -105,11 +90,11 @@ inline uint64_t encodeFloat(ncclDataType_t t, double v) {
 }
 
 inline uint64_t maskBits(ncclDataType_t t, uint64_t v) {
-  const size_t bits = 8 * typeSize(t);
+  const size_t bits = 8 * dtypeSize(t);
   return bits == 64 ? v : (v & ((uint64_t{1} << bits) - 1));
 }
 inline int64_t signExtend(ncclDataType_t t, uint64_t v) {
-  const int shift = 64 - 8 * static_cast<int>(typeSize(t));
+  const int shift = 64 - 8 * static_cast<int>(dtypeSize(t));
   return static_cast<int64_t>(v << shift) >> shift;
 }
 
@@ -130,7 +115,7 @@ struct Rng {
 
 // One input element; ranges keep every partial result exact (see the file comment of the test).
 inline uint64_t genInput(Rng& rng, ncclDataType_t t, ncclRedOp_t op, bool preMul) {
-  const bool wide = typeSize(t) >= 4;
+  const bool wide = dtypeSize(t) >= 4;
   if (!isFloat(t)) {
     if (op == ncclMax || op == ncclMin) return maskBits(t, rng.next());
     if (op == ncclProd) return maskBits(t, static_cast<uint64_t>(isSigned(t) ? rng.range(-1, 2) : rng.range(1, 2)));

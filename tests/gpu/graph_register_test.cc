@@ -1,4 +1,4 @@
-// Graph registration on real GPUs (NCCL_GRAPH_REGISTER, guide pages 001 and 002): every
+// Graph registration on real GPUs (NCCL_GRAPH_REGISTER, NCCL's documented default): every
 // collective captured on buffers nobody registered (ncclMemAlloc and cudaMalloc memory) goes
 // zero-copy and stays exact over replays with new inputs, in place too; with
 // NCCL_GRAPH_REGISTER=0 it takes the copy path; and registrations released by destroying their

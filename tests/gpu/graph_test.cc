@@ -1,4 +1,4 @@
-// CUDA graphs on real GPUs (guide pages 000 and 001): every collective, point-to-point and group
+// CUDA graphs on real GPUs, as NCCL supports them: every collective, point-to-point and group
 // operation captured under cudaStreamCaptureModeGlobal and ThreadLocal, by one process per GPU, one
 // thread driving every GPU and a thread per GPU; a communicator's first operation (its lazy
 // connection, peers never contacted before) inside the capture; replays with new inputs each time,
@@ -297,7 +297,7 @@ const char* captureModeName(cudaStreamCaptureMode m) {
   return m == cudaStreamCaptureModeGlobal ? "global capture" : "thread-local capture";
 }
 
-// Page 001's rule: a thread per GPU needs thread-local capture (under global capture one thread's
+// CUDA's capture rule: a thread per GPU needs thread-local capture (under global capture one thread's
 // capture forbids the other threads' allocations); one process per GPU and one thread driving every
 // GPU work under both.
 TEST_P(Graph, EveryOperationCapturedAtFirstUseAndReplayedWithNewInputs) {

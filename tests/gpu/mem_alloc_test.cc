@@ -100,7 +100,7 @@ TEST(MemAlloc, EveryPeerGpuThatCanReachItMayReadAndWrite) {
       }));
 }
 
-// The guide's use: communication buffers from ncclMemAlloc, here an AllReduce on every GPU.
+// The documented use: communication buffers from ncclMemAlloc, here an AllReduce on every GPU.
 TEST(MemAlloc, BuffersOfACollective) {
   const int n = gputest::allGpuRanks();
   if (n < 2) GTEST_SKIP() << "needs 2 GPUs";

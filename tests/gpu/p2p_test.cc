@@ -23,6 +23,7 @@
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
 #include "rank_modes.h"
+#include "util/dtype.h"
 
 namespace {
 
@@ -417,10 +418,9 @@ TEST_P(P2p, RingShiftOverShm) {
 int alltoAllEveryDatatype(std::vector<Rank>& ranks, int n) {
   const ncclDataType_t types[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
                                   ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   for (int t = 0; t < 12; t++) {
     for (size_t count : {size_t{3}, size_t{100003}}) {
-      size_t block = count * sizes[t];
+      size_t block = count * braid::dtypeSize(types[t]);
       Pattern p{n, [](int, int) { return 1; }, [block](int, int, int) { return block; }};
       for (Rank& r : ranks) {
         if (prepare(r, p, 30 + t) != 0) return 1;

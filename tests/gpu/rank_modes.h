@@ -1,6 +1,6 @@
 // How a GPU test's ranks run: one process per GPU, one thread driving every GPU inside groups, or
-// one thread per GPU in one process (each thread with its own communicator, as page 003 of the
-// guide allows). A test writes its body once, over the ranks its thread drives, and runs it in each
+// one thread per GPU in one process (each thread with its own communicator, as NCCL's thread-safety
+// rules allow). A test writes its body once, over the ranks its thread drives, and runs it in each
 // mode. R is the test's per-rank state; it must have `int rank`, `ncclComm_t comm` and
 // `cudaStream_t stream` (a non-blocking stream of the rank's GPU, made here).
 #pragma once

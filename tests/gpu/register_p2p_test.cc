@@ -1,5 +1,5 @@
-// Zero-copy ncclSend/ncclRecv on real GPUs (guide page 002: registration serves collectives and
-// sendrecv): sends and receives on registered ncclMemAlloc and cudaMalloc buffers go straight into
+// Zero-copy ncclSend/ncclRecv on real GPUs (NCCL's registration serves collectives and
+// sendrecv alike): sends and receives on registered ncclMemAlloc and cudaMalloc buffers go straight into
 // the receiver's buffer; ring shifts and all-to-alls with per-pair sizes (some below the zero-copy
 // size, and self sends) are exact and write nothing past a receive's count; a receive into an
 // unregistered buffer takes the copy path beside zero-copy ones; captured sends and receives go

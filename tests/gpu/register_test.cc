@@ -1,5 +1,5 @@
-// User buffer registration on real GPUs (guide page 002): ncclCommRegister / ncclCommDeregister of
-// ncclMemAlloc and cudaMalloc memory, the page's examples (send and receive buffers registered,
+// User buffer registration on real GPUs: ncclCommRegister / ncclCommDeregister of ncclMemAlloc and
+// cudaMalloc memory, NCCL's documented patterns (send and receive buffers registered,
 // operations at offsets inside them; one large chunk registered once with both buffers in it),
 // every collective zero-copy, checked exactly against the host (in place too, with inputs changed
 // between iterations, ReduceScatter and Reduce with a preOp too; again on at most two channels, where

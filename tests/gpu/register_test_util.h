@@ -88,7 +88,7 @@ struct Rank {
 
 inline size_t bufBytes(const Rank& r) { return static_cast<size_t>(r.nranks) * r.blockCount * sizeof(int32_t); }
 
-// Buffers at rank-dependent offsets inside one chunk (the page's example, and offsets that differ
+// Buffers at rank-dependent offsets inside one chunk (NCCL's documented example, and offsets that differ
 // between ranks, which the exchange must carry per rank).
 inline int allocate(Rank& r, int nranks, Alloc alloc, size_t blockCount = kCount) {
   r.nranks = nranks;

@@ -1,4 +1,4 @@
-// Guide page 003 (thread safety): separate threads driving separate communicators concurrently.
+// Thread safety: separate threads driving separate communicators concurrently, which NCCL allows.
 // Eight threads, each the only user of its own communicator (8 / nGPU communicators over every GPU,
 // so each GPU serves several of them at once), run random collectives and point-to-point exchanges
 // with random sizes for BRAID_THREAD_TEST_SECONDS (default 10; the GPU script asks for 60) and check

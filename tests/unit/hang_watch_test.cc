@@ -120,10 +120,10 @@ TEST(HangWatch, AReportIsDueOnceTheGpuHasWaitedInAnOperationPastTheThreshold) {
 }
 
 TEST(HangReport, NamesTheOperationAndWhereEveryRankIs) {
-  EXPECT_EQ(rankList({}), "");
-  EXPECT_EQ(rankList({3}), "3");
-  EXPECT_EQ(rankList({0, 1}), "0, 1");
-  EXPECT_EQ(rankList({0, 1, 2, 3, 5, 7, 8, 9}), "0-3, 5, 7-9");
+  EXPECT_EQ(rankList({}, kReportRanks), "");
+  EXPECT_EQ(rankList({3}, kReportRanks), "3");
+  EXPECT_EQ(rankList({0, 1}, kReportRanks), "0, 1");
+  EXPECT_EQ(rankList({0, 1, 2, 3, 5, 7, 8, 9}, kReportRanks), "0-3, 5, 7-9");
 
   OpRecord r = op(42, 8);
   r.count = 1048576;

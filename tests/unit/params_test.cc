@@ -87,6 +87,16 @@ TEST_F(ParamsTest, ParseInt64Limits) {
   }
 }
 
+TEST(TextTest, RankListJoinsAndCollapsesRuns) {
+  EXPECT_EQ(rankList({}), "");
+  EXPECT_EQ(rankList({7}), "7");
+  EXPECT_EQ(rankList({0, 1, 2, 3, 5, 7, 8}), "0,1,2,3,5,7,8");
+  EXPECT_EQ(rankList({3, 1, 2}), "3,1,2");  // the order given
+  EXPECT_EQ(rankList({0, 1, 2, 3, 5, 7, 8}, {",", true}), "0-3,5,7,8");
+  EXPECT_EQ(rankList({0, 1, 2, 3, 5, 7, 8}, {", ", true}), "0-3, 5, 7, 8");
+  EXPECT_EQ(rankList({4, 5, 6, 0}, {",", true}), "4-6,0");  // runs only between neighbours
+}
+
 TEST_F(ParamsTest, MalformedIntegerWarnsOnceAndUsesTheDefault) {
   setVar("NCCL_SOCKET_RETRY_CNT", "12abc");
   EXPECT_EQ(paramInt(ParamId::kSocketRetryCnt), 34);

@@ -108,6 +108,73 @@ TEST(PerfOptions, CommandLines) {
   }
 }
 
+// Every option is a word of its own with its value in the next word: the forms getopt_long would
+// also take ("-b8", "-pc 1", "--runs=3", "--ru") are refused, as are operands and "--".
+TEST(PerfOptions, EveryFlagAndOnlyWholeWords) {
+  Options o;
+  ASSERT_TRUE(parse({"reduce",    "-N",        "2",   "-b",      "1K", "-e",    "1M",        "-i",      "4K", "-d",
+                     "int8,half", "-o",        "max", "-r",      "1",  "-n",    "3",         "-w",      "0",  "-G",
+                     "2",         "-c",        "0",   "-R",      "1",  "-a",    "1",         "-z",      "0",  "--runs",
+                     "5",         "--timeout", "60",  "--hosts", "2",  "--csv", "--compare", "-lib.so", "-t", "-p"},
+                    &o));
+  EXPECT_EQ(o.nranks, 2);
+  EXPECT_EQ(o.minBytes, 1024u);
+  EXPECT_EQ(o.maxBytes, size_t{1} << 20);
+  EXPECT_EQ(o.stepBytes, 4096u);
+  EXPECT_EQ(o.types, (std::vector<ncclDataType_t>{ncclInt8, ncclFloat16}));
+  EXPECT_EQ(o.ops, (std::vector<ncclRedOp_t>{ncclMax}));
+  EXPECT_EQ(o.root, 1);
+  EXPECT_EQ(o.iters, 3);
+  EXPECT_EQ(o.warmup, 0);
+  EXPECT_EQ(o.graphLaunches, 2);
+  EXPECT_FALSE(o.check);
+  EXPECT_TRUE(o.registerBuffers);
+  EXPECT_EQ(o.average, 1);
+  EXPECT_EQ(o.runs, 5);
+  EXPECT_EQ(o.timeoutSec, 60);
+  EXPECT_EQ(o.hosts, 2);
+  EXPECT_TRUE(o.csv);
+  EXPECT_EQ(o.compareLib, "-lib.so");  // a value is the next word, whatever it looks like
+  EXPECT_EQ(o.threadsArg, kAllGpus);   // -t followed by a flag: no count
+  EXPECT_TRUE(o.procFlag);
+
+  Options again;  // a second parse starts afresh
+  ASSERT_TRUE(parse({"all_reduce", "-t", "2", "-g"}, &again));
+  EXPECT_EQ(again.threadsArg, 2);
+  EXPECT_EQ(again.gpusArg, kAllGpus);
+  EXPECT_FALSE(again.procFlag);
+
+  struct Refused {
+    std::initializer_list<const char*> args;
+    const char* message;
+  };
+  const Refused refused[] = {
+      {{"all_reduce", "-b8"}, "unknown option '-b8'"},
+      {{"all_reduce", "-pc", "1"}, "unknown option '-pc'"},
+      {{"all_reduce", "--runs=3"}, "unknown option '--runs=3'"},
+      {{"all_reduce", "--ru", "3"}, "unknown option '--ru'"},
+      {{"all_reduce", "--csv=1"}, "unknown option '--csv=1'"},
+      {{"all_reduce", "-t3"}, "unknown option '-t3'"},
+      {{"all_reduce", "--"}, "unknown option '--'"},
+      {{"all_reduce", "-"}, "unknown option '-'"},
+      {{"all_reduce", "-p", "extra"}, "unknown option 'extra'"},
+      {{"all_reduce", "-x"}, "unknown option '-x'"},
+      {{"all_reduce", "-t", "-5"}, "unknown option '-5'"},
+      {{"all_reduce", "--hosts"}, "--hosts needs a value"},
+      {{"all_reduce", "-e"}, "-e needs a value"},
+      {{"all_reduce", "-b", "-e"}, "bad value '-e' for -b"},
+      {{"all_reduce", "-t", "0"}, "bad value '0' for -t (expected a count from 1)"},
+      {{"all_reduce", "-z", "1"}, "bad value '1' for -z (expected 0 (blocking mode is not supported))"},
+  };
+  for (const Refused& r : refused) {
+    Options x;
+    testing::internal::CaptureStderr();
+    EXPECT_FALSE(parse(r.args, &x)) << r.message;
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(r.message), std::string::npos) << err;
+  }
+}
+
 TEST(PerfOptions, Layouts) {
   std::string why;
   Options p;

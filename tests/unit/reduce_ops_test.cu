@@ -18,6 +18,7 @@
 #include "device/reduce/reduce_dispatch.h"
 #include "device/reduce/reduce_ops.h"
 #include "device/reduce/work_scalar.h"
+#include "util/dtype.h"
 
 namespace braid {
 namespace {
@@ -176,6 +177,13 @@ void checkIntegerOps() {
       ASSERT_EQ(std::min(a, b), mn(a, b));
       ASSERT_EQ(truncateTo<T>(wa + wb), avgSum(a, b));
     }
+  }
+}
+
+// The kernels' element sizes (no nccl.h on the device) are the library's.
+TEST(ReduceOps, DeviceTypeSizesMatchTheHostOnes) {
+  for (int t = 0; t < ncclNumTypes; t++) {
+    EXPECT_EQ(devTypeSize(t), static_cast<int64_t>(dtypeSize(static_cast<ncclDataType_t>(t)))) << "type " << t;
   }
 }
 

@@ -2,12 +2,14 @@
 // size class (empty, inline, split over the data sockets) with random contents arriving intact and
 // in order, several in flight, with and without helper threads; helper threads that start with the
 // first large message and stop with the connection, also while they wait on a full socket; two
-// connections on one listener, a receive too small for its message, and a peer process killed in
-// the middle of a message.
+// connections on one listener, a cap on connections whose sockets never all arrive, a receive too
+// small for its message, and a peer process killed in the middle of a message.
 #include "net/socket_net.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -46,6 +49,11 @@ std::unique_ptr<SocketNetConn> acceptOne(SocketNetListener* l) {
   return conn;
 }
 
+// Answers the handshakes of a connect in the same thread.
+std::function<ncclResult_t()> pumpOf(SocketNetListener* listener) {
+  return [listener] { return listener->progressHandshakes(); };
+}
+
 struct Pair {
   std::unique_ptr<SocketNetListener> listener;
   std::unique_ptr<SocketNetConn> send;
@@ -56,7 +64,7 @@ Pair connectPair(int nSocks) {
   Pair p;
   SocketNetHandle handle{};
   EXPECT_EQ(SocketNetListener::listen(loopback(), &handle, &p.listener), ncclSuccess);
-  EXPECT_EQ(socketNetConnect(handle, nSocks, &p.send), ncclSuccess);
+  EXPECT_EQ(socketNetConnect(handle, nSocks, &p.send, pumpOf(p.listener.get())), ncclSuccess);
   p.recv = acceptOne(p.listener.get());
   return p;
 }
@@ -243,8 +251,8 @@ TEST(SocketNet, TwoConnectionsOnOneListenerAreTakenApart) {
   std::unique_ptr<SocketNetListener> listener;
   ASSERT_EQ(SocketNetListener::listen(loopback(), &handle, &listener), ncclSuccess);
   std::unique_ptr<SocketNetConn> a, b;
-  ASSERT_EQ(socketNetConnect(handle, 2, &a), ncclSuccess);
-  ASSERT_EQ(socketNetConnect(handle, 3, &b), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 2, &a, pumpOf(listener.get())), ncclSuccess);
+  ASSERT_EQ(socketNetConnect(handle, 3, &b, pumpOf(listener.get())), ncclSuccess);
   std::unique_ptr<SocketNetConn> first = acceptOne(listener.get());
   std::unique_ptr<SocketNetConn> second = acceptOne(listener.get());
   ASSERT_NE(first, nullptr);
@@ -260,6 +268,56 @@ TEST(SocketNet, TwoConnectionsOnOneListenerAreTakenApart) {
   std::vector<size_t> got(1);
   ASSERT_TRUE(drive(b.get(), &sends, fromB, &recvs, &got));
   EXPECT_EQ(out, payload);
+}
+
+// A peer that opens the first socket of many connections and never the rest cannot hold more than
+// kMaxPartial of them (the oldest go first), and a real connection still gets through.
+TEST(SocketNet, IncompleteConnectionsAreCappedOldestFirst) {
+  SocketNetHandle handle{};
+  std::unique_ptr<SocketNetListener> listener;
+  ASSERT_EQ(SocketNetListener::listen(loopback(), &handle, &listener), ncclSuccess);
+  struct Hello {  // what each socket of a connection sends after the handshake (socket_net.cc)
+    uint64_t connId;
+    uint32_t index;
+    uint32_t nSocks;
+  };
+  constexpr int kIncomplete = 100;
+  const Deadline deadline = Deadline::after(std::chrono::milliseconds(5000));
+  std::vector<Socket> halfOpen(kIncomplete);
+  for (int i = 0; i < kIncomplete; i++) {
+    ASSERT_EQ(
+        Socket::connect(handle.addr, handle.magic, SocketType::kNetSocket, "listener", false, deadline, &halfOpen[i],
+                        [&](int fd) {
+                          pollfd p{fd, POLLIN, 0};
+                          (void)::poll(&p, 1, 1);
+                          return listener->progressHandshakes();
+                        }),
+        ncclSuccess);
+    const Hello hello{0x1000u + static_cast<uint64_t>(i), 0, 2};
+    ASSERT_EQ(halfOpen[i].sendAll(&hello, sizeof(hello), deadline), ncclSuccess);
+    if (i % 16 == 15) {  // the listener sees them arrive over time, as from a real peer
+      std::unique_ptr<SocketNetConn> none;
+      ASSERT_EQ(listener->accept(&none), ncclSuccess);
+      EXPECT_EQ(none, nullptr);
+    }
+  }
+  std::unique_ptr<SocketNetConn> send;
+  ASSERT_EQ(socketNetConnect(handle, 2, &send, pumpOf(listener.get())), ncclSuccess);
+  std::unique_ptr<SocketNetConn> recv = acceptOne(listener.get());
+  ASSERT_NE(recv, nullptr);
+  EXPECT_EQ(recv->nSocks(), 2);
+  usleep(50 * 1000);
+  int closed = 0;
+  for (int i = 0; i < kIncomplete; i++) {
+    char byte;
+    const bool gone = ::recv(halfOpen[i].fd(), &byte, 1, MSG_DONTWAIT) == 0;
+    closed += gone ? 1 : 0;
+    // The newest ones are kept: they may still complete.
+    if (i >= kIncomplete - 16) {
+      EXPECT_FALSE(gone) << "connection " << i;
+    }
+  }
+  EXPECT_GE(closed, kIncomplete - 64);
 }
 
 TEST(SocketNet, AMessageLargerThanItsReceiveIsAnErrorNotATruncation) {

@@ -68,10 +68,20 @@ struct Pair {
   Socket server;
 };
 
+// Serves `acceptor` while a connect in the same thread waits for its answer.
+SocketPump pumpOf(SocketAcceptor* acceptor) {
+  return [acceptor](int fd) {
+    std::vector<pollfd> fds{pollfd{fd, POLLIN, 0}};
+    acceptor->addPollFds(&fds);
+    (void)::poll(fds.data(), fds.size(), kSocketPollSliceMs);
+    return acceptor->progress();
+  };
+}
+
 Pair connectPair(SocketAcceptor* acceptor) {
   Pair pair;
   EXPECT_EQ(Socket::connect(acceptor->listener().localAddress(), kMagic, SocketType::kBootstrap, "test peer", false,
-                            Deadline::after(milliseconds(2000)), &pair.client),
+                            Deadline::after(milliseconds(2000)), &pair.client, pumpOf(acceptor)),
             ncclSuccess);
   AcceptedConnection conn;
   EXPECT_EQ(acceptor->accept(Deadline::after(milliseconds(2000)), &conn), ncclSuccess);
@@ -165,22 +175,22 @@ int rawConnect(const SocketAddress& addr, const void* bytes, size_t n) {
 TEST(SocketTest, HandshakeMismatchesAreDroppedAndSilentPeersDoNotStall) {
   SocketAcceptor acceptor = makeAcceptor(loopback4(), /*helloBytes=*/4);
   const SocketAddress& where = acceptor.listener().localAddress();
-  char wrongMagic[kSocketHandshakeBytes];
-  uint64_t badMagic = kMagic ^ 1;
+  // The right type with a made-up proof (a stranger who knows the magic but not the key), and a
+  // well-formed message of another type: neither can answer the listener's challenge.
+  char wrongProof[kSocketHandshakeBytes] = {};
   uint32_t type = static_cast<uint32_t>(SocketType::kBootstrap);
-  std::memcpy(wrongMagic, &badMagic, 8);
-  std::memcpy(wrongMagic + 8, &type, 4);
-  char wrongType[kSocketHandshakeBytes];
+  std::memcpy(wrongProof, &type, 4);
+  std::memcpy(wrongProof + 4 + kSocketNonceBytes, &kMagic, 8);
+  char wrongType[kSocketHandshakeBytes] = {};
   uint32_t badType = static_cast<uint32_t>(SocketType::kProxy);
-  std::memcpy(wrongType, &kMagic, 8);
-  std::memcpy(wrongType + 8, &badType, 4);
+  std::memcpy(wrongType, &badType, 4);
   int silent = rawConnect(where, nullptr, 0);
-  int garbage1 = rawConnect(where, wrongMagic, sizeof(wrongMagic));
+  int garbage1 = rawConnect(where, wrongProof, sizeof(wrongProof));
   int garbage2 = rawConnect(where, wrongType, sizeof(wrongType));
   Socket good;
   auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(Socket::connect(where, kMagic, SocketType::kBootstrap, "good peer", false,
-                            Deadline::after(milliseconds(2000)), &good),
+                            Deadline::after(milliseconds(2000)), &good, pumpOf(&acceptor)),
             ncclSuccess);
   ASSERT_EQ(good.sendAll("ping", 4, Deadline::after(milliseconds(2000))), ncclSuccess);
   AcceptedConnection conn;
@@ -188,10 +198,10 @@ TEST(SocketTest, HandshakeMismatchesAreDroppedAndSilentPeersDoNotStall) {
   EXPECT_LT(secondsSince(start), 0.5);
   EXPECT_EQ(std::string(conn.hello.begin(), conn.hello.end()), "ping");
   EXPECT_EQ(socketAddressPort(conn.socket.peerAddress()), socketAddressPort(good.localAddress()));
-  // The strangers were hung up on.
+  // The strangers were hung up on after the challenge, with no proof from the listener.
   for (int fd : {garbage1, garbage2}) {
-    char byte;
-    EXPECT_LE(::recv(fd, &byte, 1, 0), 0);
+    char challenge[kSocketNonceBytes + 1];
+    EXPECT_EQ(::recv(fd, challenge, sizeof(challenge), MSG_WAITALL), static_cast<ssize_t>(kSocketNonceBytes));
     ::close(fd);
   }
   ::close(silent);

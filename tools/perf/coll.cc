@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/dtype.h"
+
 namespace braidperf {
 namespace {
 
@@ -19,14 +21,20 @@ const CollTraits kColls[] = {
     {Coll::kScatter, "scatter", false, true, 0, 1, true},
 };
 
+// A row of kTypes: the element size is the library's.
+constexpr TypeInfo typeRow(ncclDataType_t type, const char* name, bool isFloat, bool isSigned, int mantissaBits,
+                           double exactMax) {
+  return {type, name, braid::dtypeSize(type), isFloat, isSigned, mantissaBits, exactMax};
+}
+
 // Indexed by ncclDataType_t. exactMax of the wide types is a cap, not their limit.
 const TypeInfo kTypes[] = {
-    {ncclInt8, "int8", 1, false, true, 0, 127},          {ncclUint8, "uint8", 1, false, false, 0, 255},
-    {ncclInt32, "int32", 4, false, true, 0, 1 << 20},    {ncclUint32, "uint32", 4, false, false, 0, 1 << 20},
-    {ncclInt64, "int64", 8, false, true, 0, 1 << 20},    {ncclUint64, "uint64", 8, false, false, 0, 1 << 20},
-    {ncclFloat16, "half", 2, true, true, 10, 2048},      {ncclFloat32, "float", 4, true, true, 23, 1 << 20},
-    {ncclFloat64, "double", 8, true, true, 52, 1 << 20}, {ncclBfloat16, "bfloat16", 2, true, true, 7, 256},
-    {ncclFloat8e4m3, "f8e4m3", 1, true, true, 3, 16},    {ncclFloat8e5m2, "f8e5m2", 1, true, true, 2, 8},
+    typeRow(ncclInt8, "int8", false, true, 0, 127),          typeRow(ncclUint8, "uint8", false, false, 0, 255),
+    typeRow(ncclInt32, "int32", false, true, 0, 1 << 20),    typeRow(ncclUint32, "uint32", false, false, 0, 1 << 20),
+    typeRow(ncclInt64, "int64", false, true, 0, 1 << 20),    typeRow(ncclUint64, "uint64", false, false, 0, 1 << 20),
+    typeRow(ncclFloat16, "half", true, true, 10, 2048),      typeRow(ncclFloat32, "float", true, true, 23, 1 << 20),
+    typeRow(ncclFloat64, "double", true, true, 52, 1 << 20), typeRow(ncclBfloat16, "bfloat16", true, true, 7, 256),
+    typeRow(ncclFloat8e4m3, "f8e4m3", true, true, 3, 16),    typeRow(ncclFloat8e5m2, "f8e5m2", true, true, 2, 8),
 };
 
 struct Alias {

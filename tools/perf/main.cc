@@ -1,5 +1,6 @@
 // braid-perf: measures (and, for the collectives, checks) NCCL operations through nccl.h only, so
-// the same binary measures Braid and NVIDIA's NCCL. See DESIGN.md section 7.
+// the same binary measures Braid and NVIDIA's NCCL. Output columns are nccl-tests' (size count type
+// redop root time algbw busbw #wrong, out of place and in place); README.md, "braid-perf", lists its options.
 #include <nccl.h>
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <getopt.h>
+
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -37,61 +39,91 @@ std::vector<std::string> splitCommas(const std::string& text) {
   }
 }
 
-// One command-line walk. Each handler returns false after printing why.
+// The long options' codes, above every short option character.
+enum LongCode : int { kRuns = 256, kTimeout, kHosts, kCsv, kCompare };
+
+// Short options (a leading '+': stop at the first operand, never reorder argv, which --compare passes
+// on to its children; ':': report a missing value as ':'). -t and -g take their optional count
+// from the next word themselves, as getopt only knows attached optional values.
+constexpr char kShortOptions[] = "+:ptgN:b:e:i:f:d:o:r:n:w:G:c:R:a:z:";
+const option kLongOptions[] = {
+    {"runs", required_argument, nullptr, kRuns},       {"timeout", required_argument, nullptr, kTimeout},
+    {"hosts", required_argument, nullptr, kHosts},     {"csv", no_argument, nullptr, kCsv},
+    {"compare", required_argument, nullptr, kCompare}, {nullptr, 0, nullptr, 0}};
+
+// The word an option must be written as: every option is a word of its own, its value the next word
+// ("-b 8"; never "-b8", "-pc 1", "--runs=3" or an abbreviation such as "--ru").
+std::string optionWord(int code) {
+  for (const option& o : kLongOptions) {
+    if (o.name != nullptr && o.val == code) return std::string("--") + o.name;
+  }
+  return std::string("-") + static_cast<char>(code);
+}
+
+// One command-line walk with getopt_long over the words after OP. Each handler returns false after
+// printing why.
 class Parser {
  public:
   Parser(int argc, char** argv, Options* out) : argc_(argc), argv_(argv), out_(out) {}
 
   bool run() {
-    for (i_ = 2; i_ < argc_; i_++) {
-      if (!one(argv_[i_])) return false;
+    opterr = 0;  // the messages are ours
+    optind = 0;  // a fresh scan (glibc), whatever an earlier parse left
+    for (;;) {
+      const int start = optind == 0 ? 1 : optind;
+      const int code = getopt_long(argc_, argv_, kShortOptions, kLongOptions, nullptr);
+      if (code == -1) return operandsAbsent(start);
+      const char* word = argv_[start];
+      if (code == '?' || optionWord(code == ':' ? optopt : code) != word) return unknown(word);
+      if (code == ':') {
+        std::fprintf(stderr, "braid-perf: %s needs a value\n", word);
+        return false;
+      }
+      if (!one(code, word, optarg)) return false;
     }
-    return true;
   }
 
  private:
-  const char* value(const char* flag) {
-    if (i_ + 1 >= argc_) {
-      std::fprintf(stderr, "braid-perf: %s needs a value\n", flag);
-      return nullptr;
-    }
-    return argv_[++i_];
+  // getopt stopped at word `start`: at the end, or at an operand or a lone "--", neither of which
+  // braid-perf takes.
+  bool operandsAbsent(int start) {
+    if (start < argc_ && optind > start) return unknown(argv_[start]);  // "--", which getopt consumed
+    if (optind < argc_) return unknown(argv_[optind]);
+    return true;
+  }
+  bool unknown(const char* word) {
+    std::fprintf(stderr, "braid-perf: unknown option '%s' (see braid-perf --help)\n", word);
+    return false;
   }
   bool bad(const char* flag, const char* v, const char* expected) {
     std::fprintf(stderr, "braid-perf: bad value '%s' for %s (expected %s)\n", v, flag, expected);
     return false;
   }
-  bool intFlag(const char* flag, int lo, int hi, int* dst) {
-    const char* v = value(flag);
-    if (v == nullptr) return false;
+  bool intFlag(const char* flag, const char* v, int lo, int hi, int* dst) {
     if (!parseInt(v, lo, hi, dst)) return bad(flag, v, "an integer in range");
     return true;
   }
-  bool sizeFlag(const char* flag, size_t* dst) {
-    const char* v = value(flag);
-    if (v == nullptr) return false;
+  bool sizeFlag(const char* flag, const char* v, size_t* dst) {
     if (!parseSize(v, dst)) return bad(flag, v, "a size such as 8, 64K, 16M, 1G");
     return true;
   }
   // -t and -g take an optional count (nccl-tests gives one; braid-perf comm's older form does not).
-  bool optionalCount(int* dst) {
-    if (i_ + 1 < argc_ && isNumber(argv_[i_ + 1])) {
-      const char* v = argv_[++i_];
-      if (!parseInt(v, 1, 4096, dst)) return bad(argv_[i_ - 1], v, "a count from 1");
+  bool optionalCount(const char* flag, int* dst) {
+    if (optind < argc_ && isNumber(argv_[optind])) {
+      const char* v = argv_[optind++];
+      if (!parseInt(v, 1, 4096, dst)) return bad(flag, v, "a count from 1");
       return true;
     }
     *dst = kAllGpus;
     return true;
   }
-  bool boolFlag(const char* flag, bool* dst) {
-    int v = 0;
-    if (!intFlag(flag, 0, 1, &v)) return false;
-    *dst = v != 0;
+  bool boolFlag(const char* flag, const char* v, bool* dst) {
+    int n = 0;
+    if (!intFlag(flag, v, 0, 1, &n)) return false;
+    *dst = n != 0;
     return true;
   }
-  bool listFlag(const char* flag, bool types) {
-    const char* v = value(flag);
-    if (v == nullptr) return false;
+  bool listFlag(const char* flag, const char* v, bool types) {
     bool ok = types ? parseTypeList(v, &out_->types) : parseOpList(v, &out_->ops);
     if (!ok)
       return bad(
@@ -99,56 +131,72 @@ class Parser {
           types ? "a datatype such as float, half, bf16, fp8_e4m3, or all" : "sum prod max min avg mulsum, or all");
     return true;
   }
-  bool one(const char* a);
+  bool one(int code, const char* a, const char* v);
 
   int argc_;
   char** argv_;
   Options* out_;
-  int i_ = 0;
 };
 
-bool Parser::one(const char* a) {
+bool Parser::one(int code, const char* a, const char* v) {
   Options& o = *out_;
-  if (!std::strcmp(a, "-p")) {
-    o.procFlag = true;
-    return true;
+  switch (code) {
+    case 'p':
+      o.procFlag = true;
+      return true;
+    case 't':
+      return optionalCount(a, &o.threadsArg);
+    case 'g':
+      return optionalCount(a, &o.gpusArg);
+    case 'N':
+      return intFlag(a, v, 1, 4096, &o.nranks);
+    case 'b':
+      return sizeFlag(a, v, &o.minBytes);
+    case 'e':
+      return sizeFlag(a, v, &o.maxBytes);
+    case 'i':
+      return sizeFlag(a, v, &o.stepBytes);
+    case 'f':
+      o.factorGiven = true;
+      return intFlag(a, v, 1, 1 << 20, &o.stepFactor);
+    case 'd':
+      return listFlag(a, v, true);
+    case 'o':
+      return listFlag(a, v, false);
+    case 'r':
+      return intFlag(a, v, 0, 1 << 20, &o.root);
+    case 'n':
+      return intFlag(a, v, 1, 1000000, &o.iters);
+    case 'w':
+      return intFlag(a, v, 0, 1000000, &o.warmup);
+    case 'G':
+      return intFlag(a, v, 0, 1000000, &o.graphLaunches);
+    case 'c':
+      return boolFlag(a, v, &o.check);
+    case 'R':
+      return boolFlag(a, v, &o.registerBuffers);
+    case 'a':
+      return intFlag(a, v, 0, 3, &o.average);
+    case 'z': {
+      int z = 0;  // nccl-tests' blocking mode: only its default (0) is offered
+      if (!intFlag(a, v, 0, 1, &z)) return false;
+      return z == 0 || bad(a, "1", "0 (blocking mode is not supported)");
+    }
+    case kRuns:
+      return intFlag(a, v, 1, 1000, &o.runs);
+    case kTimeout:
+      return intFlag(a, v, 0, 1000000, &o.timeoutSec);
+    case kHosts:
+      return intFlag(a, v, 1, 4096, &o.hosts);
+    case kCsv:
+      o.csv = true;
+      return true;
+    case kCompare:
+      o.compareLib = v;
+      return true;
+    default:
+      return unknown(a);
   }
-  if (!std::strcmp(a, "-t")) return optionalCount(&o.threadsArg);
-  if (!std::strcmp(a, "-g")) return optionalCount(&o.gpusArg);
-  if (!std::strcmp(a, "-N")) return intFlag(a, 1, 4096, &o.nranks);
-  if (!std::strcmp(a, "-b")) return sizeFlag(a, &o.minBytes);
-  if (!std::strcmp(a, "-e")) return sizeFlag(a, &o.maxBytes);
-  if (!std::strcmp(a, "-i")) return sizeFlag(a, &o.stepBytes);
-  if (!std::strcmp(a, "-f")) return (o.factorGiven = true) && intFlag(a, 1, 1 << 20, &o.stepFactor);
-  if (!std::strcmp(a, "-d")) return listFlag(a, true);
-  if (!std::strcmp(a, "-o")) return listFlag(a, false);
-  if (!std::strcmp(a, "-r")) return intFlag(a, 0, 1 << 20, &o.root);
-  if (!std::strcmp(a, "-n")) return intFlag(a, 1, 1000000, &o.iters);
-  if (!std::strcmp(a, "-w")) return intFlag(a, 0, 1000000, &o.warmup);
-  if (!std::strcmp(a, "-G")) return intFlag(a, 0, 1000000, &o.graphLaunches);
-  if (!std::strcmp(a, "-c")) return boolFlag(a, &o.check);
-  if (!std::strcmp(a, "-R")) return boolFlag(a, &o.registerBuffers);
-  if (!std::strcmp(a, "-a")) return intFlag(a, 0, 3, &o.average);
-  if (!std::strcmp(a, "-z")) {
-    int z = 0;  // nccl-tests' blocking mode: only its default (0) is offered
-    if (!intFlag(a, 0, 1, &z)) return false;
-    return z == 0 || bad(a, "1", "0 (blocking mode is not supported)");
-  }
-  if (!std::strcmp(a, "--runs")) return intFlag(a, 1, 1000, &o.runs);
-  if (!std::strcmp(a, "--timeout")) return intFlag(a, 0, 1000000, &o.timeoutSec);
-  if (!std::strcmp(a, "--hosts")) return intFlag(a, 1, 4096, &o.hosts);
-  if (!std::strcmp(a, "--csv")) {
-    o.csv = true;
-    return true;
-  }
-  if (!std::strcmp(a, "--compare")) {
-    const char* v = value(a);
-    if (v == nullptr) return false;
-    o.compareLib = v;
-    return true;
-  }
-  std::fprintf(stderr, "braid-perf: unknown option '%s' (see braid-perf --help)\n", a);
-  return false;
 }
 
 // Checks what only makes sense once every flag is known.
@@ -239,7 +287,8 @@ bool parseOptions(int argc, char** argv, Options* out) {
     }
     out->op = collTraits(out->coll).name;
   }
-  Parser parser(argc, argv, out);
+  // The options follow OP: getopt sees OP as its argv[0].
+  Parser parser(argc - 1, argv + 1, out);
   return parser.run() && finish(out);
 }
 

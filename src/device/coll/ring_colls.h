@@ -83,15 +83,16 @@ __device__ __forceinline__ DirectFlags directFlags(bool direct, bool read) {
 }
 
 // The step size of a direct ring of two ranks, whose steps use no FIFO slot: read-direct
-// (ReduceScatter, Reduce: the receive reads the peer's send buffer, which holds all of its data from
-// the start) or write-direct (AllGather, Broadcast: the send writes into the peer's receive buffer
-// and the receive only waits for it). Nothing bounds such a step but the channel's part, so it takes
-// the part in one. Each slot-sized step cost a wait for the peer's tail and a barrier that drains
-// the CTA's loads, and where both GPUs send (ReduceScatter, AllGather) a GPU published step k only
-// after its own receive of step k-1, so the two moved in lockstep. One step per channel took
+// (ReduceScatter, Reduce: the receive reads the peer's send buffer, which holds all of its data
+// from the start) or write-direct (AllGather, Broadcast: the send writes into the peer's receive
+// buffer and the receive only waits for it). Nothing bounds such a step but the channel's part, so
+// it takes the part in one. Each slot-sized step cost a wait for the peer's tail and a barrier that
+// drains the CTA's loads, and where both GPUs send (ReduceScatter, AllGather) a GPU published step
+// k only after its own receive of step k-1, so the two moved in lockstep. One step per channel took
 // registered ReduceScatter on 16 channels from 280 to 312 GB/s at 256 MiB and Reduce from 335 to
-// 355 (2 H200, docs/performance.md). AllReduce's reduce-scatter half goes through the FIFO and
-// keeps slot-sized steps. Both ranks compute it alike, so their step counts stay equal.
+// 355 (2 H200, docs/performance-log.md, 2026-11-28). AllReduce's reduce-scatter half goes through
+// the FIFO and keeps slot-sized steps. Both ranks compute it alike, so their step counts stay
+// equal.
 __device__ __forceinline__ int64_t twoRankDirectChunk(const RingInfo& ring, DirectFlags d, ChannelPart part,
                                                       int64_t chunkElems) {
   const bool wholePart = ring.n == 2 && d.recv != 0 && part.end > part.begin;

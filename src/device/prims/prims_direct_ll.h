@@ -1,6 +1,6 @@
 // Direct algorithms on the LL protocol: a CTA writes its part of the data straight into each peer's
 // FIFO and reads each peer's part from its own, so every collective takes one hop whatever the rank
-// count (DESIGN §4's one-shot). The connections are DevDirectChannel's; the line format, flags and
+// count (one-shot). The connections are DevDirectChannel's; the line format, flags and
 // flow control are LL's (prims_ll.h), per connection: a sender fills step s once
 // head + kFifoSlotsLL > s, and a receiver returns its slot once every thread has read its lines.
 //

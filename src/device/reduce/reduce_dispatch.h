@@ -1,6 +1,6 @@
 // Run-time dispatch from (ncclDataType_t, DevRedOp) to a compile-time (element type, functor) pair,
-// for the kernels' switch on the work's type and op (DESIGN §4: a few kernels with a run-time
-// switch inside, not a template per combination).
+// for the kernels' switch on the work's type and op: a few kernels with a run-time switch inside,
+// not a template per combination, keep the library small and its build short.
 //
 // visitTypeOp(dtype, redOp, visitor) calls visitor.template run<T, Fn>() once and returns true, or
 // returns false without calling it for a pair no kernel supports: SumPostDiv on a floating type,

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The 4-GPU figures that issues 4, 5, 6 and 9 still need (nvidia-h200-x4), one phase per 10-minute
-# device call, each against NVIDIA's NCCL in the same run (medians of 3 alternating runs). Prints
-# each figure beside the issue's target; logs go to $OUT/logs.tgz.
+# Braid against NVIDIA's NCCL on every GPU of this host (written for 4 GPUs; 2 work too). Each phase
+# finishes within 10 minutes; each figure comes from the same run as NVIDIA's (medians of 3 alternating
+# runs) and is printed beside the target it is held to; logs go to $OUT/logs.tgz.
 #
-#   OUT=$OUT bash scripts/x4-targets.sh p2p     # issue 4: sendrecv / alltoall, 8 B-64 KiB and 64 MiB-1 GiB
-#   OUT=$OUT bash scripts/x4-targets.sh reg     # issue 5: 8 B AllReduce in a graph; registered vs copy path
-#   OUT=$OUT bash scripts/x4-targets.sh hosts   # issue 9: 2x2 and 4x1 emulated hosts (2 GPUs: 2x1); idle CPU
-#   OUT=$OUT bash scripts/x4-targets.sh tests   # issues 5, 6: the GPU tests that need 4 GPUs
+#   OUT=$OUT bash scripts/gpu-targets.sh p2p     # sendrecv / alltoall, 8 B-64 KiB time and 64 MiB-1 GiB busbw
+#   OUT=$OUT bash scripts/gpu-targets.sh reg     # 8 B AllReduce in a graph; registered vs copy path at 256 MiB
+#   OUT=$OUT bash scripts/gpu-targets.sh hosts   # 2x2 and 4x1 emulated hosts over sockets (2 GPUs: 2x1); idle CPU
+#   OUT=$OUT bash scripts/gpu-targets.sh tests   # the GPU tests that need 4 GPUs (splits, shrink, graphs, registration)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 # shellcheck source=scripts/gpu-env.sh
 source scripts/gpu-env.sh
-phase=${1:?usage: x4-targets.sh p2p|reg|hosts|tests}
+phase=${1:?usage: gpu-targets.sh p2p|reg|hosts|tests}
 gpu_build || exit 1
 nv=$(nvidia_nccl)
 [ -n "$nv" ] || { echo "NVIDIA's libnccl.so.2 not found (set NVIDIA_NCCL)"; exit 1; }
