@@ -3,9 +3,9 @@
  *
  * This header declares every function, enum value, struct layout and initializer of NVIDIA NCCL
  * 2.32.3's nccl.h, so that a program compiled against NCCL's header runs on Braid's libnccl.so.2
- * unchanged (and the reverse); tests/abi checks this against NVIDIA's header. The version macros
- * still say 2.28.9, the newest release whose whole API Braid implements: functions that came later
- * and are not implemented yet fail with a WARN naming the missing feature.
+ * unchanged (and the reverse); tests/abi checks this against NVIDIA's header. What Braid does not
+ * implement yet (symmetric memory windows, one-sided RMA, the device API, CFT and GIN) fails with
+ * a WARN naming the missing feature.
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */
@@ -23,11 +23,11 @@
 
 /* The NCCL API version this header implements. */
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 32
+#define NCCL_PATCH 3
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23203
 /* Version encoding: two digits for the minor up to 2.8, then a wider minor field. */
 #define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 

@@ -4,7 +4,7 @@
 #
 #   bash scripts/nccl-tests.sh export NCCL_TESTS_GIT NCCL_GIT [SRC_DIR]
 #       Writes nccl-tests (tag $NCCL_TESTS_REF, v2.19.6) to SRC_DIR/nccl-tests and the headers
-#       nccl_device.h and nccl_device/ of NCCL (tag $NCCL_REF, v2.28.9-1: the version Braid's nccl.h
+#       nccl_device.h and nccl_device/ of NCCL (tag $NCCL_REF, v2.32.3-1: the version Braid's nccl.h
 #       declares) to SRC_DIR/nccl-device, from two git directories (clones or bare mirrors of
 #       github.com/NVIDIA/nccl-tests and github.com/NVIDIA/nccl). SRC_DIR defaults to build/nccl-src
 #       (ignored by git; about 1 MiB, small enough to carry to a machine without network).
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NCCL_TESTS_REF=${NCCL_TESTS_REF:-v2.19.6}
-NCCL_REF=${NCCL_REF:-v2.28.9-1}
+NCCL_REF=${NCCL_REF:-v2.32.3-1}
 SRC_DIR_DEFAULT=build/nccl-src
 OUT_DIR=build/nccl-tests
 # NVLink SHARP/multicast stays off on shared hosts (see scripts/gpu-env.sh).

@@ -59,8 +59,8 @@ ncclResult_t releaseOf(const void* reqs, DevCommRelease* out, unsigned int* vers
     return ncclSuccess;
   }
   const unsigned v = h.version;
-  // Braid's own header says 2.28.9 with 2.32's structure (docs/device-api.md); 2.31 and 2.32 lay
-  // both structures out alike.
+  // Programs built against Braid's header before it said 2.32.3 wrote 2.28.9 with 2.32's structure
+  // (docs/device-api.md); 2.31 and 2.32 lay both structures out alike.
   const bool ownHeader = v == NCCL_VERSION(2, 28, 9) && h.size == sizeof(ncclDevCommRequirements_t);
   if (ownHeader || (v >= NCCL_VERSION(2, 31, 0) && v <= NCCL_VERSION(2, 32, 99))) {
     *out = DevCommRelease::k23203;

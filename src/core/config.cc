@@ -66,9 +66,9 @@ ncclResult_t readUserConfig(const ncclConfig_t* user, const char* caller, ncclCo
     raw->nvlinkCentricSched = undef.nvlinkCentricSched;
   }
   // Later fields are read when the caller's size covers them: each of the 88 (2.29), 96 (2.30) and
-  // 120-byte (2.31+) layouts first appeared with its fields, so the size says which it has. (Braid's
-  // own header keeps the 2.28.9 version code with the 120-byte layout, so gating these by version,
-  // as NCCL does, would drop them for Braid's programs.) One exception: graphStreamOrdering sits in
+  // 120-byte (2.31+) layouts first appeared with its fields, so the size says which it has. (Programs
+  // built against Braid's header before it said 2.32.3 stamp 2.28.9 on the 120-byte layout, so
+  // gating these by version, as NCCL does, would drop their fields.) One exception: graphStreamOrdering sits in
   // the padding of 2.30's first 96-byte layouts, before 2.30.5.
   if (user->size == kSize2_30 && v < NCCL_VERSION(2, 30, 5)) {
     raw->graphStreamOrdering = undef.graphStreamOrdering;

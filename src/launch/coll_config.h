@@ -4,8 +4,9 @@
 // Layouts: NCCL 2.31 introduced the struct with 64 bytes (up to userProfilerTag); 2.32 appended
 // launchCompletionEvent (72 bytes). A size below 64 is no layout (ncclInvalidArgument, as in
 // NCCL); a field is read only when the caller's size covers it, and a larger (newer) struct is read
-// up to the fields Braid knows. `version` gates nothing: Braid's nccl.h stamps NCCL_VERSION_CODE
-// 2.28.9 on its 72-byte struct, and every layout's fields appeared with its size.
+// up to the fields Braid knows. `version` gates nothing: every layout's fields appeared with its
+// size, and programs built against Braid's header before it said 2.32.3 stamp 2.28.9 on the
+// 72-byte struct.
 //
 // Fields (the README's "Per-call configuration" says the same to users):
 // - minCTAs / maxCTAs: the operation's channels (CTAs); 1 <= minCTAs <= maxCTAs <= the

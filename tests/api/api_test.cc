@@ -13,10 +13,10 @@ namespace {
 
 std::string lastError() { return ncclGetLastError(nullptr); }
 
-TEST(Api, VersionIs22809) {
+TEST(Api, VersionIs23203) {
   int v = 0;
   ASSERT_EQ(ncclSuccess, ncclGetVersion(&v));
-  EXPECT_EQ(22809, v);
+  EXPECT_EQ(23203, v);
   EXPECT_EQ(ncclInvalidArgument, ncclGetVersion(nullptr));
 }
 

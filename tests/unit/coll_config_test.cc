@@ -74,7 +74,7 @@ TEST(CollConfig, SizeBelowTheFirstLayoutAndBadMagicAreRefused) {
 
 // The launch event exists from 2.32's 72 bytes on: a 2.31 caller's struct ends before it, whatever
 // lies there in its memory. Larger (newer) structs are read up to what Braid knows; the version
-// gates nothing (Braid's own header stamps 2.28.9 on the 72-byte struct).
+// gates nothing (Braid's header stamped 2.28.9 on the 72-byte struct before it said 2.32.3).
 TEST(CollConfig, LayoutsAreReadBySize) {
   struct alignas(8) Padded {
     ncclCollConfig_t config;

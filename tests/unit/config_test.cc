@@ -158,9 +158,10 @@ TEST_F(ConfigTest, Layout230ReadsGraphStreamOrderingFrom2305) {
   EXPECT_EQ(1, c.graphStreamOrdering);
 }
 
-// 2.31/2.32's 120 bytes, also as Braid's own header fills it (with its 2.28.9 version code).
+// 2.31/2.32's 120 bytes, also as Braid's header filled it before it said 2.32.3 (2.28.9).
 TEST_F(ConfigTest, Layout231ReadsEveryField) {
-  for (unsigned version : {static_cast<unsigned>(NCCL_VERSION(2, 32, 3)), static_cast<unsigned>(NCCL_VERSION_CODE)}) {
+  for (unsigned version :
+       {static_cast<unsigned>(NCCL_VERSION(2, 32, 3)), static_cast<unsigned>(NCCL_VERSION(2, 28, 9))}) {
     CallerConfig user(everyLaterField(), sizeof(ncclConfig_t), version);
     CommConfig c;
     ASSERT_EQ(ncclSuccess, parseConfig(user.get(), "test", &c)) << version;

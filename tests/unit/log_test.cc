@@ -285,9 +285,9 @@ TEST_F(LogTest, VersionLevelPrintsOnlyTheBannerOnce) {
   std::vector<std::string> lines = readLines(path);
   ASSERT_EQ(lines.size(), 1u) << readFile(path);
   const std::string& banner = lines[0];
-  EXPECT_EQ(banner.rfind("NCCL version 2.28.9+braid", 0), 0u) << banner;
+  EXPECT_EQ(banner.rfind("NCCL version 2.32.3+braid", 0), 0u) << banner;
   EXPECT_TRUE(contains(banner, "Braid ")) << banner;
-  EXPECT_TRUE(contains(banner, "NCCL 2.28.9 API")) << banner;
+  EXPECT_TRUE(contains(banner, "NCCL 2.32.3 API")) << banner;
   // util is linked statically into this test, so the object that holds it is the test itself.
   char exe[PATH_MAX] = {};
   ASSERT_NE(realpath("/proc/self/exe", exe), nullptr);
@@ -299,7 +299,7 @@ TEST_F(LogTest, BannerIsAnInfoLineAtInfo) {
   logVersionBannerOnce();
   std::vector<std::string> lines = readLines(path);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^\S+:\d+:\d+ \[-1\] NCCL INFO NCCL version 2\.28\.9\+braid)")))
+  EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^\S+:\d+:\d+ \[-1\] NCCL INFO NCCL version 2\.32\.3\+braid)")))
       << lines[0];
 }
 
