@@ -19,7 +19,10 @@ gpu_build() {
   nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   echo "== build ($(nproc) cores)"
   start=$(date +%s)
+  local headers
+  headers=$(nvidia_headers_dir)
   cmake --preset default -B "$build" -DCMAKE_CUDA_COMPILER="$nvcc_path" ${CUDA_ARCHS:+-DBRAID_CUDA_ARCHS="$CUDA_ARCHS"} \
+    ${headers:+-DBRAID_NVIDIA_NCCL_RELEASES_DIR="$headers"} \
     >"$LOGS/configure.log" 2>&1 \
     || { tail -30 "$LOGS/configure.log"; return 1; }
   cmake --build "$build" -j"$(nproc)" >"$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; return 1; }
@@ -35,4 +38,19 @@ for d in site.getsitepackages():
     for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
         print(f); raise SystemExit
 PY
+}
+
+# NVIDIA's headers beside that library (its wheel ships them), laid out as the tests that compile
+# kernels against NVIDIA's headers look for them (tests/CMakeLists.txt): <dir>/<release>/include.
+nvidia_headers_dir() {
+  local lib inc code rel dir
+  lib=$(nvidia_nccl)
+  [ -n "$lib" ] || return 0
+  inc=$(dirname "$(dirname "$lib")")/include
+  [ -f "$inc/nccl.h" ] && [ -f "$inc/nccl_device.h" ] || return 0
+  code=$(sed -n 's/^#define NCCL_VERSION_CODE *\([0-9]*\).*/\1/p' "$inc/nccl.h")
+  [ -n "$code" ] || return 0
+  rel="$((code / 10000)).$((code / 100 % 100)).$((code % 100))"
+  dir=$(mktemp -d /tmp/braid-nvidia-headers.XXXXXX)
+  mkdir -p "$dir/$rel" && ln -s "$inc" "$dir/$rel/include" && echo "$dir"
 }
