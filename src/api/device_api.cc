@@ -259,8 +259,14 @@ ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncc
            team.nRanks);
       return ncclInvalidArgument;
     }
+    const uint64_t bytes = braid::window::lsaBarrierBytes(nBarriers, team.nRanks);
+    if (bytes > braid::window::kMaxResourceBytes) {
+      WARN("%s: %d barriers of a team of %d ranks need more than %llu GiB", caller, nBarriers, team.nRanks,
+           static_cast<unsigned long long>(braid::window::kMaxResourceBytes >> 30));
+      return ncclInvalidArgument;
+    }
     std::memset(outReq, 0, sizeof(*outReq));
-    outReq->bufferSize = braid::window::lsaBarrierBytes(nBarriers, team.nRanks);
+    outReq->bufferSize = bytes;
     outReq->bufferAlign = braid::window::kLsaBarrierAlign;
     outReq->outBufferHandle = &outHandle->bufHandle;
     outHandle->bufHandle = 0;
@@ -300,8 +306,14 @@ ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle
       WARN("%s: nBlocks %d and nSlots %d must not be negative", caller, nBlocks, nSlots);
       return ncclInvalidArgument;
     }
+    const uint64_t bytes = braid::window::lla2aBytes(nBlocks, nSlots);
+    if (bytes > braid::window::kMaxResourceBytes) {
+      WARN("%s: %d blocks of %d slots need more than %llu GiB", caller, nBlocks, nSlots,
+           static_cast<unsigned long long>(braid::window::kMaxResourceBytes >> 30));
+      return ncclInvalidArgument;
+    }
     std::memset(outReq, 0, sizeof(*outReq));
-    outReq->bufferSize = braid::window::lla2aBytes(nBlocks, nSlots);
+    outReq->bufferSize = bytes;
     outReq->bufferAlign = braid::window::kLla2aAlign;
     outReq->outBufferHandle = &outHandle->bufHandle;
     outHandle->bufHandle = 0;

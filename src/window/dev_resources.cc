@@ -6,14 +6,24 @@
 
 namespace braid::window {
 
+namespace {
+
+// a * b * unit, or kMaxResourceBytes + 1 where that is more (no product wraps: each factor < 2^33).
+uint64_t boundedBytes(uint64_t a, uint64_t b, uint64_t unit) {
+  const unsigned __int128 bytes = static_cast<unsigned __int128>(a) * b * unit;
+  return bytes > kMaxResourceBytes ? kMaxResourceBytes + 1 : static_cast<uint64_t>(bytes);
+}
+
+}  // namespace
+
 uint64_t lsaBarrierBytes(int nBarriers, int teamSize) {
   const uint64_t n = static_cast<uint64_t>(std::max(nBarriers, 0));
-  return (3 * n + n * static_cast<uint64_t>(std::max(teamSize, 0))) * sizeof(uint32_t);
+  return boundedBytes(n, 3 + static_cast<uint64_t>(std::max(teamSize, 0)), sizeof(uint32_t));
 }
 
 uint64_t lla2aBytes(int nBlocks, int nSlots) {
   const uint64_t b = static_cast<uint64_t>(std::max(nBlocks, 0));
-  return b * (1 + 2 * static_cast<uint64_t>(std::max(nSlots, 0))) * 16;
+  return boundedBytes(b, 1 + 2 * static_cast<uint64_t>(std::max(nSlots, 0)), 16);
 }
 
 ncclResult_t layOutResources(const std::vector<ResourceAsk>& asks, uint64_t* totalBytes) {

@@ -19,7 +19,8 @@ constexpr uint64_t kResourceHandleUnit = 128;
 constexpr uint64_t kMaxResourceBytes = uint64_t{1} << 38;
 
 // A set of `nBarriers` LSA barriers for a team of `teamSize` ranks: per barrier an epoch for each
-// kind of session, an arrival counter, and one inbox word per team rank.
+// kind of session, an arrival counter, and one inbox word per team rank. Sizes past
+// kMaxResourceBytes come back as kMaxResourceBytes + 1 (never wrapped), which the layout refuses.
 uint64_t lsaBarrierBytes(int nBarriers, int teamSize);
 constexpr uint64_t kLsaBarrierAlign = 4;
 

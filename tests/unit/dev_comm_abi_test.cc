@@ -72,6 +72,11 @@ TEST(DevCommBuilders, BadArgumentsAreRefused) {
   EXPECT_EQ(ncclLsaBarrierCreateRequirement(ncclTeam_t{0, 0, 1}, 1, &bar, &req), ncclInvalidArgument);
   EXPECT_EQ(ncclLLA2ACreateRequirement(-1, 4, &lla, &req), ncclInvalidArgument);
   EXPECT_EQ(ncclLLA2ACreateRequirement(1, 4, nullptr, &req), ncclInvalidArgument);
+  // Sizes that would wrap 64 bits are refused, not wrapped into small buffers.
+  EXPECT_EQ(ncclLLA2ACreateRequirement(0x7fffffff, 0x7fffffff, &lla, &req), ncclInvalidArgument);
+  EXPECT_EQ(ncclLsaBarrierCreateRequirement(ncclTeam_t{0x7fffffff, 0, 1}, 0x7fffffff, &bar, &req), ncclInvalidArgument);
+  EXPECT_GT(window::lla2aBytes(0x7fffffff, 0x7fffffff), window::kMaxResourceBytes);
+  EXPECT_GT(window::lsaBarrierBytes(0x7fffffff, 0x7fffffff), window::kMaxResourceBytes);
 }
 
 // ---- Reading requirements ----
