@@ -19,6 +19,8 @@ const CollTraits kColls[] = {
     {Coll::kAllToAll, "alltoall", false, false, 0, 0, true},
     {Coll::kGather, "gather", false, true, 1, 0, true},
     {Coll::kScatter, "scatter", false, true, 0, 1, true},
+    // One-sided: sendrecv's shape, rank + 1's window receiving this rank's buffer.
+    {Coll::kPutSignal, "putsignal", false, false, 1, 1, false},
 };
 
 // A row of kTypes: the element size is the library's.
@@ -81,6 +83,8 @@ bool parseColl(const std::string& name, Coll* out) {
 
 bool hasInPlace(Coll coll) { return coll <= Coll::kReduceScatter; }
 
+bool isOneSided(Coll coll) { return coll == Coll::kPutSignal; }
+
 double busBwFactor(Coll coll, int nranks) {
   double n = nranks;
   switch (coll) {
@@ -95,6 +99,7 @@ double busBwFactor(Coll coll, int nranks) {
     case Coll::kBroadcast:
     case Coll::kReduce:
     case Coll::kSendRecv:
+    case Coll::kPutSignal:
       return 1.0;
   }
   return 1.0;

@@ -11,7 +11,8 @@
 namespace braidperf {
 
 // The measured operations. kSendRecv is nccl-tests' ring shift (send to rank + 1, receive from
-// rank - 1, one group).
+// rank - 1, one group). kPutSignal is the same ring shift done one-sided (NCCL 2.29+): ncclPutSignal
+// into rank + 1's window, then ncclWaitSignal for rank - 1's signal.
 enum class Coll {
   kAllReduce,
   kBroadcast,
@@ -21,7 +22,8 @@ enum class Coll {
   kSendRecv,
   kAllToAll,
   kGather,
-  kScatter
+  kScatter,
+  kPutSignal
 };
 
 struct CollTraits {
@@ -43,8 +45,12 @@ bool parseColl(const std::string& name, Coll* out);
 // undefined, so --compare would count its elements wrong; in-place Gather and Scatter are in place on
 // the root only).
 bool hasInPlace(Coll coll);
+// True for the one-sided operations: their buffers are ncclMemAlloc memory registered as symmetric
+// windows, and the library may lack them (NCCL < 2.29).
+bool isOneSided(Coll coll);
 
-// busbw = algbw * factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter/AlltoAll (n-1)/n, others 1.
+// busbw = algbw * factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter/AlltoAll/Gather/Scatter (n-1)/n,
+// others (Broadcast, Reduce, sendrecv, putsignal) 1.
 double busBwFactor(Coll coll, int nranks);
 
 // The NCCL `count` argument for an nccl-tests size in bytes (rounded down to whole elements, and

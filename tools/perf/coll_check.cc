@@ -276,6 +276,7 @@ size_t Checker::countWrong(int rank, bool inPlace, const void* recv) const {
     case Coll::kReduceScatter:
       return countSegment(got, c, Source::kReduced, 0, static_cast<size_t>(rank) * c);
     case Coll::kSendRecv:
+    case Coll::kPutSignal:  // rank - 1 put its buffer here
       return countSegment(got, c, Source::kInput, (rank + spec_.nranks - 1) % spec_.nranks, 0);
     case Coll::kAllToAll: {
       // Block j came from rank j's send block `rank`.

@@ -58,6 +58,7 @@ struct Side {
   std::map<std::string, std::vector<double>> metrics;  // comm: name -> per-run medians
   std::map<std::string, std::vector<RowResult>> rows;  // collectives: key -> per-run rows
   std::string loaded;                                  // what the children's banner says they loaded
+  std::string unsupported;                             // why the library cannot run the operation at all
   long long wrong = 0;
   int failures = 0;
 };
@@ -103,7 +104,10 @@ void runOnce(Side* side, int run, int argc, char** argv, Order* order) {
     char name[128];
     double value = 0;
     RowResult row;
-    if (parseCsvRow(line, &row)) {
+    std::string why;
+    if (parseUnsupportedCsv(line, &why)) {
+      side->unsupported = why;
+    } else if (parseCsvRow(line, &row)) {
       std::string key = rowKey(row.spec);
       if (!order->specs.count(key)) order->rows.push_back(key);
       order->specs[key] = row.spec;
@@ -151,23 +155,34 @@ void printMetrics(const Side& a, const Side& b, const Order& order) {
   }
 }
 
-// Median out-of-place time and busbw of one side's runs of a row (0 when it has none); adds its
-// wrong elements to *wrong.
+// Median out-of-place time and busbw of one side's runs of a row (0 when it has none, kRefusedUs
+// when the library refused it in every run); adds its wrong elements to *wrong.
 void medians(const Side& s, const std::string& key, double* us, double* busbw, long long* wrong, bool* checked) {
   *us = *busbw = 0;
   auto it = s.rows.find(key);
   if (it == s.rows.end()) return;
   std::vector<double> times, bws;
   for (const RowResult& r : it->second) {
-    times.push_back(r.oop.us);
-    bws.push_back(r.oop.busbw);
+    if (r.oop.us >= 0) {
+      times.push_back(r.oop.us);
+      bws.push_back(r.oop.busbw);
+    }
     for (const Timing* t : {&r.oop, &r.ip}) {
       if (t->wrong >= 0) *checked = true;
       *wrong += std::max(0LL, t->wrong);
     }
   }
-  *us = median(times);
+  *us = times.empty() ? kRefusedUs : median(times);
   *busbw = median(bws);
+}
+
+// A time cell: the median, "refused", or "n/a" where the library has not the operation at all.
+std::string timeCell(double us, const Side& s) {
+  char buf[32];
+  if (us == 0 && !s.unsupported.empty()) return "n/a";
+  if (us < 0) return "refused";
+  std::snprintf(buf, sizeof(buf), "%.2f", us);
+  return buf;
 }
 
 void printRows(const std::string& op, const Side& a, const Side& b, const Order& order) {
@@ -187,11 +202,14 @@ void printRows(const std::string& op, const Side& a, const Side& b, const Order&
     std::string check = !checked ? "-" : wa + wb == 0 ? "ok" : "";
     if (wa > 0) check += "A:" + std::to_string(wa) + " wrong ";
     if (wb > 0) check += "B:" + std::to_string(wb) + " wrong";
+    for (const Side* s : {&a, &b}) {
+      if (!s->unsupported.empty()) check += std::string(s == &a ? " A: " : " B: ") + s->unsupported;
+    }
     double ratio = ta > 0 && tb > 0 ? ta / tb : 0;
-    double bwRatio = bwb > 0 ? bwa / bwb : 0;
-    std::printf(" %11zu  %8s  %6s  %5d  %11.2f  %11.2f  %7.3f  %9.2f  %9.2f  %7.3f  %s\n", spec.bytes,
-                typeInfo(spec.type).name, collTraits(spec.coll).hasOp ? opName(spec.op) : "none", spec.root, ta, tb,
-                ratio, bwa, bwb, bwRatio, check.c_str());
+    double bwRatio = bwa > 0 && bwb > 0 ? bwa / bwb : 0;
+    std::printf(" %11zu  %8s  %6s  %5d  %11s  %11s  %7.3f  %9.2f  %9.2f  %7.3f  %s\n", spec.bytes,
+                typeInfo(spec.type).name, collTraits(spec.coll).hasOp ? opName(spec.op) : "none", spec.root,
+                timeCell(ta, a).c_str(), timeCell(tb, b).c_str(), ratio, bwa, bwb, bwRatio, check.c_str());
     if (ratio > 0) {
       logSum += std::log(ratio);
       counted++;
@@ -243,6 +261,7 @@ int runCompare(int argc, char** argv, const Options& opt) {
     printRows(opt.op, a, b, order);
   }
   for (const Side* s : {&a, &b}) {
+    if (!s->unsupported.empty()) std::printf("# %s: %s\n", s == &a ? "A" : "B", s->unsupported.c_str());
     if (!s->loaded.empty() && realPath(s->loaded) != realPath(s->lib)) {
       std::printf("# WARNING: runs meant for %s loaded %s\n", s->lib.c_str(), s->loaded.c_str());
     }

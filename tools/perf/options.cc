@@ -233,6 +233,9 @@ void printUsage(const char* argv0) {
       "  OP              all_reduce | broadcast | reduce | all_gather | reduce_scatter | sendrecv (ring shift)\n"
       "                  | alltoall | gather | scatter: measure and check (the point-to-point ones run out of\n"
       "                  place in both columns)\n"
+      "                  putsignal: the ring shift one-sided (NCCL 2.29+): ncclPutSignal from this rank's\n"
+      "                  window into rank + 1's, ncclWaitSignal for rank - 1's signal; both buffers\n"
+      "                  ncclMemAlloc windows (NCCL_WIN_COLL_SYMMETRIC) whatever -R says\n"
       "                  comm: communicator cost (ncclCommInitRank / ncclCommDestroy time, device memory)\n"
       "ranks (ranks = processes x threads x GPUs per thread; rank r uses CUDA device r):\n"
       "  -p              one process per GPU (default when neither -t nor -g is given)\n"
@@ -252,7 +255,8 @@ void printUsage(const char* argv0) {
       "  -n ITERS        timed iterations per size (20; comm: cycles, 10)\n"
       "  -w WARMUP       untimed iterations before them (5; comm: 1)\n"
       "  -G LAUNCHES     capture the ITERS iterations in a CUDA graph (thread-local capture) and time\n"
-      "                  LAUNCHES replays of it (0: eager launches, the default)\n"
+      "                  LAUNCHES replays of it (0: eager launches, the default); a size the library\n"
+      "                  refuses to capture (putsignal) is reported as refused\n"
       "  -c 0|1          check results, counting wrong elements (1)\n"
       "  -R 0|1          allocate the buffers with ncclMemAlloc and register them with ncclCommRegister\n"
       "                  (user buffer registration: zero-copy where the library has it) (0)\n"
@@ -281,7 +285,7 @@ bool parseOptions(int argc, char** argv, Options* out) {
     if (!parseColl(out->op, &out->coll)) {
       std::fprintf(stderr,
                    "braid-perf: unknown operation '%s' (available: all_reduce broadcast reduce all_gather "
-                   "reduce_scatter sendrecv alltoall gather scatter comm)\n",
+                   "reduce_scatter sendrecv alltoall gather scatter putsignal comm)\n",
                    out->op.c_str());
       return false;
     }

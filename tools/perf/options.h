@@ -30,7 +30,7 @@ struct Layout {
 constexpr int kAllGpus = -1;
 
 struct Options {
-  std::string op;  // first positional argument: "comm" or a collective
+  std::string op;  // first positional argument: "comm", a collective or "putsignal"
   bool isComm = false;
   Coll coll = Coll::kAllReduce;
 

@@ -26,7 +26,11 @@ std::string formatColumns(const Timing& t) {
   } else {
     std::snprintf(wrong, sizeof(wrong), "%lld", t.wrong);
   }
-  std::snprintf(buf, sizeof(buf), "  %s  %7.2f  %7.2f  %6s", formatTime(t.us).c_str(), t.algbw, t.busbw, wrong);
+  if (t.us < 0) {
+    std::snprintf(buf, sizeof(buf), "  %8s  %7s  %7s  %6s", "refused", "-", "-", wrong);
+  } else {
+    std::snprintf(buf, sizeof(buf), "  %s  %7.2f  %7.2f  %6s", formatTime(t.us).c_str(), t.algbw, t.busbw, wrong);
+  }
   return buf;
 }
 
@@ -60,6 +64,7 @@ Timing combineColumn(const RowSpec& spec, int nranks, int average, const std::ve
       break;
   }
   t.wrong = checked ? wrong : -1;
+  if (lo < 0) t.us = kRefusedUs;  // refused by any rank (each reports it): no time
   setBandwidth(spec, nranks, &t);
   return t;
 }
@@ -148,10 +153,25 @@ bool parseCsvRow(const std::string& line, RowResult* row) {
   return true;
 }
 
+std::string formatUnsupportedCsv(const std::string& why) { return "csv,unsupported," + why; }
+
+bool parseUnsupportedCsv(const std::string& line, std::string* why) {
+  static const char kPrefix[] = "csv,unsupported,";
+  if (line.compare(0, sizeof(kPrefix) - 1, kPrefix) != 0) return false;
+  std::string rest = line.substr(sizeof(kPrefix) - 1);
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.pop_back();
+  *why = rest;
+  return true;
+}
+
 void Summary::add(const RowResult& row) {
   rows_++;
-  busbwSum_ += row.oop.busbw + row.ip.busbw;
-  busbwCount_ += 2;
+  if (row.oop.us < 0 || row.ip.us < 0) refused_++;
+  for (const Timing* t : {&row.oop, &row.ip}) {
+    if (t->us < 0) continue;  // refused: no bandwidth to average
+    busbwSum_ += t->busbw;
+    busbwCount_++;
+  }
   for (const Timing* t : {&row.oop, &row.ip}) {
     if (t->wrong >= 0) {
       checked_ = true;
@@ -166,6 +186,10 @@ void Summary::print(FILE* out) const {
                : !checked_   ? "not checked (-c 0)"
                : wrong_ == 0 ? "0 OK"
                              : (std::to_string(wrong_) + " wrong elements").c_str());
+  if (refused_ > 0) {
+    std::fprintf(out, "# Refused            : %d of %d sizes (the library refused the operation as asked; see above)\n",
+                 refused_, rows_);
+  }
   std::fprintf(out, "# Avg bus bandwidth    : %g\n", busbwCount_ > 0 ? busbwSum_ / busbwCount_ : 0.0);
   std::fprintf(out, "#\n");
 }

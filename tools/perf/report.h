@@ -16,8 +16,12 @@ namespace braidperf {
 
 constexpr int kRecordSize = 4;
 
+// A worker's time for a row the library refused to run as asked (a one-sided operation captured in a
+// CUDA graph where the library allows it only eagerly). Every rank reports it for the same rows.
+constexpr double kRefusedUs = -1;
+
 struct Timing {
-  double us = 0;
+  double us = 0;         // kRefusedUs (negative): refused
   double algbw = 0;      // GB/s: size / time
   double busbw = 0;      // GB/s: algbw * busBwFactor
   long long wrong = -1;  // -1: not checked
@@ -45,13 +49,19 @@ std::string formatCsvRow(const RowResult& row);
 // Parses a line made by formatCsvRow (trailing newline allowed). False for any other line.
 bool parseCsvRow(const std::string& line, RowResult* row);
 
+// The line a run prints, and --compare reads, when the library lacks the operation altogether:
+// "csv,unsupported,WHY". parseUnsupportedCsv gives WHY back; false for any other line.
+std::string formatUnsupportedCsv(const std::string& why);
+bool parseUnsupportedCsv(const std::string& line, std::string* why);
+
 // The "# Avg bus bandwidth" line (mean busbw of every out-of-place and in-place column, as
-// nccl-tests) and the total of wrong elements.
+// nccl-tests; refused columns left out), the total of wrong elements and the refused rows.
 class Summary {
  public:
   void add(const RowResult& row);
   void print(FILE* out) const;
   long long wrong() const { return wrong_; }
+  int refused() const { return refused_; }
 
  private:
   double busbwSum_ = 0;
@@ -59,6 +69,7 @@ class Summary {
   long long wrong_ = 0;
   bool checked_ = false;
   int rows_ = 0;
+  int refused_ = 0;  // rows with a refused column
 };
 
 }  // namespace braidperf
