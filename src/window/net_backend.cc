@@ -45,16 +45,30 @@ ncclResult_t NetBackend::allocate() {
   void* buf = nullptr;
   CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
   countStage_ = static_cast<uint64_t*>(buf);
-  CUDACHECK_AT(what, cudaHostAlloc(&buf, kBufBytes, cudaHostAllocPortable));
-  sendBuf_ = static_cast<char*>(buf);
   const ncclNet_v11_t& net = links_->net();
-  sendHandles_.assign(links_->peers().size(), nullptr);
-  receivers_.resize(links_->peers().size());
-  for (size_t i = 0; i < links_->peers().size(); ++i) {
-    NCCLCHECK(net.regMr(links_->sendComm(i), sendBuf_, kBufBytes, NCCL_PTR_HOST, &sendHandles_[i]));
+  const size_t n = links_->peers().size();
+  sendBuffers_.resize(kNetPipelineDepth);
+  for (int b = 0; b < kNetPipelineDepth; ++b) {
+    ChunkBuffer& c = sendBuffers_[b];
     CUDACHECK_AT(what, cudaHostAlloc(&buf, kBufBytes, cudaHostAllocPortable));
-    receivers_[i].buf = static_cast<char*>(buf);
-    NCCLCHECK(net.regMr(links_->recvComm(i), receivers_[i].buf, kBufBytes, NCCL_PTR_HOST, &receivers_[i].mhandle));
+    c.buf = static_cast<char*>(buf);
+    c.mhandles.assign(n, nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      NCCLCHECK(net.regMr(links_->sendComm(i), c.buf, kBufBytes, NCCL_PTR_HOST, &c.mhandles[i]));
+    }
+    freeSends_.push_back(b);
+  }
+  receivers_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    receivers_[i].buffers.resize(kNetPipelineDepth);
+    for (int b = 0; b < kNetPipelineDepth; ++b) {
+      ChunkBuffer& c = receivers_[i].buffers[b];
+      CUDACHECK_AT(what, cudaHostAlloc(&buf, kBufBytes, cudaHostAllocPortable));
+      c.buf = static_cast<char*>(buf);
+      c.mhandles.assign(1, nullptr);
+      NCCLCHECK(net.regMr(links_->recvComm(i), c.buf, kBufBytes, NCCL_PTR_HOST, &c.mhandles[0]));
+      receivers_[i].idle.push_back(b);
+    }
   }
   return ncclSuccess;
 }
@@ -73,14 +87,24 @@ NetBackend::~NetBackend() {
   if (thread_.joinable()) thread_.join();
   const ncclNet_v11_t& net = links_->net();
   for (size_t i = 0; i < receivers_.size(); ++i) {
-    if (receivers_[i].mhandle != nullptr) (void)net.deregMr(links_->recvComm(i), receivers_[i].mhandle);
-    if (receivers_[i].buf != nullptr) (void)cudaFreeHost(receivers_[i].buf);
+    for (ChunkBuffer& c : receivers_[i].buffers) {
+      if (!c.mhandles.empty() && c.mhandles[0] != nullptr) (void)net.deregMr(links_->recvComm(i), c.mhandles[0]);
+    }
   }
-  for (size_t i = 0; i < sendHandles_.size(); ++i) {
-    if (sendHandles_[i] != nullptr) (void)net.deregMr(links_->sendComm(i), sendHandles_[i]);
+  for (ChunkBuffer& c : sendBuffers_) {
+    for (size_t i = 0; i < c.mhandles.size(); ++i) {
+      if (c.mhandles[i] != nullptr) (void)net.deregMr(links_->sendComm(i), c.mhandles[i]);
+    }
   }
   links_.reset();  // the connections go before their buffers
-  if (sendBuf_ != nullptr) (void)cudaFreeHost(sendBuf_);
+  for (Receiver& r : receivers_) {
+    for (ChunkBuffer& c : r.buffers) {
+      if (c.buf != nullptr) (void)cudaFreeHost(c.buf);
+    }
+  }
+  for (ChunkBuffer& c : sendBuffers_) {
+    if (c.buf != nullptr) (void)cudaFreeHost(c.buf);
+  }
   if (countStage_ != nullptr) (void)cudaFreeHost(countStage_);
   if (readyHost_ != nullptr) (void)cudaFreeHost(readyHost_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -158,22 +182,23 @@ bool NetBackend::nextReady(Outgoing* out) {
   return false;
 }
 
-ncclResult_t NetBackend::stageChunk() {
+ncclResult_t NetBackend::stageChunk(int buffer) {
   Sending& s = *sending_;
   const NetPut& op = s.out.op;
+  char* buf = sendBuffers_[buffer].buf;
   s.chunk = std::min(kNetChunkBytes, op.bytes - s.sent);
-  const bool last = s.sent + s.chunk == op.bytes;
-  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, last);
-  std::memcpy(sendBuf_, &h, sizeof(h));
+  s.last = s.sent + s.chunk == op.bytes;
+  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last);
+  std::memcpy(buf, &h, sizeof(h));
   if (s.chunk > 0) {
     const std::string what = "one-sided put to rank " + std::to_string(op.peer);
-    CUDACHECK_AT(what, cudaMemcpyAsync(sendBuf_ + sizeof(h), static_cast<const char*>(op.src) + s.sent, s.chunk,
+    CUDACHECK_AT(what, cudaMemcpyAsync(buf + sizeof(h), static_cast<const char*>(op.src) + s.sent, s.chunk,
                                        cudaMemcpyDeviceToHost, stream_));
     CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
   }
   s.sent += s.chunk;
-  s.staged = true;
-  if (last) {
+  s.staged = buffer;
+  if (s.last) {
     // The source is read: the stream that put it may go on.
     std::atomic_thread_fence(std::memory_order_release);
     reinterpret_cast<volatile uint64_t*>(doneHost_)[s.out.seq % kSlots] = s.out.seq;
@@ -182,83 +207,116 @@ ncclResult_t NetBackend::stageChunk() {
   return ncclSuccess;
 }
 
-bool NetBackend::progressSend() {
+// Sends complete in the order they were posted (one connection each; the oldest first is enough).
+bool NetBackend::completeSends() {
   const ncclNet_v11_t& net = links_->net();
-  if (sending_ == nullptr) {
-    Outgoing next{};
-    if (!nextReady(&next)) return false;
-    sending_ = std::make_unique<Sending>();
-    sending_->out = next;
-  }
-  Sending& s = *sending_;
-  const size_t slot = static_cast<size_t>(slotOf_[s.out.op.peer]);
-  if (s.request != nullptr) {
+  bool busy = false;
+  while (!postedSends_.empty()) {
+    ChunkBuffer& c = sendBuffers_[postedSends_.front()];
     int done = 0, size = 0;
-    if (net.test(s.request, &done, &size) != ncclSuccess) {
-      WARN("rank %d: one-sided put to rank %d: the network failed", ctx_.rank, s.out.op.peer);
+    if (net.test(c.request, &done, &size) != ncclSuccess) {
+      WARN("rank %d: one-sided operations: a send to another host failed", ctx_.rank);
       fail(ncclSystemError);
       return false;
     }
-    if (done == 0) return false;
-    s.request = nullptr;
-    if (s.lastPosted) {
-      sending_.reset();
-      return true;
+    if (done == 0) break;
+    c.request = nullptr;
+    freeSends_.push_back(postedSends_.front());
+    postedSends_.pop_front();
+    busy = true;
+  }
+  return busy;
+}
+
+// Stages and posts chunks while send buffers are free: the current put's, then the next ready one's.
+bool NetBackend::postSends() {
+  const ncclNet_v11_t& net = links_->net();
+  bool busy = false;
+  while (true) {
+    if (sending_ == nullptr) {
+      Outgoing next{};
+      if (!nextReady(&next)) return busy;
+      sending_ = std::make_unique<Sending>();
+      sending_->out = next;
     }
+    Sending& s = *sending_;
+    if (s.staged < 0) {
+      if (freeSends_.empty()) return busy;
+      const int b = freeSends_.back();
+      freeSends_.pop_back();
+      if (stageChunk(b) != ncclSuccess) {
+        fail(ncclUnhandledCudaError);
+        return false;
+      }
+    }
+    const size_t slot = static_cast<size_t>(slotOf_[s.out.op.peer]);
+    ChunkBuffer& c = sendBuffers_[s.staged];
+    if (net.isend(links_->sendComm(slot), c.buf, sizeof(ChunkHeader) + s.chunk, kTag, c.mhandles[slot], nullptr,
+                  &c.request) != ncclSuccess) {
+      WARN("rank %d: one-sided put to rank %d: the network refused a send", ctx_.rank, s.out.op.peer);
+      fail(ncclSystemError);
+      return false;
+    }
+    if (c.request == nullptr) return busy;  // not now: post it again next time
+    postedSends_.push_back(s.staged);
+    s.staged = -1;
+    busy = true;
+    if (s.last) sending_.reset();
   }
-  if (!s.staged && stageChunk() != ncclSuccess) {
-    fail(ncclUnhandledCudaError);
-    return false;
-  }
-  const bool last = s.sent == s.out.op.bytes;
-  if (net.isend(links_->sendComm(slot), sendBuf_, sizeof(ChunkHeader) + s.chunk, kTag, sendHandles_[slot], nullptr,
-                &s.request) != ncclSuccess) {
-    WARN("rank %d: one-sided put to rank %d: the network refused a send", ctx_.rank, s.out.op.peer);
-    fail(ncclSystemError);
-    return false;
-  }
-  if (s.request == nullptr) return false;  // not now: post it again next time
-  s.staged = false;
-  s.lastPosted = last;
-  return true;
+}
+
+bool NetBackend::progressSend() {
+  const bool completed = completeSends();
+  return postSends() || completed;
 }
 
 bool NetBackend::progressReceive(size_t i) {
   const ncclNet_v11_t& net = links_->net();
   Receiver& r = receivers_[i];
-  if (r.request == nullptr) {
-    void* data = r.buf;
+  while (!r.idle.empty()) {
+    ChunkBuffer& c = r.buffers[r.idle.back()];
+    void* data = c.buf;
     size_t size = kBufBytes;
     int tag = kTag;
-    void* mhandle = r.mhandle;
     void* phandle = nullptr;
-    if (net.irecv(links_->recvComm(i), 1, &data, &size, &tag, &mhandle, &phandle, &r.request) != ncclSuccess) {
+    if (net.irecv(links_->recvComm(i), 1, &data, &size, &tag, &c.mhandles[0], &phandle, &c.request) != ncclSuccess) {
       WARN("rank %d: one-sided operations from rank %d: the network refused a receive", ctx_.rank, links_->peers()[i]);
       fail(ncclSystemError);
       return false;
     }
-    if (r.request == nullptr) return false;
+    if (c.request == nullptr) break;
+    r.posted.push_back(r.idle.back());
+    r.idle.pop_back();
   }
-  int done = 0, size = 0;
-  if (net.test(r.request, &done, &size) != ncclSuccess) {
-    WARN("rank %d: one-sided operations from rank %d: the network failed", ctx_.rank, links_->peers()[i]);
-    fail(ncclSystemError);
-    return false;
+  bool busy = false;
+  while (!r.posted.empty()) {
+    ChunkBuffer& c = r.buffers[r.posted.front()];
+    int done = 0, size = 0;
+    if (net.test(c.request, &done, &size) != ncclSuccess) {
+      WARN("rank %d: one-sided operations from rank %d: the network failed", ctx_.rank, links_->peers()[i]);
+      fail(ncclSystemError);
+      return false;
+    }
+    if (done == 0) break;
+    c.request = nullptr;
+    r.idle.push_back(r.posted.front());
+    r.posted.pop_front();
+    busy = true;
+    const ncclResult_t result = deliver(i, c.buf, static_cast<size_t>(size));
+    if (result != ncclSuccess) {
+      fail(result);
+      return false;
+    }
   }
-  if (done == 0) return false;
-  r.request = nullptr;
-  const ncclResult_t result = deliver(i, static_cast<size_t>(size));
-  if (result != ncclSuccess) fail(result);
-  return true;
+  return busy;
 }
 
-ncclResult_t NetBackend::deliver(size_t i, size_t size) {
+ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   const int peer = links_->peers()[i];
-  const Receiver& r = receivers_[i];
   const PadLayout& l = pad_.layout();
   ChunkHeader h{};
   std::string why;
-  if (!parseChunk(r.buf, size, l.nCtx, l.nSig, &h, &why)) {
+  if (!parseChunk(message, size, l.nCtx, l.nSig, &h, &why)) {
     WARN("rank %d: one-sided operations: rank %d sent a message of %zu bytes that is not a chunk (%s); dropped",
          ctx_.rank, peer, size, why.c_str());
     return ncclRemoteError;
@@ -276,7 +334,7 @@ ncclResult_t NetBackend::deliver(size_t i, size_t size) {
   }
   const std::string what = "one-sided put from rank " + std::to_string(peer);
   if (h.bytes > 0) {
-    CUDACHECK_AT(what, cudaMemcpyAsync(base + h.offset, r.buf + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
+    CUDACHECK_AT(what, cudaMemcpyAsync(base + h.offset, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
   }
   if ((h.flags & kLastChunk) != 0) {
     // After the data on the same stream: a wait that sees the count sees the data.
@@ -311,13 +369,26 @@ void NetBackend::run() {
     fail(ncclUnhandledCudaError);
     return;
   }
+  // Spins while operations come (a sleep costs tens of microseconds of latency), naps once they
+  // pause, and sleeps long once they have stopped for a while.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point lastBusy = Clock::now();
   while (!stop_.load()) {
     bool busy = false;
     if (!failed_) {
       busy = progressSend();
       for (size_t i = 0; i < receivers_.size() && !failed_; ++i) busy = progressReceive(i) || busy;
     }
-    if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(failed_ ? 1000 : 20));
+    const Clock::time_point now = Clock::now();
+    if (busy) {
+      lastBusy = now;
+    } else if (failed_ || now - lastBusy > std::chrono::milliseconds(100)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    } else if (now - lastBusy > std::chrono::milliseconds(2)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 

@@ -41,6 +41,9 @@
 namespace braid::window {
 
 constexpr uint64_t kNetChunkBytes = uint64_t{256} << 10;
+// Chunks staged or in flight at once, each way: the copy of one overlaps the network's work on the
+// others.
+constexpr int kNetPipelineDepth = 4;
 
 // A put to a rank on another host: `bytes` from `src` (this rank's memory) into the peer's window
 // `serial` at `offset`, then one signal on (ctx, sig). bytes 0: the signal alone.
@@ -76,28 +79,36 @@ class NetBackend {
     uint64_t seq;
     NetPut op;
   };
-  struct Receiver {
+  // A pinned buffer of one chunk and its registration with each peer's connection (send buffers:
+  // every peer's send connection; receive buffers: their own peer's receive connection).
+  struct ChunkBuffer {
     char* buf = nullptr;
-    void* mhandle = nullptr;
-    void* request = nullptr;
+    std::vector<void*> mhandles;
+    void* request = nullptr;  // the posted send or receive, while there is one
   };
-  // The put being sent, chunk by chunk.
+  // The put whose chunks are being staged and posted.
   struct Sending {
     Outgoing out{};
-    uint64_t sent = 0;        // payload bytes copied into the staging buffer so far
-    uint64_t chunk = 0;       // the staged chunk's payload size
-    bool staged = false;      // a chunk is in the staging buffer, not yet posted
-    bool lastPosted = false;  // the put's last chunk was posted
-    void* request = nullptr;
+    uint64_t sent = 0;   // payload bytes staged so far
+    int staged = -1;     // the send buffer holding a staged chunk not yet posted
+    uint64_t chunk = 0;  // its payload
+    bool last = false;   // it is the put's last
+  };
+  struct Receiver {
+    std::vector<ChunkBuffer> buffers;
+    std::deque<int> posted;  // buffers with a receive posted, oldest first (messages complete in order)
+    std::vector<int> idle;   // buffers to post a receive on
   };
 
   NetBackend(const CudaDriver* drv, const WindowContext& ctx, const SignalPad& pad, std::unique_ptr<NetLinks> links);
   [[nodiscard]] ncclResult_t allocate();
   void run();
   bool progressSend();
+  bool completeSends();
+  bool postSends();
   bool progressReceive(size_t i);
-  [[nodiscard]] ncclResult_t stageChunk();
-  [[nodiscard]] ncclResult_t deliver(size_t i, size_t size);
+  [[nodiscard]] ncclResult_t stageChunk(int buffer);
+  [[nodiscard]] ncclResult_t deliver(size_t i, const char* message, size_t size);
   bool findWindow(uint64_t serial, char** base, uint64_t* bytes);
   // findWindow, waiting a little for a registration that is just ending.
   bool awaitWindow(int peer, uint64_t serial, char** base, uint64_t* bytes);
@@ -126,8 +137,9 @@ class NetBackend {
 
   // The thread's own.
   cudaStream_t stream_ = nullptr;
-  char* sendBuf_ = nullptr;
-  std::vector<void*> sendHandles_;  // sendBuf_ registered with each peer's send connection
+  std::vector<ChunkBuffer> sendBuffers_;  // kNetPipelineDepth chunks staged or in flight at once
+  std::vector<int> freeSends_;
+  std::deque<int> postedSends_;  // in the order they were posted
   std::vector<Receiver> receivers_;
   uint64_t* countStage_ = nullptr;  // pinned: the count copied into the signal memory
   std::vector<uint64_t> received_;  // per (ctx, sig, peer): signals received over the network
