@@ -3,7 +3,8 @@
 // requirements the program passes) and NVIDIA's inline device code reads it. tests/gpu/CMakeLists.txt
 // builds this file once per release whose headers it finds, with NVIDIA's include folder first and
 // Braid's absent, as gpu_device_api_nvidia_<NCCL_VERSION_CODE>_test; it includes nothing of Braid's
-// (gpu_test_util.h would bring Braid's nccl.h), so the few helpers of the other GPU tests are here.
+// (gpu_test_util.h and gpu_test_main.cc, shared with the other GPU tests, use NCCL 2.28's API only
+// and take the nccl.h the include path gives them: NVIDIA's here).
 //
 // Every GPU is one rank of one communicator (ncclCommInitAll), so the LSA team is the whole
 // communicator. An LSA AllReduce by loads between two barriers runs twice (the second starts from the
@@ -12,17 +13,16 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <nccl_device.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "gpu_test_util.h"
 
 #if !defined(BRAID_NVIDIA_CODE) || NCCL_VERSION_CODE != BRAID_NVIDIA_CODE
 #error "NVIDIA's headers of the release named by BRAID_NVIDIA_CODE must come first on the include path"
@@ -37,77 +37,6 @@ constexpr size_t kDevCommBytes = NCCL_VERSION_CODE >= 23100   ? 248
                                  : NCCL_VERSION_CODE >= 22907 ? 224
                                                               : 200;
 static_assert(sizeof(ncclDevComm) == kDevCommBytes, "ncclDevComm is not the size docs/device-api.md gives");
-
-// ---- Helpers of the other GPU tests (tests/gpu/gpu_test_util.h), without Braid's headers ----
-
-#define CHILD_EXPECT(cond)                                                                \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
-#define CHILD_NCCL(call)                                                                               \
-  do {                                                                                                 \
-    ncclResult_t r_ = (call);                                                                          \
-    if (r_ != ncclSuccess) {                                                                           \
-      std::fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-                   ncclGetLastError(nullptr));                                                         \
-      return 1;                                                                                        \
-    }                                                                                                  \
-  } while (0)
-#define CHILD_CUDA(call)                                                                            \
-  do {                                                                                              \
-    cudaError_t e_ = (call);                                                                        \
-    if (e_ != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return 1;                                                                                     \
-    }                                                                                               \
-  } while (0)
-
-// Runs body() in a forked child (CUDA never starts in the gtest process, and a crash fails one test);
-// returns its exit code, or 128 + the signal that killed it.
-int runInChild(const std::function<int()>& body) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int code = body();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(code);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-// GPUs of this machine, counted in a child.
-int gpuCount() {
-  int fds[2];
-  if (pipe(fds) != 0) return 0;
-  int code = runInChild([&] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    return write(fds[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1;
-  });
-  int n = 0;
-  if (code != 0 || read(fds[0], &n, sizeof(n)) != sizeof(n)) n = 0;
-  close(fds[0]);
-  close(fds[1]);
-  return n;
-}
-
-// A memset or copy on the legacy stream, waited for: the kernels run on non-blocking streams.
-cudaError_t poisonSync(void* ptr, int byte, size_t bytes) {
-  cudaError_t e = cudaMemset(ptr, byte, bytes);
-  return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
-cudaError_t uploadSync(void* dst, const void* src, size_t bytes) {
-  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
-  return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
 
 // Waits for a stream, at most `seconds`: a barrier that reads the wrong words never completes, and
 // the test must fail rather than hang.
@@ -257,8 +186,8 @@ int runAllReduce(std::vector<Rank>& ranks, int pass) {
     std::mt19937 gen(uint32_t(1000003 * (r + 1) + 7919 * pass));
     for (Elem& x : in[r]) x = Elem(gen());
     CHILD_CUDA(cudaSetDevice(r));
-    CHILD_CUDA(uploadSync(ranks[r].send + kPad, in[r].data(), kCount * sizeof(Elem)));
-    CHILD_CUDA(poisonSync(ranks[r].recv, 0xa5, (kPad + kCount) * sizeof(Elem)));
+    CHILD_CUDA(gputest::uploadSync(ranks[r].send + kPad, in[r].data(), kCount * sizeof(Elem)));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].recv, 0xa5, (kPad + kCount) * sizeof(Elem)));
   }
   for (int r = 0; r < n; r++) {
     CHILD_CUDA(cudaSetDevice(r));
@@ -293,7 +222,7 @@ int runReadFields(std::vector<Rank>& ranks) {
     CHILD_NCCL(ncclCommUserRank(ranks[r].comm, &rank));
     CHILD_NCCL(ncclCommCount(ranks[r].comm, &count));
     CHILD_CUDA(cudaSetDevice(r));
-    CHILD_CUDA(poisonSync(ranks[r].fields, 0xff, sizeof(dev)));
+    CHILD_CUDA(gputest::poisonSync(ranks[r].fields, 0xff, sizeof(dev)));
     readFields<<<1, 1, 0, ranks[r].stream>>>(ranks[r].dev.devComm, ranks[r].fields);
     CHILD_CUDA(cudaGetLastError());
     CHILD_CUDA(waitStream(ranks[r].stream, kKernelSeconds));
@@ -362,17 +291,8 @@ TEST(DeviceApiNvidiaKernels, DevCommSizeOfTheRelease) {
 }
 
 TEST(DeviceApiNvidiaKernels, LsaAllReduceAndFieldsOnEveryGpu) {
-  const int n = gpuCount() < 8 ? gpuCount() : 8;
-  EXPECT_EQ(0, runInChild([n] { return runKernels(n); }));
+  const int n = gputest::allGpuRanks();
+  EXPECT_EQ(0, gputest::runInChild([n] { return runKernels(n); }));
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  if (gpuCount() == 0) {
-    std::printf("SKIPPED: no CUDA GPU on this machine; this test needs at least one GPU\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
