@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda/cuda_check.h"
+#include "device/signal_add.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -42,6 +43,15 @@ ncclResult_t NetBackend::allocate() {
   readyDev_ = static_cast<uint64_t*>(dev);
   doneDev_ = readyDev_ + kSlots;
   CUDACHECK_AT(what, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  void* graphWords = nullptr;
+  CUDACHECK_AT(what, cudaHostAlloc(&graphWords, 2 * kNetGraphPuts * sizeof(uint64_t),
+                                   cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(graphWords, 0, 2 * kNetGraphPuts * sizeof(uint64_t));
+  requestHost_ = static_cast<uint64_t*>(graphWords);
+  graphDoneHost_ = requestHost_ + kNetGraphPuts;
+  CUDACHECK_AT(what, cudaHostGetDevicePointer(&dev, graphWords, 0));
+  requestDev_ = static_cast<uint64_t*>(dev);
+  graphDoneDev_ = requestDev_ + kNetGraphPuts;
   void* buf = nullptr;
   CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
   countStage_ = static_cast<uint64_t*>(buf);
@@ -107,6 +117,7 @@ NetBackend::~NetBackend() {
   }
   if (countStage_ != nullptr) (void)cudaFreeHost(countStage_);
   if (readyHost_ != nullptr) (void)cudaFreeHost(readyHost_);
+  if (requestHost_ != nullptr) (void)cudaFreeHost(requestHost_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -132,6 +143,7 @@ bool NetBackend::findWindow(uint64_t serial, char** base, uint64_t* bytes) {
 void NetBackend::releaseWaits() {
   // Far ahead of every sequence number: each stream wait (a >= comparison) is met.
   for (size_t i = 0; i < kSlots; ++i) reinterpret_cast<volatile uint64_t*>(doneHost_)[i] = uint64_t{1} << 62;
+  for (size_t d = 0; d < kNetGraphPuts; ++d) reinterpret_cast<volatile uint64_t*>(graphDoneHost_)[d] = 1;
 }
 
 ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
@@ -164,6 +176,36 @@ ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
   return ops.enqueue(stream);
 }
 
+ncclResult_t NetBackend::putGraph(const NetPut& op, cudaStream_t stream) {
+  if (failed_) {
+    WARN("ncclPutSignal: rank %d: one-sided operations to other hosts stopped at an earlier error (see above)",
+         ctx_.rank);
+    return ncclRemoteError;
+  }
+  size_t d = 0;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    d = graphCount_.load();
+    if (d == kNetGraphPuts) {
+      WARN(
+          "rank %d: one-sided operations to other hosts captured in CUDA graphs: this communicator's %zu slots are "
+          "taken (each capture takes one for the communicator's life)",
+          ctx_.rank, kNetGraphPuts);
+      return ncclInvalidUsage;
+    }
+    graphPuts_[d] = op;
+    graphPuts_[d].graph = true;
+    graphCount_.store(d + 1);
+  }
+  // Done is cleared before the request is raised (one stream, in order): the thread raises done
+  // only after it has seen the request and cleared it, so each replay waits for its own put.
+  MemOps ops(drv_);
+  ops.write(graphDoneDev_ + d, 0);
+  ops.write(requestDev_ + d, 1);
+  ops.waitGeq(graphDoneDev_ + d, 1);
+  return ops.enqueue(stream);
+}
+
 void NetBackend::fail(ncclResult_t error) {
   if (failed_.exchange(true)) return;
   if (ctx_.asyncError) ctx_.asyncError(error);
@@ -171,6 +213,15 @@ void NetBackend::fail(ncclResult_t error) {
 }
 
 bool NetBackend::nextReady(Outgoing* out) {
+  const size_t graphs = graphCount_.load();
+  for (size_t d = 0; d < graphs; ++d) {
+    volatile uint64_t* request = reinterpret_cast<volatile uint64_t*>(requestHost_) + d;
+    if (*request == 0) continue;
+    *request = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // cleared before done can be raised
+    *out = Outgoing{0, graphPuts_[d], static_cast<int>(d)};
+    return true;
+  }
   std::lock_guard<std::mutex> lock(queueMutex_);
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     const uint64_t ready = reinterpret_cast<volatile uint64_t*>(readyHost_)[it->seq % kSlots];
@@ -188,7 +239,7 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   char* buf = sendBuffers_[buffer].buf;
   s.chunk = std::min(kNetChunkBytes, op.bytes - s.sent);
   s.last = s.sent + s.chunk == op.bytes;
-  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last);
+  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last, op.graph);
   std::memcpy(buf, &h, sizeof(h));
   if (s.chunk > 0) {
     const std::string what = "one-sided put to rank " + std::to_string(op.peer);
@@ -201,8 +252,12 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   if (s.last) {
     // The source is read: the stream that put it may go on.
     std::atomic_thread_fence(std::memory_order_release);
-    reinterpret_cast<volatile uint64_t*>(doneHost_)[s.out.seq % kSlots] = s.out.seq;
-    completed_.fetch_add(1);
+    if (s.out.graphSlot >= 0) {
+      reinterpret_cast<volatile uint64_t*>(graphDoneHost_)[s.out.graphSlot] = 1;
+    } else {
+      reinterpret_cast<volatile uint64_t*>(doneHost_)[s.out.seq % kSlots] = s.out.seq;
+      completed_.fetch_add(1);
+    }
   }
   return ncclSuccess;
 }
@@ -336,7 +391,14 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   if (h.bytes > 0) {
     CUDACHECK_AT(what, cudaMemcpyAsync(base + h.offset, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
   }
-  if ((h.flags & kLastChunk) != 0) {
+  if ((h.flags & kLastChunk) != 0 && (h.flags & kGraphSignal) != 0) {
+    // A graph's signal: added atomically (a graph wait subtracts from the same word), after the data.
+    SignalAdds adds{};
+    adds.words[0] = reinterpret_cast<unsigned long long*>(pad_.local() + l.graphCount(h.ctx, h.sig, peer));
+    adds.deltas[0] = 1;
+    adds.count = 1;
+    CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
+  } else if ((h.flags & kLastChunk) != 0) {
     // After the data on the same stream: a wait that sees the count sees the data.
     *countStage_ = ++received_[l.index(h.ctx, h.sig, peer)];
     CUDACHECK_AT(what, cudaMemcpyAsync(pad_.local() + l.count(h.ctx, h.sig, peer), countStage_, sizeof(uint64_t),

@@ -1,7 +1,7 @@
 // One-sided operations with ranks on other hosts, through the communicator's network (net_links.h)
 // and a progress thread of their own.
 //
-// Put (eager only: in a CUDA graph the thread could not know what a replay sends):
+// Put, eager:
 //   the call queues the put under the next sequence number n and enqueues two stream memory
 //   operations: write n into ready slot n (host memory), then wait until done slot n holds n. The
 //   thread sees the ready slot once the stream's earlier work has completed, copies the source to
@@ -9,6 +9,12 @@
 //   copied (the stream goes on: the source may be reused), and sends each chunk with a header that
 //   names the window by its registration serial (the same on every rank), the offset, the size and
 //   the signal.
+// Put, in a CUDA graph: the capture registers the put (its slot d, at most kNetGraphPuts per
+//   communicator) and records three stream memory operations: clear done word d, set request word d,
+//   wait until done word d is set. At each replay the thread sees the request, clears it, sends the
+//   put as above and sets the done word once the source is read; its signal is marked as a graph's,
+//   and the receiver adds it to the graph count word with the one-thread atomic kernel
+//   (device/signal_add.h), which a wait inside a graph takes (ce_backend.h).
 // Receive: a receive is kept posted on every remote peer's connection. A chunk is checked against
 //   this rank's own window (serial known, range inside it, context and signal in range) before it
 //   is copied there; the last chunk of a put then raises this rank's count of signals from that
@@ -44,6 +50,8 @@ constexpr uint64_t kNetChunkBytes = uint64_t{256} << 10;
 // Chunks staged or in flight at once, each way: the copy of one overlaps the network's work on the
 // others.
 constexpr int kNetPipelineDepth = 4;
+// Puts to other hosts that CUDA graphs may hold at once (a slot each, kept while the communicator lives).
+constexpr size_t kNetGraphPuts = 4096;
 
 // A put to a rank on another host: `bytes` from `src` (this rank's memory) into the peer's window
 // `serial` at `offset`, then one signal on (ctx, sig). bytes 0: the signal alone.
@@ -55,6 +63,7 @@ struct NetPut {
   int sig = 0;
   uint64_t serial = 0;
   uint64_t offset = 0;
+  bool graph = false;  // sent by a CUDA graph's replay (filled by putGraph)
 };
 
 class NetBackend {
@@ -68,6 +77,8 @@ class NetBackend {
 
   bool reaches(int peer) const { return peer >= 0 && peer < static_cast<int>(slotOf_.size()) && slotOf_[peer] >= 0; }
   [[nodiscard]] ncclResult_t put(const NetPut& op, cudaStream_t stream);
+  // The same in a stream being captured: every replay sends it.
+  [[nodiscard]] ncclResult_t putGraph(const NetPut& op, cudaStream_t stream);
   // This rank's windows, which arriving chunks may land in.
   void addWindow(uint64_t serial, char* base, uint64_t bytes);
   void removeWindow(uint64_t serial);
@@ -76,8 +87,9 @@ class NetBackend {
 
  private:
   struct Outgoing {
-    uint64_t seq;
+    uint64_t seq;  // eager: its sequence number
     NetPut op;
+    int graphSlot = -1;  // a graph's: its slot
   };
   // A pinned buffer of one chunk and its registration with each peer's connection (send buffers:
   // every peer's send connection; receive buffers: their own peer's receive connection).
@@ -126,6 +138,14 @@ class NetBackend {
   uint64_t* doneHost_ = nullptr;
   uint64_t* readyDev_ = nullptr;
   uint64_t* doneDev_ = nullptr;
+
+  // Graph puts: request and done words (host memory), the puts themselves.
+  uint64_t* requestHost_ = nullptr;
+  uint64_t* requestDev_ = nullptr;
+  uint64_t* graphDoneHost_ = nullptr;
+  uint64_t* graphDoneDev_ = nullptr;
+  std::vector<NetPut> graphPuts_ = std::vector<NetPut>(kNetGraphPuts);
+  std::atomic<size_t> graphCount_{0};
 
   std::mutex queueMutex_;
   std::deque<Outgoing> queue_;

@@ -94,14 +94,8 @@ ncclResult_t Manager::checkSignalCall(const char* caller, int peer, int sig, int
 
 ncclResult_t Manager::route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream) {
   if (backend_->reaches(op.peer)) return backend_->put(op, graph, stream);
-  if (graph) {
-    WARN(
-        "one-sided operation to rank %d captured in a CUDA graph on %s: across hosts they run eagerly only (a graph "
-        "cannot tell the network thread what a replay sends)",
-        op.peer, me().c_str());
-    return ncclInvalidUsage;
-  }
-  return net_->put(NetPut{op.src, op.bytes, op.peer, op.ctx, op.sig, serial, offset}, stream);
+  const NetPut put{op.src, op.bytes, op.peer, op.ctx, op.sig, serial, offset};
+  return graph ? net_->putGraph(put, stream) : net_->put(put, stream);
 }
 
 ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t type, int peer, ncclWindow_t peerWin,
@@ -190,13 +184,6 @@ ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, c
   RelaxedCaptureMode relaxed;  // the use tracking's event calls, while another stream may be captured
   bool graph = false;
   NCCLCHECK(captureState(stream, &graph));
-  for (const WaitOp& w : waits) {
-    if (graph && !ctx_.inLsa(w.peer)) {
-      WARN("%s: %s: waiting for rank %d inside a CUDA graph: signals from other hosts are waited for eagerly only",
-           caller, me().c_str(), w.peer);
-      return ncclInvalidUsage;
-    }
-  }
   NCCLCHECK(backend_->wait(waits, graph, stream));
   return noteUse(padWindow_.get(), graph, stream);
 }

@@ -4,10 +4,10 @@
 
 namespace braid::window {
 
-ChunkHeader chunkHeader(uint64_t serial, uint64_t offset, uint64_t bytes, int ctx, int sig, bool last) {
+ChunkHeader chunkHeader(uint64_t serial, uint64_t offset, uint64_t bytes, int ctx, int sig, bool last, bool graph) {
   ChunkHeader h{};
   h.magic = kChunkMagic;
-  h.flags = last ? kLastChunk : 0;
+  h.flags = (last ? kLastChunk : 0) | (graph ? kGraphSignal : 0);
   h.serial = serial;
   h.offset = offset;
   h.bytes = bytes;
@@ -23,7 +23,7 @@ bool parseChunk(const void* message, size_t size, int nCtx, int nSig, ChunkHeade
   }
   ChunkHeader h;
   std::memcpy(&h, message, sizeof(h));
-  if (h.magic != kChunkMagic || (h.flags & ~kLastChunk) != 0) {
+  if (h.magic != kChunkMagic || (h.flags & ~kChunkFlags) != 0) {
     *why = "not a chunk (magic or flags)";
     return false;
   }

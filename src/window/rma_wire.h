@@ -12,10 +12,12 @@ namespace braid::window {
 
 constexpr uint32_t kChunkMagic = 0x42524d41;  // "BRMA"
 constexpr uint32_t kLastChunk = 1;            // the put's signal follows this chunk's data
+constexpr uint32_t kGraphSignal = 2;          // that signal comes from a CUDA graph (a graph wait takes it)
+constexpr uint32_t kChunkFlags = kLastChunk | kGraphSignal;
 
 struct ChunkHeader {
   uint32_t magic;
-  uint32_t flags;   // kLastChunk, nothing else
+  uint32_t flags;   // kChunkFlags, nothing else
   uint64_t serial;  // the window's registration serial (the same on every rank)
   uint64_t offset;  // in the receiver's window
   uint64_t bytes;   // payload after the header
@@ -25,7 +27,8 @@ struct ChunkHeader {
 };
 static_assert(sizeof(ChunkHeader) == 64, "ChunkHeader crosses process boundaries: keep it fixed");
 
-ChunkHeader chunkHeader(uint64_t serial, uint64_t offset, uint64_t bytes, int ctx, int sig, bool last);
+ChunkHeader chunkHeader(uint64_t serial, uint64_t offset, uint64_t bytes, int ctx, int sig, bool last,
+                        bool graph = false);
 
 // The header of a `size`-byte message, if it is a chunk a rank with nCtx contexts and nSig signal
 // indices can take: the magic, only known flags, the payload the rest of the message, context and

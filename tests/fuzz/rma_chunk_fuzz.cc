@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(h.magic == braid::window::kChunkMagic);
-  FUZZ_CHECK((h.flags & ~braid::window::kLastChunk) == 0);
+  FUZZ_CHECK((h.flags & ~braid::window::kChunkFlags) == 0);
   FUZZ_CHECK(h.bytes == bytes - sizeof(h));
   FUZZ_CHECK(h.ctx >= 0 && h.ctx < nCtx && h.sig >= 0 && h.sig < nSig);
   if (braid::window::chunkFits(h, windowBytes)) {

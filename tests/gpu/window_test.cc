@@ -221,12 +221,42 @@ TEST_P(WindowAllGpus, EveryRankReadsEveryPeerThroughTheFlatRange) {
 INSTANTIATE_TEST_SUITE_P(Modes, WindowAllGpus, ::testing::Values(Mode::kThreads, Mode::kProcesses, Mode::kOneThread),
                          [](const ::testing::TestParamInfo<Mode>& p) { return wintest::modeTestName(p.param); });
 
+// In a CUDA graph: every replay puts to the rank of the next host and waits for the previous host's.
+int graphAcrossHosts(std::vector<Rank>& ranks, int nranks, int perHost, char* src, char* buf, ncclWindow_t win,
+                     size_t place, size_t bytes) {
+  Rank& r = ranks[0];
+  const int to = (r.rank + perHost) % nranks, from = (r.rank - perHost + nranks) % nranks;
+  cudaStream_t capture = nullptr;
+  CHILD_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+  CHILD_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed));
+  CHILD_NCCL(ncclPutSignal(src + r.rank * place, bytes, ncclInt8, to, win, r.rank * place, 0, 0, 0, r.comm, capture));
+  ncclWaitSignalDesc_t wait{1, from, 0, 0};
+  CHILD_NCCL(ncclWaitSignal(1, &wait, r.comm, capture));
+  cudaGraph_t graph = nullptr;
+  CHILD_CUDA(cudaStreamEndCapture(capture, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CHILD_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const std::vector<uint8_t> want = wintest::pattern(21, from, from * place, bytes);
+  for (int replay = 0; replay < 3; replay++) {
+    if (wintest::barrier(ranks) != 0) return 1;  // every rank checked the last replay
+    CHILD_CUDA(gputest::poisonSync(buf + from * place, 0x11 + replay, bytes));
+    if (wintest::barrier(ranks) != 0) return 1;  // every window poisoned before any put
+    CHILD_CUDA(cudaGraphLaunch(exec, capture));
+    CHILD_CUDA(cudaStreamSynchronize(capture));
+    if (wintest::expectBytes(buf + from * place, want, "put from another host's graph", r.rank) != 0) return 1;
+  }
+  CHILD_CUDA(cudaGraphExecDestroy(exec));
+  CHILD_CUDA(cudaGraphDestroy(graph));
+  CHILD_CUDA(cudaStreamDestroy(capture));
+  return 0;
+}
+
 // Ranks on emulated hosts of perHost ranks: pointers to peers of this host only (the other hosts'
 // ranks get NULL), one-sided operations to every rank: through the mapped windows within the host,
 // through the network to the others. Every rank puts a block of several network chunks and an odd
 // size into each peer's window at its own place, then one signal alone; each waits for two signals
-// from every peer and checks every block exactly. Misuse is refused whatever the host: a range past
-// a remote peer's window, and an operation to another host captured in a graph.
+// from every peer and checks every block exactly; then the same across hosts from a CUDA graph,
+// replayed. Misuse is refused whatever the host: a range past a remote peer's window.
 int acrossHosts(std::vector<Rank>& ranks, int nranks, int perHost) {
   Rank& r = ranks[0];
   const size_t size = 8 * kMiB, place = size / nranks, bytes = place / 2 + 17;
@@ -267,18 +297,7 @@ int acrossHosts(std::vector<Rank>& ranks, int nranks, int perHost) {
     std::vector<uint8_t> want = wintest::pattern(21, peer, peer * place, bytes);
     if (wintest::expectBytes(buf + peer * place, want, "put from a peer", r.rank) != 0) return 1;
   }
-  const int remote = (first + perHost) % nranks;
-  if (remote != first) {
-    cudaStream_t capture = nullptr;
-    CHILD_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
-    CHILD_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed));
-    const ncclResult_t captured = ncclSignal(remote, 0, 0, 0, r.comm, capture);
-    cudaGraph_t graph = nullptr;
-    CHILD_CUDA(cudaStreamEndCapture(capture, &graph));
-    if (graph != nullptr) CHILD_CUDA(cudaGraphDestroy(graph));
-    CHILD_CUDA(cudaStreamDestroy(capture));
-    CHILD_EXPECT(captured == ncclInvalidUsage);
-  }
+  if (graphAcrossHosts(ranks, nranks, perHost, src, buf, win, place, bytes) != 0) return 1;
   if (wintest::barrier(ranks) != 0) return 1;  // no peer still puts into this rank's window
   CHILD_NCCL(ncclCommWindowDeregister(r.comm, win));
   CHILD_NCCL(ncclCommWindowDeregister(r.comm, srcWin));

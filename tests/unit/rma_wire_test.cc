@@ -44,7 +44,7 @@ TEST(RmaWire, LiesAreRefused) {
   h.magic ^= 1;
   EXPECT_FALSE(parseChunk(message(h, 8).data(), sizeof(h) + 8, 1, 1, &got, &why));
   h = chunkHeader(1, 0, 8, 0, 0, false);
-  h.flags = 2;
+  h.flags = 4;
   EXPECT_FALSE(parseChunk(message(h, 8).data(), sizeof(h) + 8, 1, 1, &got, &why));
   h = chunkHeader(1, 0, 8, 1, 0, false);
   EXPECT_FALSE(parseChunk(message(h, 8).data(), sizeof(h) + 8, 1, 1, &got, &why));  // context 1 of 1
