@@ -93,6 +93,7 @@ ncclResult_t NetBackend::create(const CudaDriver* drv, const WindowContext& ctx,
 }
 
 NetBackend::~NetBackend() {
+  graphReleases_->close();
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   const ncclNet_v11_t& net = links_->net();
@@ -185,18 +186,24 @@ ncclResult_t NetBackend::putGraph(const NetPut& op, cudaStream_t stream) {
   size_t d = 0;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
-    d = graphCount_.load();
-    if (d == kNetGraphPuts) {
+    for (uint64_t released : graphReleases_->take()) freeGraphSlots_.push_back(static_cast<size_t>(released));
+    if (!freeGraphSlots_.empty()) {
+      d = freeGraphSlots_.back();
+      freeGraphSlots_.pop_back();
+    } else if (graphCount_.load() < kNetGraphPuts) {
+      d = graphCount_.load();
+      graphCount_.store(d + 1);
+    } else {
       WARN(
-          "rank %d: one-sided operations to other hosts captured in CUDA graphs: this communicator's %zu slots are "
-          "taken (each capture takes one for the communicator's life)",
+          "rank %d: one-sided operations to other hosts captured in CUDA graphs: the %zu that live graphs may hold "
+          "are taken (destroy graphs that are no longer replayed)",
           ctx_.rank, kNetGraphPuts);
       return ncclInvalidUsage;
     }
     graphPuts_[d] = op;
     graphPuts_[d].graph = true;
-    graphCount_.store(d + 1);
   }
+  NCCLCHECK(reg::holdForCapturedGraph(stream, graphReleases_, d));
   // Done is cleared before the request is raised (one stream, in order): the thread raises done
   // only after it has seen the request and cleared it, so each replay waits for its own put.
   MemOps ops(drv_);
@@ -219,6 +226,7 @@ bool NetBackend::nextReady(Outgoing* out) {
     if (*request == 0) continue;
     *request = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);  // cleared before done can be raised
+    std::lock_guard<std::mutex> lock(queueMutex_);        // the slot's put, as putGraph wrote it
     *out = Outgoing{0, graphPuts_[d], static_cast<int>(d)};
     return true;
   }

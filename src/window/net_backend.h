@@ -9,8 +9,9 @@
 //   copied (the stream goes on: the source may be reused), and sends each chunk with a header that
 //   names the window by its registration serial (the same on every rank), the offset, the size and
 //   the signal.
-// Put, in a CUDA graph: the capture registers the put (its slot d, at most kNetGraphPuts per
-//   communicator) and records three stream memory operations: clear done word d, set request word d,
+// Put, in a CUDA graph: the capture registers the put (its slot d, at most kNetGraphPuts held by
+//   live graphs at once; a slot comes back when its graph is destroyed, register/graph_hold.h) and
+//   records three stream memory operations: clear done word d, set request word d,
 //   wait until done word d is set. At each replay the thread sees the request, clears it, sends the
 //   put as above and sets the done word once the source is read; its signal is marked as a graph's,
 //   and the receiver adds it to the graph count word with the one-thread atomic kernel
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "cuda/cuda_driver.h"
+#include "register/graph_hold.h"
 #include "window/net_links.h"
 #include "window/rma_wire.h"
 #include "window/signal_pad.h"
@@ -50,7 +52,7 @@ constexpr uint64_t kNetChunkBytes = uint64_t{256} << 10;
 // Chunks staged or in flight at once, each way: the copy of one overlaps the network's work on the
 // others.
 constexpr int kNetPipelineDepth = 4;
-// Puts to other hosts that CUDA graphs may hold at once (a slot each, kept while the communicator lives).
+// Puts to other hosts that live CUDA graphs may hold at once (a slot each, until the graph is destroyed).
 constexpr size_t kNetGraphPuts = 4096;
 
 // A put to a rank on another host: `bytes` from `src` (this rank's memory) into the peer's window
@@ -145,7 +147,9 @@ class NetBackend {
   uint64_t* graphDoneHost_ = nullptr;
   uint64_t* graphDoneDev_ = nullptr;
   std::vector<NetPut> graphPuts_ = std::vector<NetPut>(kNetGraphPuts);
-  std::atomic<size_t> graphCount_{0};
+  std::atomic<size_t> graphCount_{0};   // slots ever used: [0, graphCount_)
+  std::vector<size_t> freeGraphSlots_;  // used once, their graphs since destroyed
+  std::shared_ptr<reg::ReleaseBox> graphReleases_ = std::make_shared<reg::ReleaseBox>();
 
   std::mutex queueMutex_;
   std::deque<Outgoing> queue_;

@@ -221,7 +221,8 @@ TEST_P(WindowAllGpus, EveryRankReadsEveryPeerThroughTheFlatRange) {
 INSTANTIATE_TEST_SUITE_P(Modes, WindowAllGpus, ::testing::Values(Mode::kThreads, Mode::kProcesses, Mode::kOneThread),
                          [](const ::testing::TestParamInfo<Mode>& p) { return wintest::modeTestName(p.param); });
 
-// In a CUDA graph: every replay puts to the rank of the next host and waits for the previous host's.
+// In a CUDA graph: every replay puts to the rank of the next host and waits for the previous host's;
+// then many more graphs captured and destroyed than the communicator has slots for.
 int graphAcrossHosts(std::vector<Rank>& ranks, int nranks, int perHost, char* src, char* buf, ncclWindow_t win,
                      size_t place, size_t bytes) {
   Rank& r = ranks[0];
@@ -247,6 +248,14 @@ int graphAcrossHosts(std::vector<Rank>& ranks, int nranks, int perHost, char* sr
   }
   CHILD_CUDA(cudaGraphExecDestroy(exec));
   CHILD_CUDA(cudaGraphDestroy(graph));
+  // A destroyed graph gives its slot back: more captures than a communicator has slots for all work.
+  for (int i = 0; i < 5000; i++) {
+    CHILD_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed));
+    const ncclResult_t captured = ncclSignal(to, 0, 0, 0, r.comm, capture);
+    CHILD_CUDA(cudaStreamEndCapture(capture, &graph));
+    CHILD_CUDA(cudaGraphDestroy(graph));
+    CHILD_NCCL(captured);
+  }
   CHILD_CUDA(cudaStreamDestroy(capture));
   return 0;
 }
