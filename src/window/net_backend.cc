@@ -9,13 +9,11 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
-#include "window/mem_ops.h"
 
 namespace braid::window {
 namespace {
 
-constexpr size_t kSlots = 1024;  // puts that may be queued and not yet read at once
-constexpr int kTag = 0x524d;     // "RM"
+constexpr int kTag = 0x524d;  // "RM"
 constexpr uint64_t kBufBytes = sizeof(ChunkHeader) + kNetChunkBytes;
 
 }  // namespace
@@ -33,25 +31,8 @@ NetBackend::NetBackend(const CudaDriver* drv, const WindowContext& ctx, const Si
 
 ncclResult_t NetBackend::allocate() {
   const std::string what = "one-sided operations across hosts (rank " + std::to_string(ctx_.rank) + ")";
-  void* slots = nullptr;
-  CUDACHECK_AT(what, cudaHostAlloc(&slots, 2 * kSlots * sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable));
-  std::memset(slots, 0, 2 * kSlots * sizeof(uint64_t));
-  readyHost_ = static_cast<uint64_t*>(slots);
-  doneHost_ = readyHost_ + kSlots;
-  void* dev = nullptr;
-  CUDACHECK_AT(what, cudaHostGetDevicePointer(&dev, slots, 0));
-  readyDev_ = static_cast<uint64_t*>(dev);
-  doneDev_ = readyDev_ + kSlots;
+  NCCLCHECK(requests_.allocate(what));
   CUDACHECK_AT(what, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  void* graphWords = nullptr;
-  CUDACHECK_AT(what, cudaHostAlloc(&graphWords, 2 * kNetGraphPuts * sizeof(uint64_t),
-                                   cudaHostAllocMapped | cudaHostAllocPortable));
-  std::memset(graphWords, 0, 2 * kNetGraphPuts * sizeof(uint64_t));
-  requestHost_ = static_cast<uint64_t*>(graphWords);
-  graphDoneHost_ = requestHost_ + kNetGraphPuts;
-  CUDACHECK_AT(what, cudaHostGetDevicePointer(&dev, graphWords, 0));
-  requestDev_ = static_cast<uint64_t*>(dev);
-  graphDoneDev_ = requestDev_ + kNetGraphPuts;
   void* buf = nullptr;
   CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
   countStage_ = static_cast<uint64_t*>(buf);
@@ -93,7 +74,6 @@ ncclResult_t NetBackend::create(const CudaDriver* drv, const WindowContext& ctx,
 }
 
 NetBackend::~NetBackend() {
-  graphReleases_->close();
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   const ncclNet_v11_t& net = links_->net();
@@ -117,8 +97,6 @@ NetBackend::~NetBackend() {
     if (c.buf != nullptr) (void)cudaFreeHost(c.buf);
   }
   if (countStage_ != nullptr) (void)cudaFreeHost(countStage_);
-  if (readyHost_ != nullptr) (void)cudaFreeHost(readyHost_);
-  if (requestHost_ != nullptr) (void)cudaFreeHost(requestHost_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -141,104 +119,29 @@ bool NetBackend::findWindow(uint64_t serial, char** base, uint64_t* bytes) {
   return true;
 }
 
-void NetBackend::releaseWaits() {
-  // Far ahead of every sequence number: each stream wait (a >= comparison) is met.
-  for (size_t i = 0; i < kSlots; ++i) reinterpret_cast<volatile uint64_t*>(doneHost_)[i] = uint64_t{1} << 62;
-  for (size_t d = 0; d < kNetGraphPuts; ++d) reinterpret_cast<volatile uint64_t*>(graphDoneHost_)[d] = 1;
+void NetBackend::releaseWaits() { requests_.releaseAll(); }
+
+ncclResult_t NetBackend::checkNotFailed() const {
+  if (!failed_) return ncclSuccess;
+  WARN("ncclPutSignal: rank %d: one-sided operations to other hosts stopped at an earlier error (see above)",
+       ctx_.rank);
+  return ncclRemoteError;
 }
 
 ncclResult_t NetBackend::put(const NetPut& op, cudaStream_t stream) {
-  if (failed_) {
-    WARN("ncclPutSignal: rank %d: one-sided operations to other hosts stopped at an earlier error (see above)",
-         ctx_.rank);
-    return ncclRemoteError;
-  }
-  uint64_t seq = 0;
-  {
-    // The slot of put n is reused by put n + kSlots: that many may wait for their streams at most.
-    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout));
-    std::unique_lock<std::mutex> lock(queueMutex_);
-    while (issued_ - completed_.load() >= kSlots) {
-      lock.unlock();
-      if (std::chrono::steady_clock::now() > giveUp || failed_) {
-        WARN("ncclPutSignal: rank %d: %zu one-sided operations to other hosts still wait for their streams", ctx_.rank,
-             kSlots);
-        return ncclInvalidUsage;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      lock.lock();
-    }
-    seq = ++issued_;
-    queue_.push_back(Outgoing{seq, op});
-  }
-  MemOps ops(drv_);
-  ops.write(readyDev_ + seq % kSlots, seq);
-  ops.waitGeq(doneDev_ + seq % kSlots, seq);
-  return ops.enqueue(stream);
+  NCCLCHECK(checkNotFailed());
+  return requests_.enqueueEager(drv_, op, stream, failed_, "rank " + std::to_string(ctx_.rank));
 }
 
 ncclResult_t NetBackend::putGraph(const NetPut& op, cudaStream_t stream) {
-  if (failed_) {
-    WARN("ncclPutSignal: rank %d: one-sided operations to other hosts stopped at an earlier error (see above)",
-         ctx_.rank);
-    return ncclRemoteError;
-  }
-  size_t d = 0;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    for (uint64_t released : graphReleases_->take()) freeGraphSlots_.push_back(static_cast<size_t>(released));
-    if (!freeGraphSlots_.empty()) {
-      d = freeGraphSlots_.back();
-      freeGraphSlots_.pop_back();
-    } else if (graphCount_.load() < kNetGraphPuts) {
-      d = graphCount_.load();
-      graphCount_.store(d + 1);
-    } else {
-      WARN(
-          "rank %d: one-sided operations to other hosts captured in CUDA graphs: the %zu that live graphs may hold "
-          "are taken (destroy graphs that are no longer replayed)",
-          ctx_.rank, kNetGraphPuts);
-      return ncclInvalidUsage;
-    }
-    graphPuts_[d] = op;
-    graphPuts_[d].graph = true;
-  }
-  NCCLCHECK(reg::holdForCapturedGraph(stream, graphReleases_, d));
-  // Done is cleared before the request is raised (one stream, in order): the thread raises done
-  // only after it has seen the request and cleared it, so each replay waits for its own put.
-  MemOps ops(drv_);
-  ops.write(graphDoneDev_ + d, 0);
-  ops.write(requestDev_ + d, 1);
-  ops.waitGeq(graphDoneDev_ + d, 1);
-  return ops.enqueue(stream);
+  NCCLCHECK(checkNotFailed());
+  return requests_.enqueueGraph(drv_, op, stream, "rank " + std::to_string(ctx_.rank));
 }
 
 void NetBackend::fail(ncclResult_t error) {
   if (failed_.exchange(true)) return;
   if (ctx_.asyncError) ctx_.asyncError(error);
   releaseWaits();  // no stream waits for a put this thread will not read any more
-}
-
-bool NetBackend::nextReady(Outgoing* out) {
-  const size_t graphs = graphCount_.load();
-  for (size_t d = 0; d < graphs; ++d) {
-    volatile uint64_t* request = reinterpret_cast<volatile uint64_t*>(requestHost_) + d;
-    if (*request == 0) continue;
-    *request = 0;
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // cleared before done can be raised
-    std::lock_guard<std::mutex> lock(queueMutex_);        // the slot's put, as putGraph wrote it
-    *out = Outgoing{0, graphPuts_[d], static_cast<int>(d)};
-    return true;
-  }
-  std::lock_guard<std::mutex> lock(queueMutex_);
-  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    const uint64_t ready = reinterpret_cast<volatile uint64_t*>(readyHost_)[it->seq % kSlots];
-    if (ready != it->seq) continue;
-    *out = *it;
-    queue_.erase(it);
-    return true;
-  }
-  return false;
 }
 
 ncclResult_t NetBackend::stageChunk(int buffer) {
@@ -257,16 +160,7 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   }
   s.sent += s.chunk;
   s.staged = buffer;
-  if (s.last) {
-    // The source is read: the stream that put it may go on.
-    std::atomic_thread_fence(std::memory_order_release);
-    if (s.out.graphSlot >= 0) {
-      reinterpret_cast<volatile uint64_t*>(graphDoneHost_)[s.out.graphSlot] = 1;
-    } else {
-      reinterpret_cast<volatile uint64_t*>(doneHost_)[s.out.seq % kSlots] = s.out.seq;
-      completed_.fetch_add(1);
-    }
-  }
+  if (s.last) requests_.markRead(s.out);  // the source is read: the stream that put it may go on
   return ncclSuccess;
 }
 
@@ -298,7 +192,7 @@ bool NetBackend::postSends() {
   while (true) {
     if (sending_ == nullptr) {
       Outgoing next{};
-      if (!nextReady(&next)) return busy;
+      if (!requests_.next(&next)) return busy;
       sending_ = std::make_unique<Sending>();
       sending_->out = next;
     }

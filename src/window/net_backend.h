@@ -1,27 +1,20 @@
 // One-sided operations with ranks on other hosts, through the communicator's network (net_links.h)
 // and a progress thread of their own.
 //
-// Put, eager:
-//   the call queues the put under the next sequence number n and enqueues two stream memory
-//   operations: write n into ready slot n (host memory), then wait until done slot n holds n. The
-//   thread sees the ready slot once the stream's earlier work has completed, copies the source to
-//   pinned host memory in chunks of kNetChunkBytes, marks the done slot after the last chunk is
-//   copied (the stream goes on: the source may be reused), and sends each chunk with a header that
-//   names the window by its registration serial (the same on every rank), the offset, the size and
-//   the signal.
-// Put, in a CUDA graph: the capture registers the put (its slot d, at most kNetGraphPuts held by
-//   live graphs at once; a slot comes back when its graph is destroyed, register/graph_hold.h) and
-//   records three stream memory operations: clear done word d, set request word d,
-//   wait until done word d is set. At each replay the thread sees the request, clears it, sends the
-//   put as above and sets the done word once the source is read; its signal is marked as a graph's,
-//   and the receiver adds it to the graph count word with the one-thread atomic kernel
-//   (device/signal_add.h), which a wait inside a graph takes (ce_backend.h).
-// Receive: a receive is kept posted on every remote peer's connection. A chunk is checked against
+// Send: streams hand puts over through put_requests.h (eager, or captured in a CUDA graph and sent
+//   at each replay). The thread takes a put once its stream got there, copies the source to pinned
+//   host memory in chunks of kNetChunkBytes (kNetPipelineDepth staged or in flight at once), lets
+//   the stream go on after the last chunk is copied (the source may be reused), and sends each
+//   chunk with a header (rma_wire.h) that names the window by its registration serial (the same on
+//   every rank), the offset, the size and the signal, marked as a graph's where it is one.
+// Receive: receives are kept posted on every remote peer's connection. A chunk is checked against
 //   this rank's own window (serial known, range inside it, context and signal in range) before it
 //   is copied there; the last chunk of a put then raises this rank's count of signals from that
 //   peer on (ctx, sig): the counts word the copy-engine puts of the LSA team write for their peers
-//   (pad_layout.h), so ncclWaitSignal waits for both alike (ce_backend.h). A chunk that fails the
-//   checks is dropped with a WARN and becomes the communicator's asynchronous error.
+//   (pad_layout.h), or for a graph's signal the graph count word, added to with the one-thread
+//   atomic kernel (device/signal_add.h), so ncclWaitSignal waits for both alike (ce_backend.h). A
+//   chunk that fails the checks is dropped with a WARN and becomes the communicator's asynchronous
+//   error.
 // Order: one peer's chunks travel one connection in the order the thread sends them, which for the
 //   puts of one stream is their stream order (a put's chunks, then its signal); puts of different
 //   streams go as their streams reach them.
@@ -40,8 +33,8 @@
 #include <vector>
 
 #include "cuda/cuda_driver.h"
-#include "register/graph_hold.h"
 #include "window/net_links.h"
+#include "window/put_requests.h"
 #include "window/rma_wire.h"
 #include "window/signal_pad.h"
 #include "window/window_context.h"
@@ -52,21 +45,6 @@ constexpr uint64_t kNetChunkBytes = uint64_t{256} << 10;
 // Chunks staged or in flight at once, each way: the copy of one overlaps the network's work on the
 // others.
 constexpr int kNetPipelineDepth = 4;
-// Puts to other hosts that live CUDA graphs may hold at once (a slot each, until the graph is destroyed).
-constexpr size_t kNetGraphPuts = 4096;
-
-// A put to a rank on another host: `bytes` from `src` (this rank's memory) into the peer's window
-// `serial` at `offset`, then one signal on (ctx, sig). bytes 0: the signal alone.
-struct NetPut {
-  const void* src = nullptr;
-  uint64_t bytes = 0;
-  int peer = 0;
-  int ctx = 0;
-  int sig = 0;
-  uint64_t serial = 0;
-  uint64_t offset = 0;
-  bool graph = false;  // sent by a CUDA graph's replay (filled by putGraph)
-};
 
 class NetBackend {
  public:
@@ -88,11 +66,6 @@ class NetBackend {
   void releaseWaits();
 
  private:
-  struct Outgoing {
-    uint64_t seq;  // eager: its sequence number
-    NetPut op;
-    int graphSlot = -1;  // a graph's: its slot
-  };
   // A pinned buffer of one chunk and its registration with each peer's connection (send buffers:
   // every peer's send connection; receive buffers: their own peer's receive connection).
   struct ChunkBuffer {
@@ -127,7 +100,7 @@ class NetBackend {
   // findWindow, waiting a little for a registration that is just ending.
   bool awaitWindow(int peer, uint64_t serial, char** base, uint64_t* bytes);
   void fail(ncclResult_t error);
-  bool nextReady(Outgoing* out);
+  [[nodiscard]] ncclResult_t checkNotFailed() const;
 
   const CudaDriver* drv_;
   const WindowContext& ctx_;
@@ -135,26 +108,7 @@ class NetBackend {
   std::unique_ptr<NetLinks> links_;
   std::vector<int> slotOf_;  // world rank -> index in links_->peers(), or -1
 
-  // Ready and done slots, host memory the streams write and wait on (device view alongside).
-  uint64_t* readyHost_ = nullptr;
-  uint64_t* doneHost_ = nullptr;
-  uint64_t* readyDev_ = nullptr;
-  uint64_t* doneDev_ = nullptr;
-
-  // Graph puts: request and done words (host memory), the puts themselves.
-  uint64_t* requestHost_ = nullptr;
-  uint64_t* requestDev_ = nullptr;
-  uint64_t* graphDoneHost_ = nullptr;
-  uint64_t* graphDoneDev_ = nullptr;
-  std::vector<NetPut> graphPuts_ = std::vector<NetPut>(kNetGraphPuts);
-  std::atomic<size_t> graphCount_{0};   // slots ever used: [0, graphCount_)
-  std::vector<size_t> freeGraphSlots_;  // used once, their graphs since destroyed
-  std::shared_ptr<reg::ReleaseBox> graphReleases_ = std::make_shared<reg::ReleaseBox>();
-
-  std::mutex queueMutex_;
-  std::deque<Outgoing> queue_;
-  uint64_t issued_ = 0;
-  std::atomic<uint64_t> completed_{0};
+  PutRequests requests_;
 
   std::mutex windowsMutex_;
   std::map<uint64_t, std::pair<char*, uint64_t>> windows_;  // serial -> this rank's window
