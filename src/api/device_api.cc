@@ -135,9 +135,10 @@ ncclResult_t lookUp(ncclWindow_t window, void** outPtr, const char* caller,
 
 // LSA rank `lsa`'s byte `offset` of the window, checked against that rank's window size.
 ncclResult_t lsaPointer(const braid::window::WindowInfo& w, size_t offset, int lsa, void** outPtr, const char* caller) {
-  if (offset >= w.lsaBytes[lsa]) {
+  const uint64_t bytes = w.worldBytes[w.lsaBase() + lsa];
+  if (offset >= bytes) {
     WARN("%s: offset %zu is past the end of LSA rank %d's window (%llu bytes)", caller, offset, lsa,
-         static_cast<unsigned long long>(w.lsaBytes[lsa]));
+         static_cast<unsigned long long>(bytes));
     return ncclInvalidArgument;
   }
   *outPtr = w.lsaPtr(lsa, offset);

@@ -131,7 +131,6 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   info->lsaSize = ctx_.lsaSize;
   info->lsaFlatBase = w->flat->base() + layout.userOffset;
   info->stride = layout.stride;
-  for (int i = 0; i < ctx_.lsaSize; ++i) info->lsaBytes.push_back(offers[ctx_.lsaBase() + i].userBytes);
   for (const WindowOffer& o : offers) info->worldBytes.push_back(o.userBytes);
   if (info->role != WindowRole::kSignals) NCCLCHECK(publish(w, info.get()));
   w->info = std::move(info);

@@ -34,8 +34,7 @@ struct WindowInfo {
   int lsaSize = 1;
   char* lsaFlatBase = nullptr;  // LSA rank 0's copy of byte 0
   uint64_t stride = 0;
-  std::vector<uint64_t> lsaBytes;    // the window's size on every LSA rank
-  std::vector<uint64_t> worldBytes;  // and on every rank
+  std::vector<uint64_t> worldBytes;  // the window's size on every rank
 
   int lsaBase() const { return worldRank - lsaRank; }
   bool inLsa(int world) const { return world >= lsaBase() && world < lsaBase() + lsaSize; }
