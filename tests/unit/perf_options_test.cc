@@ -13,18 +13,11 @@
 #include "coll_check.h"
 #include "launcher.h"
 #include "options.h"
+#include "perf_test_util.h"
 #include "report.h"
 
 namespace braidperf {
 namespace {
-
-bool parse(std::initializer_list<const char*> args, Options* opt) {
-  std::vector<std::string> store{"braid-perf"};
-  for (const char* a : args) store.emplace_back(a);
-  std::vector<char*> argv;
-  for (std::string& s : store) argv.push_back(&s[0]);
-  return parseOptions(static_cast<int>(argv.size()), argv.data(), opt);
-}
 
 TEST(PerfOptions, SizesWithSuffixes) {
   size_t v = 0;
