@@ -18,7 +18,9 @@ struct Requirements {
   int barrierCount = 0, lsaBarrierCount = 0, railGinBarrierCount = 0;
   bool ginForceEnable = false;
   int ginSignalCount = 0, ginCounterCount = 0;
+  int ginContextCount = 0;
   int ginConnectionType = NCCL_GIN_CONNECTION_NONE;
+  int ginQueueDepth = 0;
   int worldGinBarrierCount = 0;
   int ginType = NCCL_GIN_TYPE_NONE;
   int cftCaps = 0, cftBarrierCount = 0;
@@ -118,6 +120,8 @@ void readRequirements(const void* reqs, DevCommRelease release, Requirements* ou
     case DevCommRelease::k23203: {
       ncclDevCommRequirements_t r;
       readAs(reqs, out, &r);
+      out->ginContextCount = r.ginContextCount;
+      out->ginQueueDepth = r.ginQueueDepth;
       out->ginConnectionType = r.ginConnectionType;
       out->worldGinBarrierCount = r.worldGinBarrierCount;
       out->ginType = r.ginType;
@@ -135,17 +139,23 @@ ncclResult_t refuse(const char* what) {
   return ncclInvalidUsage;
 }
 
-// The program's own buffers; GIN signals or counters in any of them need GIN.
+// The program's own buffers, and the GIN signals and counters they ask for.
 ncclResult_t readResources(ncclDevResourceRequirements_t* node, window::DevCommAsk* ask) {
   for (int i = 0; node != nullptr; node = node->next, ++i) {
     if (i == kMaxListNodes) {
       WARN("ncclDevCommCreate: resourceRequirementsList has more than %d entries (does it loop?)", kMaxListNodes);
       return ncclInvalidArgument;
     }
-    if (node->ginSignalCount != 0 || node->ginCounterCount != 0) {
-      return refuse(
-          "GIN signals or counters in a resource requirement; GIN (GPU-initiated networking) is not in this "
-          "version of Braid");
+    if (node->ginSignalCount < 0 || node->ginCounterCount < 0) {
+      WARN("ncclDevCommCreate: resource requirement %d asks for %d GIN signals and %d counters: negative", i,
+           node->ginSignalCount, node->ginCounterCount);
+      return ncclInvalidArgument;
+    }
+    if (node->ginSignalCount > 0) {
+      ask->ginSignalAsks.push_back(window::GinIdAsk{node->ginSignalCount, node->outGinSignalStart});
+    }
+    if (node->ginCounterCount > 0) {
+      ask->ginCounterAsks.push_back(window::GinIdAsk{node->ginCounterCount, node->outGinCounterStart});
     }
     ask->resources.push_back(window::ResourceAsk{node->bufferSize, node->bufferAlign, node->outBufferHandle,
                                                  "resource requirement " + std::to_string(i)});
@@ -167,9 +177,42 @@ ncclResult_t readTeams(ncclTeamRequirements_t* node) {
 // What needs GIN whatever the teams. Rail GIN barriers are not in it: on a rail of one rank (one LSA
 // team is the whole communicator) they have no peer to wait for, and NCCL 2.28 makes them there
 // without GIN (PyTorch's symmetric memory asks for them).
-bool asksForGin(const Requirements& r) {
+bool asksForGin(const Requirements& r, const window::DevCommAsk& ask) {
   return r.ginForceEnable || r.ginSignalCount != 0 || r.ginCounterCount != 0 || r.worldGinBarrierCount != 0 ||
-         r.ginConnectionType != NCCL_GIN_CONNECTION_NONE || r.ginType != NCCL_GIN_TYPE_NONE;
+         r.ginConnectionType != NCCL_GIN_CONNECTION_NONE || r.ginType != NCCL_GIN_TYPE_NONE ||
+         !ask.ginSignalAsks.empty() || !ask.ginCounterAsks.empty();
+}
+
+// GIN over the proxy transport (the library's network thread), for kernels compiled against a
+// header whose proxy descriptors Braid reads (2.31 and 2.32: nccl_device/gin_proxy.h).
+ncclResult_t readGin(const Requirements& r, DevCommRelease release, int nranks, int lsaSize, window::DevCommAsk* ask) {
+  ask->gin = asksForGin(r, *ask) || (r.railGinBarrierCount > 0 && lsaSize != nranks);
+  if (!ask->gin) return ncclSuccess;
+  if (release != DevCommRelease::k23203) {
+    WARN(
+        "ncclDevCommCreate: the requirements ask for GIN from a program compiled against NCCL %s; Braid's GIN speaks "
+        "the proxy protocol of 2.31 and 2.32 only (GIN programs are rebuilt for each NCCL release)",
+        releaseName(release));
+    return ncclInvalidUsage;
+  }
+  if (r.ginType != NCCL_GIN_TYPE_NONE && r.ginType != NCCL_GIN_TYPE_PROXY) {
+    return refuse("a GIN type other than the proxy (GDAKI, GPI and EFA GDA drive a NIC from the GPU)");
+  }
+  if (r.ginConnectionType == NCCL_GIN_CONNECTION_CUSTOM_STRIDE) {
+    return refuse("a GIN connection of a custom stride, which is not in this version of Braid");
+  }
+  if (r.ginSignalCount < 0 || r.ginCounterCount < 0 || r.worldGinBarrierCount < 0) {
+    WARN("ncclDevCommCreate: ginSignalCount %d, ginCounterCount %d and worldGinBarrierCount %d must not be negative",
+         r.ginSignalCount, r.ginCounterCount, r.worldGinBarrierCount);
+    return ncclInvalidArgument;
+  }
+  ask->ginContexts = r.ginContextCount;
+  ask->ginSignals = r.ginSignalCount;
+  ask->ginCounters = r.ginCounterCount;
+  ask->railGinBarriers = r.railGinBarrierCount;
+  ask->worldGinBarriers = r.worldGinBarrierCount;
+  ask->queueDepth = r.ginQueueDepth;
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -201,23 +244,17 @@ ncclResult_t readDevCommRequirements(const void* reqs, int nranks, int lsaSize, 
     return ncclInvalidArgument;
   }
   if (r.lsaMultimem) return refuse("lsaMultimem: Braid never uses NVLink SHARP multicast");
-  if (asksForGin(r)) {
-    return refuse(
-        "GIN (GPU-initiated networking: signals, counters, GIN barriers or a GIN connection), which is not in this "
-        "version of Braid");
-  }
   if (r.cftCaps != 0 || r.cftBarrierCount != 0) {
     return refuse("CFT (Compute Fabric Transport), which needs Blackwell GPUs and CUDA 13.3");
   }
-  if ((r.barrierCount > 0 || r.railGinBarrierCount > 0) && lsaSize != nranks) {
-    return refuse(
-        "barriers across LSA teams (barrierCount or railGinBarrierCount), which need GIN, not in this version of "
-        "Braid");
+  if (r.barrierCount > 0 && lsaSize != nranks) {
+    return refuse("hybrid barriers across LSA teams (barrierCount), which are not in this version of Braid");
   }
   NCCLCHECK(readTeams(r.teams));
   ask->lsaBarriers = r.lsaBarrierCount;
   ask->hybridBarriers = r.barrierCount;
   NCCLCHECK(readResources(r.resources, ask));
+  NCCLCHECK(readGin(r, layout->release, nranks, lsaSize, ask));
   INFO(kLogInit, "ncclDevCommCreate: requirements of a program compiled against NCCL %s (version field %u)",
        releaseName(layout->release), layout->version);
   return ncclSuccess;
@@ -269,6 +306,25 @@ void writeNew(const window::DevCommMade& m, unsigned int version, D* d) {
   d->hybridLsaBarrier = ncclLsaBarrierHandle_t{m.hybridLsaBarrier.handle, m.hybridLsaBarrier.count};
 }
 
+// One proxy GIN connection (nccl_device/gin_proxy.h), its ranks the world's.
+void writeGin(const window::DevCommMade& m, ncclDevComm* d) {
+  d->railGinBarrier = ncclGinBarrierHandle_t{m.railGinBarrierSignal0, 0};
+  d->worldGinBarrier = ncclGinBarrierHandle_t{m.worldGinBarrierSignal0, 0};
+  if (m.ginContexts == 0) return;
+  d->ginConnectionCount = 1;
+  d->backendIndex = 0;
+  d->ginNetDeviceTypes[0] = NCCL_GIN_TYPE_PROXY;  // the same number as NCCL_NET_DEVICE_GIN_PROXY
+  d->ginHandles[0] = m.ginHandle;
+  d->ginSignalCount = m.ginSignals;
+  d->ginCounterCount = m.ginCounters;
+  d->ginSignalShadows = m.ginSignalShadows;
+  d->ginContextCount = static_cast<uint32_t>(m.ginContexts);
+  d->ginConnectionStride = 1;
+  d->ginContextStride = 1;
+  d->ginStrongLegacySignals = true;
+  d->ginConnectionStride_rcp32 = nccl::utility::idivRcp32(1);
+}
+
 template <typename D, typename Fill>
 void writeAs(void* out, Fill fill) {
   D d;
@@ -300,6 +356,7 @@ void writeDevComm(const DevCommLayout& layout, const window::DevCommMade& m, voi
     case DevCommRelease::k23203:
       writeAs<ncclDevComm>(out, [&](auto& d) {
         writeNew(m, version, &d);
+        writeGin(m, &d);
         d.ucLeId = NCCL_LE_ID_INVALID;
         d.mcLeId = NCCL_LE_ID_INVALID;
       });

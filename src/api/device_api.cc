@@ -6,6 +6,7 @@
 #include <nccl_device/host.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "api/api_guard.h"
@@ -23,7 +24,7 @@
 namespace {
 
 constexpr const char* kCft = "CFT (Compute Fabric Transport, which needs Blackwell GPUs and CUDA 13.3)";
-constexpr const char* kGin = "GIN (GPU-initiated networking needs an InfiniBand/RoCE or EFA NIC driven from the GPU)";
+constexpr const char* kGin = "GIN outboxes and inboxes (GPU-initiated networking's message queues)";
 
 ncclResult_t checkOut(const void* out, const char* caller, const char* name) {
   if (out == nullptr) {
@@ -278,9 +279,26 @@ ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncc
 
 BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team, int nBarriers,
           ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*,
-                                             ncclDevResourceRequirements_t*) {
-  return braid::notImplemented("ncclGinBarrierCreateRequirement", kGin);
+// A GIN barrier of `team` takes one signal per team rank and barrier, handed out by
+// ncclDevCommCreate (the device communicator then needs GIN: the proxy transport).
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                             ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq) {
+  const char* caller = "ncclGinBarrierCreateRequirement";
+  return braid::apiGuard(caller, [&] {
+    NCCLCHECK(braid::commCheckHandle(comm, caller));
+    NCCLCHECK(checkOut(outHandle, caller, "outHandle"));
+    NCCLCHECK(checkOut(outReq, caller, "outReq"));
+    if (nBarriers < 0 || team.nRanks <= 0 || team.nRanks > comm->nranks_ ||
+        nBarriers > std::numeric_limits<int>::max() / team.nRanks) {
+      WARN("%s: nBarriers %d of a team of %d ranks: out of range", caller, nBarriers, team.nRanks);
+      return ncclInvalidArgument;
+    }
+    std::memset(outReq, 0, sizeof(*outReq));
+    outReq->ginSignalCount = nBarriers * team.nRanks;
+    outReq->outGinSignalStart = &outHandle->signal0;
+    outHandle->signal0 = 0;
+    return ncclSuccess;
+  });
 }
 
 BRAID_API(ncclResult_t, ncclCftBarrierCreateRequirement, ncclTeam_t team, int nBarriers,

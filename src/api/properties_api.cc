@@ -18,8 +18,8 @@ namespace {
 
 // The caller's struct may be any released layout: fields were only ever appended, so the library
 // fills the prefix that fits in props->size. (Layouts before 2.29.7 had a one-byte ginType at the
-// offset where later ones have padding; Braid's ginType is always NONE, i.e. zero bytes, so the same
-// prefix copy gives them the right value too.)
+// offset where later ones have padding; Braid tells such a program ginType NONE, i.e. zero bytes, so
+// the same prefix copy gives it the right value too.)
 constexpr size_t kFirstField = offsetof(ncclCommProperties_t, rank);
 
 // One-sided operations from the host run where the communicator has RMA contexts, the GPU and
@@ -41,24 +41,29 @@ bool windowsPossible(ncclComm* comm) {
   return braid::cudaDriver(&drv) == ncclSuccess && braid::window::windowSupport(drv, comm->cudaDev_, &why);
 }
 
-ncclCommProperties_t propertiesOf(ncclComm* comm) {
+// `version`: the NCCL_VERSION_CODE the caller was compiled with. GIN is there for programs built
+// against 2.31 or later, whose proxy protocol Braid speaks (nccl_device/gin_proxy.h).
+ncclCommProperties_t propertiesOf(ncclComm* comm, unsigned int version) {
   ncclCommProperties_t p;
   std::memset(&p, 0, sizeof(p));  // also the padding: see above
   p.rank = comm->rank_;
   p.nRanks = comm->nranks_;
   p.cudaDev = comm->cudaDev_;
   p.nvmlDev = braid::topo::nvmlIndexOfBusId(comm->busId_);
-  // Device communicators need windows (cuMem on this GPU). Not in Braid: multicast (NVLink SHARP
-  // stays off), GIN and CFT.
+  // Device communicators need windows (cuMem on this GPU); GIN is the proxy transport (the
+  // library's network thread), wherever one-sided operations can run. Not in Braid: multicast
+  // (NVLink SHARP stays off) and CFT.
   p.deviceApiSupport = windowsPossible(comm);
   p.multimemSupport = false;
-  p.ginType = NCCL_GIN_TYPE_NONE;
+  const bool gin = p.deviceApiSupport && hostRma(comm) && version >= NCCL_VERSION(2, 31, 0);
+  p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
+  p.ginSupport[NCCL_GIN_TYPE_PROXY] = gin;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;
   p.hostRmaSupport = hostRma(comm);
   p.railedGinType = NCCL_GIN_TYPE_NONE;
   p.commHash = comm->commHash_;
   p.ginMinStride = 0;
-  p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;
+  p.ginConnectionType = gin ? NCCL_GIN_CONNECTION_FULL : NCCL_GIN_CONNECTION_NONE;
   p.devCommRuntimeVersionSize = 0;
   p.cftSupport = false;
   p.cftMulticastSupport = false;
@@ -86,7 +91,7 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
       WARN("%s: the communicator (rank %d) has not finished its initialization", caller, comm->rank_);
       return ncclInvalidUsage;
     }
-    const ncclCommProperties_t full = propertiesOf(comm);
+    const ncclCommProperties_t full = propertiesOf(comm, props->version);
     const size_t end = props->size < sizeof(full) ? props->size : sizeof(full);
     std::memcpy(reinterpret_cast<char*>(props) + kFirstField, reinterpret_cast<const char*>(&full) + kFirstField,
                 end - kFirstField);

@@ -66,7 +66,7 @@ ncclResult_t Manager::makeResourceWindow(uint64_t bytes, Window** out) {
   NCCLCHECK(registerCollective(memory ? memory->ptr() : nullptr, bytes, 0, WindowRole::kDevResources, status, &w));
   w->ownMemory = std::move(memory);
   registryAdd(w->info);
-  if (net_ != nullptr) net_->addWindow(w->serial, w->info->userPtr, w->info->userBytes);
+  if (net_ != nullptr) net_->addWindow(w->serial, w->info);
   *out = w.get();
   windows_.push_back(std::move(w));
   return ncclSuccess;
@@ -89,13 +89,23 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
   asks.push_back(ResourceAsk{lsaBarrierBytes(ask.hybridBarriers, ctx_.lsaSize), kLsaBarrierAlign,
                              &made.hybridLsaBarrier.handle, "the hybrid barriers (barrierCount)"});
   asks.insert(asks.end(), ask.resources.begin(), ask.resources.end());
-  uint64_t bytes = 0;
-  if (refusal == ncclSuccess) refusal = layOutResources(asks, &bytes);
   std::string why;
   if (refusal == ncclSuccess && !windowSupport(drv_, ctx_.cudaDev, &why)) {
     WARN("ncclDevCommCreate: %s: %s", me().c_str(), why.c_str());
     refusal = ncclInvalidUsage;
   }
+  // Every rank sets up the one-sided operations here if no registration did yet (collective), so
+  // that whether GIN can run is known before the ranks vote.
+  if (!padTried_) {
+    const ncclResult_t padResult = makePad();
+    if (refusal == ncclSuccess) refusal = padResult;
+  }
+  GinShape gin;
+  GinPlaces ginPlaces;
+  if (refusal == ncclSuccess && ask.gin) refusal = readyGin();
+  if (refusal == ncclSuccess && ask.gin) refusal = planGin(ask, &gin, &ginPlaces, &asks, &made);
+  uint64_t bytes = 0;
+  if (refusal == ncclSuccess) refusal = layOutResources(asks, &bytes);
   NCCLCHECK(agreeOnResources(refusal, bytes));
   NCCLCHECK(table_.head(setupStream_, &made.windowTable));
   if (bytes > 0) {
@@ -103,6 +113,7 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
     NCCLCHECK(makeResourceWindow(bytes, &w));
     made.resourceWindow = w->info->handle;
     made.resourceDesc = w->desc;
+    if (ask.gin) NCCLCHECK(startGin(gin, ginPlaces, w, &made));
   }
   INFO(kLogInit, "ncclDevCommCreate: %s: %llu bytes of resources, %d LSA barriers, %d hybrid barriers, %zu buffers",
        me().c_str(), static_cast<unsigned long long>(bytes), ask.lsaBarriers, ask.hybridBarriers, ask.resources.size());
@@ -123,6 +134,7 @@ ncclResult_t Manager::destroyDevComm(ncclWindow_t resourceWindow) {
         me().c_str(), static_cast<void*>(resourceWindow));
     return ncclInvalidArgument;
   }
+  stopGin(w->serial);
   registryRemove(resourceWindow);
   w->deregistered = true;
   if (w->graphRefs == 0) destroyWindow(w);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "window/dev_resources.h"
+#include "window/gin_comm.h"
 #include "window/window_types.h"
 
 namespace braid::window {
@@ -19,10 +20,25 @@ struct BarrierSet {
   int count = 0;
 };
 
+// GIN signals or counters a requirement asks for: how many, and where the first id goes.
+struct GinIdAsk {
+  int count = 0;
+  uint32_t* outStart = nullptr;
+};
+
 struct DevCommAsk {
   int lsaBarriers = 0;                 // lsaBarrierCount: barriers of the caller's LSA team
   int hybridBarriers = 0;              // barrierCount: the hybrid barriers' LSA part (their GIN part needs GIN)
   std::vector<ResourceAsk> resources;  // the program's own buffers (resourceRequirementsList), in order
+  // GIN (proxy transport): wanted at all, contexts, the program's own signals and counters (ids from
+  // 0), then the requirements' and the GIN barriers' (railGinBarrierCount, worldGinBarrierCount:
+  // nRanks of the team signals each), ids after those.
+  bool gin = false;
+  int ginContexts = 0;
+  int ginSignals = 0, ginCounters = 0;
+  std::vector<GinIdAsk> ginSignalAsks, ginCounterAsks;
+  int railGinBarriers = 0, worldGinBarriers = 0;
+  int queueDepth = 0;  // ginQueueDepth (0: the library's)
 };
 
 struct DevCommMade {
@@ -33,6 +49,11 @@ struct DevCommMade {
   BarrierSet lsaBarrier;
   BarrierSet hybridLsaBarrier;
   uint32_t* abortFlag = nullptr;  // the communicator's kernel abort word (filled by the API layer)
+  // GIN: none when ginContexts is 0.
+  int ginContexts = 0, ginSignals = 0, ginCounters = 0;
+  void* ginHandle = nullptr;  // the contexts' descriptors (ncclGinProxyGpuCtx_t[ginContexts])
+  uint64_t* ginSignalShadows = nullptr;
+  uint32_t railGinBarrierSignal0 = 0, worldGinBarrierSignal0 = 0;
 };
 
 }  // namespace braid::window

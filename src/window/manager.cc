@@ -50,7 +50,8 @@ Manager::~Manager() {
   for (const auto& w : windows_) {
     if (!w->deregistered) registryRemove(w->info->handle);
   }
-  net_.reset();      // its thread writes into windows and signal memory
+  net_.reset();  // its thread writes into windows and signal memory, reads the GIN rings
+  gins_.clear();
   windows_.clear();  // unmaps every flat range
   backend_.reset();
   padWindow_.reset();
@@ -95,7 +96,7 @@ ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, nccl
   std::unique_ptr<Window> w;
   NCCLCHECK(registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
   registryAdd(w->info);
-  if (net_ != nullptr) net_->addWindow(w->serial, w->info->userPtr, w->info->userBytes);
+  if (net_ != nullptr) net_->addWindow(w->serial, w->info);
   *out = w->info->handle;
   windows_.push_back(std::move(w));
   return ncclSuccess;

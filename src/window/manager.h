@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,17 @@ class Manager final : public CommWindowsBase {
   // dev_comm.cc
   [[nodiscard]] ncclResult_t agreeOnResources(ncclResult_t mine, uint64_t bytes);
   [[nodiscard]] ncclResult_t makeResourceWindow(uint64_t bytes, Window** out);
+  // gin_setup.cc
+  // Whether this rank can serve a proxy GIN connection; starts the thread for one within the LSA
+  // team. Otherwise ncclInvalidUsage with a WARN.
+  [[nodiscard]] ncclResult_t readyGin();
+  // The GIN shape and resource asks for `ask`, and the signal ids it hands out (into *made and the
+  // program's outGin*Start).
+  [[nodiscard]] ncclResult_t planGin(const DevCommAsk& ask, GinShape* shape, GinPlaces* places,
+                                     std::vector<ResourceAsk>* asks, DevCommMade* made);
+  [[nodiscard]] ncclResult_t startGin(const GinShape& shape, const GinPlaces& places, Window* resources,
+                                      DevCommMade* made);
+  void stopGin(uint64_t serial);
   bool anyPeerProcess() const;
 
   // manager.cc
@@ -113,9 +125,10 @@ class Manager final : public CommWindowsBase {
   bool padTried_ = false;
   std::unique_ptr<SignalPad> pad_;
   std::unique_ptr<Window> padWindow_;
-  std::unique_ptr<RmaBackend> backend_;  // the LSA team's peers, and every wait
-  std::unique_ptr<NetBackend> net_;      // peers on other hosts (none: no such peer, or no network)
-  std::string rmaWhy_;                   // why one-sided operations cannot run (empty while they can or may)
+  std::unique_ptr<RmaBackend> backend_;                // the LSA team's peers, and every wait
+  std::unique_ptr<NetBackend> net_;                    // peers on other hosts and GIN (none: no such peer, no network)
+  std::map<uint64_t, std::shared_ptr<GinComm>> gins_;  // resource window serial -> its GIN connection
+  std::string rmaWhy_;  // why one-sided operations cannot run (empty while they can or may)
 };
 
 }  // namespace braid::window

@@ -26,7 +26,7 @@ NetBackend::NetBackend(const CudaDriver* drv, const WindowContext& ctx, const Si
       links_(std::move(links)),
       slotOf_(ctx.nranks, -1),
       received_(pad.layout().words(), 0) {
-  for (size_t i = 0; i < links_->peers().size(); ++i) slotOf_[links_->peers()[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < nPeers(); ++i) slotOf_[links_->peers()[i]] = static_cast<int>(i);
 }
 
 ncclResult_t NetBackend::allocate() {
@@ -36,8 +36,11 @@ ncclResult_t NetBackend::allocate() {
   void* buf = nullptr;
   CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
   countStage_ = static_cast<uint64_t*>(buf);
+  CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
+  inlineStage_ = static_cast<uint64_t*>(buf);
+  const size_t n = nPeers();
+  if (n == 0) return ncclSuccess;  // GIN within the LSA team only: no buffers, no connections
   const ncclNet_v11_t& net = links_->net();
-  const size_t n = links_->peers().size();
   sendBuffers_.resize(kNetPipelineDepth);
   for (int b = 0; b < kNetPipelineDepth; ++b) {
     ChunkBuffer& c = sendBuffers_[b];
@@ -76,15 +79,15 @@ ncclResult_t NetBackend::create(const CudaDriver* drv, const WindowContext& ctx,
 NetBackend::~NetBackend() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
-  const ncclNet_v11_t& net = links_->net();
   for (size_t i = 0; i < receivers_.size(); ++i) {
+    const ncclNet_v11_t& net = links_->net();
     for (ChunkBuffer& c : receivers_[i].buffers) {
       if (!c.mhandles.empty() && c.mhandles[0] != nullptr) (void)net.deregMr(links_->recvComm(i), c.mhandles[0]);
     }
   }
   for (ChunkBuffer& c : sendBuffers_) {
     for (size_t i = 0; i < c.mhandles.size(); ++i) {
-      if (c.mhandles[i] != nullptr) (void)net.deregMr(links_->sendComm(i), c.mhandles[i]);
+      if (c.mhandles[i] != nullptr) (void)net().deregMr(links_->sendComm(i), c.mhandles[i]);
     }
   }
   links_.reset();  // the connections go before their buffers
@@ -97,12 +100,13 @@ NetBackend::~NetBackend() {
     if (c.buf != nullptr) (void)cudaFreeHost(c.buf);
   }
   if (countStage_ != nullptr) (void)cudaFreeHost(countStage_);
+  if (inlineStage_ != nullptr) (void)cudaFreeHost(inlineStage_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
-void NetBackend::addWindow(uint64_t serial, char* base, uint64_t bytes) {
+void NetBackend::addWindow(uint64_t serial, std::shared_ptr<const WindowInfo> info) {
   std::lock_guard<std::mutex> lock(windowsMutex_);
-  windows_[serial] = {base, bytes};
+  windows_[serial] = std::move(info);
 }
 
 void NetBackend::removeWindow(uint64_t serial) {
@@ -110,13 +114,20 @@ void NetBackend::removeWindow(uint64_t serial) {
   windows_.erase(serial);
 }
 
-bool NetBackend::findWindow(uint64_t serial, char** base, uint64_t* bytes) {
+std::shared_ptr<const WindowInfo> NetBackend::findWindow(uint64_t serial) {
   std::lock_guard<std::mutex> lock(windowsMutex_);
   auto it = windows_.find(serial);
-  if (it == windows_.end()) return false;
-  *base = it->second.first;
-  *bytes = it->second.second;
-  return true;
+  return it == windows_.end() ? nullptr : it->second;
+}
+
+void NetBackend::addGin(std::shared_ptr<GinComm> gin) {
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  gins_[gin->serial()] = std::move(gin);
+}
+
+void NetBackend::removeGin(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  gins_.erase(serial);
 }
 
 void NetBackend::releaseWaits() { requests_.releaseAll(); }
@@ -144,31 +155,87 @@ void NetBackend::fail(ncclResult_t error) {
   releaseWaits();  // no stream waits for a put this thread will not read any more
 }
 
+void NetBackend::writeHeader(char* buf) const {
+  const Sending& s = *sending_;
+  if (s.gin == nullptr) {
+    const NetPut& op = s.out.op;
+    const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last, op.graph);
+    std::memcpy(buf, &h, sizeof(h));
+    return;
+  }
+  const GinOp& g = s.ginOp;
+  GinHeader h{};
+  h.magic = kGinMagic;
+  h.devComm = s.gin->serial();
+  h.context = static_cast<uint32_t>(s.ginContext);
+  h.bytes = s.chunk;
+  if (g.kind == GinOp::Kind::kVaSignal) {
+    h.serial = g.vaHandle;
+    h.offset = g.vaOffset;
+    h.flags = kGinVaSignal;
+  } else {
+    h.serial = g.dstHandle;
+    h.offset = g.dstOffset + s.sent;
+    h.signal = g.signalId;
+  }
+  if (s.last) {
+    h.flags |= kGinLast;
+    if (g.signal == GinOp::Signal::kInc) h.flags |= kGinSignalInc;
+    if (g.signal == GinOp::Signal::kAdd) h.flags |= kGinSignalAdd;
+    h.value = g.signal == GinOp::Signal::kAdd ? g.signalValue : 1;
+  }
+  std::memcpy(buf, &h, sizeof(h));
+}
+
+// The last chunk is staged: the source may be reused.
+void NetBackend::finishStaging() {
+  Sending& s = *sending_;
+  if (s.gin == nullptr) {
+    requests_.markRead(s.out);  // the stream that put it may go on
+    return;
+  }
+  if (s.ginOp.hasCounter) {
+    SignalAdds adds{};
+    adds.words[0] = s.gin->counter(s.ginContext, s.ginOp.counterId);
+    adds.deltas[0] = 1;
+    adds.count = 1;
+    if (launchSignalAdds(adds, stream_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
+      WARN("rank %d: GIN: raising counter %u failed: %s", ctx_.rank, s.ginOp.counterId,
+           cudaGetErrorString(cudaGetLastError()));
+      fail(ncclUnhandledCudaError);
+      return;
+    }
+  }
+  s.gin->done(s.ginContext, s.peer);
+}
+
 ncclResult_t NetBackend::stageChunk(int buffer) {
   Sending& s = *sending_;
-  const NetPut& op = s.out.op;
   char* buf = sendBuffers_[buffer].buf;
-  s.chunk = std::min(kNetChunkBytes, op.bytes - s.sent);
-  s.last = s.sent + s.chunk == op.bytes;
-  const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last, op.graph);
-  std::memcpy(buf, &h, sizeof(h));
-  if (s.chunk > 0) {
-    const std::string what = "one-sided put to rank " + std::to_string(op.peer);
-    CUDACHECK_AT(what, cudaMemcpyAsync(buf + sizeof(h), static_cast<const char*>(op.src) + s.sent, s.chunk,
+  s.chunk = std::min(kNetChunkBytes, s.bytes - s.sent);
+  s.last = s.sent + s.chunk == s.bytes;
+  writeHeader(buf);
+  const size_t header = s.gin == nullptr ? sizeof(ChunkHeader) : sizeof(GinHeader);
+  if (s.chunk > 0 && s.gin != nullptr && s.ginOp.hasInline) {
+    std::memcpy(buf + header, &s.ginOp.inlineValue, s.chunk);
+  } else if (s.chunk > 0) {
+    const std::string what = "one-sided put to rank " + std::to_string(s.peer);
+    CUDACHECK_AT(what, cudaMemcpyAsync(buf + header, static_cast<const char*>(s.src) + s.sent, s.chunk,
                                        cudaMemcpyDeviceToHost, stream_));
     CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
   }
   s.sent += s.chunk;
   s.staged = buffer;
-  if (s.last) requests_.markRead(s.out);  // the source is read: the stream that put it may go on
+  s.size = header + s.chunk;
+  if (s.last) finishStaging();
   return ncclSuccess;
 }
 
 // Sends complete in the order they were posted (one connection each; the oldest first is enough).
 bool NetBackend::completeSends() {
-  const ncclNet_v11_t& net = links_->net();
   bool busy = false;
   while (!postedSends_.empty()) {
+    const ncclNet_v11_t& net = links_->net();
     ChunkBuffer& c = sendBuffers_[postedSends_.front()];
     int done = 0, size = 0;
     if (net.test(c.request, &done, &size) != ncclSuccess) {
@@ -187,14 +254,23 @@ bool NetBackend::completeSends() {
 
 // Stages and posts chunks while send buffers are free: the current put's, then the next ready one's.
 bool NetBackend::postSends() {
-  const ncclNet_v11_t& net = links_->net();
   bool busy = false;
   while (true) {
     if (sending_ == nullptr) {
       Outgoing next{};
-      if (!requests_.next(&next)) return busy;
-      sending_ = std::make_unique<Sending>();
-      sending_->out = next;
+      if (requests_.next(&next)) {
+        sending_ = std::make_unique<Sending>();
+        sending_->out = next;
+        sending_->peer = next.op.peer;
+        sending_->src = next.op.src;
+        sending_->bytes = next.op.bytes;
+      } else if (!takeGin()) {
+        return busy;
+      } else if (sending_ == nullptr) {
+        busy = true;  // done here, or failed
+        if (failed_) return false;
+        continue;
+      }
     }
     Sending& s = *sending_;
     if (s.staged < 0) {
@@ -206,11 +282,11 @@ bool NetBackend::postSends() {
         return false;
       }
     }
-    const size_t slot = static_cast<size_t>(slotOf_[s.out.op.peer]);
+    const ncclNet_v11_t& net = links_->net();
+    const size_t slot = static_cast<size_t>(slotOf_[s.peer]);
     ChunkBuffer& c = sendBuffers_[s.staged];
-    if (net.isend(links_->sendComm(slot), c.buf, sizeof(ChunkHeader) + s.chunk, kTag, c.mhandles[slot], nullptr,
-                  &c.request) != ncclSuccess) {
-      WARN("rank %d: one-sided put to rank %d: the network refused a send", ctx_.rank, s.out.op.peer);
+    if (net.isend(links_->sendComm(slot), c.buf, s.size, kTag, c.mhandles[slot], nullptr, &c.request) != ncclSuccess) {
+      WARN("rank %d: one-sided put to rank %d: the network refused a send", ctx_.rank, s.peer);
       fail(ncclSystemError);
       return false;
     }
@@ -228,7 +304,7 @@ bool NetBackend::progressSend() {
 }
 
 bool NetBackend::progressReceive(size_t i) {
-  const ncclNet_v11_t& net = links_->net();
+  const ncclNet_v11_t& net = this->net();
   Receiver& r = receivers_[i];
   while (!r.idle.empty()) {
     ChunkBuffer& c = r.buffers[r.idle.back()];
@@ -270,6 +346,7 @@ bool NetBackend::progressReceive(size_t i) {
 
 ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   const int peer = links_->peers()[i];
+  if (isGinMessage(message, size)) return deliverGin(peer, message, size);
   const PadLayout& l = pad_.layout();
   ChunkHeader h{};
   std::string why;
@@ -278,9 +355,9 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
          ctx_.rank, peer, size, why.c_str());
     return ncclRemoteError;
   }
-  char* base = nullptr;
-  uint64_t bytes = 0;
-  if (h.bytes > 0 && !awaitWindow(peer, h.serial, &base, &bytes)) return ncclInvalidUsage;
+  std::shared_ptr<const WindowInfo> w;
+  if (h.bytes > 0 && (w = awaitWindow(peer, h.serial)) == nullptr) return ncclInvalidUsage;
+  const uint64_t bytes = w == nullptr ? 0 : w->userBytes;
   if (h.bytes > 0 && !chunkFits(h, bytes)) {
     WARN(
         "rank %d: one-sided put from rank %d: %llu bytes at offset %llu run past the end of window %llu (%llu "
@@ -291,7 +368,8 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   }
   const std::string what = "one-sided put from rank " + std::to_string(peer);
   if (h.bytes > 0) {
-    CUDACHECK_AT(what, cudaMemcpyAsync(base + h.offset, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
+    CUDACHECK_AT(what,
+                 cudaMemcpyAsync(w->userPtr + h.offset, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
   }
   if ((h.flags & kLastChunk) != 0 && (h.flags & kGraphSignal) != 0) {
     // A graph's signal: added atomically (a graph wait subtracts from the same word), after the data.
@@ -310,21 +388,22 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   return ncclSuccess;
 }
 
-bool NetBackend::awaitWindow(int peer, uint64_t serial, char** base, uint64_t* bytes) {
+std::shared_ptr<const WindowInfo> NetBackend::awaitWindow(int peer, uint64_t serial) {
   // The window is registered here before the sender's registration returns, but entered in this
   // table just after: a chunk may come in between.
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!findWindow(serial, base, bytes)) {
+  std::shared_ptr<const WindowInfo> w;
+  while ((w = findWindow(serial)) == nullptr) {
     if (std::chrono::steady_clock::now() > giveUp || stop_.load()) {
       WARN(
           "rank %d: one-sided put from rank %d into window %llu, which this rank does not have (deregistered?); "
           "dropped",
           ctx_.rank, peer, static_cast<unsigned long long>(serial));
-      return false;
+      return nullptr;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  return true;
+  return w;
 }
 
 void NetBackend::run() {

@@ -132,9 +132,9 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   info->lsaFlatBase = w->flat->base() + layout.userOffset;
   info->stride = layout.stride;
   for (const WindowOffer& o : offers) info->worldBytes.push_back(o.userBytes);
+  w->serial = serial;
   if (info->role != WindowRole::kSignals) NCCLCHECK(publish(w, info.get()));
   w->info = std::move(info);
-  w->serial = serial;
   return ncclSuccess;
 }
 
@@ -149,6 +149,9 @@ ncclResult_t Manager::publish(Window* w, WindowInfo* info) {
   d.stride4G = static_cast<uint32_t>(info->stride / kStrideUnit);
   d.winFlags = static_cast<uint32_t>(info->winFlags);
   d.numSegments = 1;
+  // Its GIN handle on the proxy connection is its serial, which names it alike on every rank
+  // (nccl_device/gin_proxy.h).
+  d.ginWins[0] = reinterpret_cast<void*>(static_cast<uintptr_t>(w->serial));
   d.cftFlatRank = -1;
   d.ucLeIdBase = kLeIdInvalid;
   NCCLCHECK(StructPool::write(w->slot, d, setupStream_));

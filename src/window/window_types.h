@@ -1,8 +1,8 @@
 // The device-side window struct that ncclWindow_t points to. Device code of NCCL's device API,
 // compiled into users' binaries (nccl_device.h), dereferences the handle, so it lives in device
 // memory with the byte layout those headers expect. The first seven fields have kept their offsets
-// from NCCL 2.29 to 2.32; 2.32 appended the flags, GIN and CFT fields, which Braid fills with
-// "none" (no GIN backend, no CFT, no multicast). The static_asserts below pin every offset.
+// from NCCL 2.29 to 2.32; 2.32 appended the flags, GIN and CFT fields: the window's GIN handle on
+// the proxy connection (its serial), and "none" for CFT and multicast. The static_asserts below pin every offset.
 //
 // Addressing (the contract with device code): LSA rank r's copy of byte `offset` of the window is
 // at lsaFlatBase + r * (uint64_t(stride4G) << 32) + offset, in the address space of the rank that
@@ -24,9 +24,9 @@ struct WindowVidmem {
   int32_t worldRank;
   uint32_t stride4G;                  // distance between LSA ranks' copies, in units of 4 GiB
   uint32_t mcOffset4K;                // multicast offset: 0, Braid never creates multicast objects
-  uint32_t ginOffset4K;               // GIN offset: 0, no GIN backend
+  uint32_t ginOffset4K;               // GIN offset: 0 (a GIN offset is the window's own)
   uint32_t winFlags;                  // the NCCL_WIN_* flags it was registered with (2.32)
-  void* ginWins[kGinMaxConnections];  // 2.30-2.32: per-connection GIN windows (none)
+  void* ginWins[kGinMaxConnections];  // 2.30-2.32: per-connection GIN handles ([0]: the serial)
   void* ginMultiSegmentWins;          // 2.30-2.32: per-segment GIN windows (none)
   int32_t numSegments;                // physical segments behind the window
   int32_t cftFlatRank;                // 2.32: -1, no CFT

@@ -1,0 +1,239 @@
+// The proxy GIN transport's side of the network thread (net_backend.h): the GFDs device code
+// posts (gin_comm.h) are carried out here. A put to a rank of this rank's LSA team is a copy into
+// the peer's window through this rank's mapping of it, then an atomic add on the peer's signal,
+// in one stream; a put to another host is staged and sent like a one-sided put's chunks, with a
+// GIN header (gin_wire.h), and its signal is added by the receiving thread after the data.
+// Gets are served within the LSA team only.
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "device/signal_add.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "window/net_backend.h"
+
+namespace braid::window {
+namespace {
+
+void addTo(SignalAdds* adds, unsigned long long* word, unsigned long long delta) {
+  adds->words[adds->count] = word;
+  adds->deltas[adds->count] = delta;
+  ++adds->count;
+}
+
+}  // namespace
+
+ncclResult_t NetBackend::windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
+                                   char** out) {
+  std::shared_ptr<const WindowInfo> w = findWindow(serial);
+  const int world = w == nullptr ? 0 : w->lsaBase() + lsa;
+  if (w == nullptr || !ginFits(offset, bytes, w->worldBytes[world])) {
+    WARN("rank %d: GIN: %s: %llu bytes at offset %llu of window %llu on rank %d, which %s", ctx_.rank, what,
+         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(offset),
+         static_cast<unsigned long long>(serial), world,
+         w == nullptr ? "this communicator does not have (deregistered?)" : "run past its end");
+    return ncclInvalidUsage;
+  }
+  *out = w->lsaPtr(lsa, offset);
+  return ncclSuccess;
+}
+
+bool NetBackend::takeGin() {
+  std::vector<std::shared_ptr<GinComm>> gins;
+  {
+    std::lock_guard<std::mutex> lock(windowsMutex_);
+    for (auto& [serial, gin] : gins_) gins.push_back(gin);
+  }
+  for (const std::shared_ptr<GinComm>& gin : gins) {
+    int context = 0, peer = 0;
+    GinOp op;
+    std::string why;
+    if (!gin->take(&context, &peer, &op, &why)) continue;
+    ncclResult_t result = ncclSuccess;
+    if (!why.empty()) {
+      WARN("rank %d: GIN: context %d wrote a descriptor for rank %d that no device code writes (%s)", ctx_.rank,
+           context, peer, why.c_str());
+      result = ncclInvalidUsage;
+    } else if (ctx_.inLsa(peer)) {
+      result = runLocal(*gin, context, peer, op);
+    } else if (reaches(peer)) {
+      result = startRemote(gin, context, peer, op);
+    } else {
+      WARN("rank %d: GIN: rank %d is on another host, and the connections to other hosts failed (see above)", ctx_.rank,
+           peer);
+      result = ncclRemoteError;
+    }
+    if (result != ncclSuccess) fail(result);
+    return true;
+  }
+  return false;
+}
+
+ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const GinOp& op) {
+  const int lsa = ctx_.lsaOf(peer);
+  const std::string what = "GIN operation to rank " + std::to_string(peer);
+  SignalAdds adds{};
+  switch (op.kind) {
+    case GinOp::Kind::kFlush:
+      break;
+    case GinOp::Kind::kGet: {
+      char *src = nullptr, *dst = nullptr;
+      NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, lsa, "get source", &src));
+      NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
+      if (op.bytes > 0) CUDACHECK_AT(what, cudaMemcpyAsync(dst, src, op.bytes, cudaMemcpyDefault, stream_));
+      break;
+    }
+    case GinOp::Kind::kVaSignal: {
+      if (op.vaOffset % sizeof(uint64_t) != 0) {
+        WARN("rank %d: GIN: a VA signal at offset %llu, not a multiple of 8", ctx_.rank,
+             static_cast<unsigned long long>(op.vaOffset));
+        return ncclInvalidUsage;
+      }
+      char* word = nullptr;
+      NCCLCHECK(windowPtr(op.vaHandle, op.vaOffset, sizeof(uint64_t), lsa, "VA signal", &word));
+      addTo(&adds, reinterpret_cast<unsigned long long*>(word), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
+      break;
+    }
+    case GinOp::Kind::kPut: {
+      if (op.bytes > 0) {
+        char* dst = nullptr;
+        NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, lsa, "put destination", &dst));
+        const void* src = inlineStage_;
+        if (op.hasInline) {
+          std::memcpy(inlineStage_, &op.inlineValue, sizeof(op.inlineValue));
+        } else {
+          char* s = nullptr;
+          NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &s));
+          src = s;
+        }
+        CUDACHECK_AT(what, cudaMemcpyAsync(dst, src, op.bytes, cudaMemcpyDefault, stream_));
+      }
+      if (op.signal != GinOp::Signal::kNone) {
+        if (op.signalId >= static_cast<uint32_t>(gin.shape().signals)) {
+          WARN("rank %d: GIN: signal %u of a device communicator with %d", ctx_.rank, op.signalId, gin.shape().signals);
+          return ncclInvalidUsage;
+        }
+        addTo(&adds, gin.signal(context, op.signalId, lsa), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
+      }
+      if (op.hasCounter) {
+        if (op.counterId >= static_cast<uint32_t>(gin.shape().counters)) {
+          WARN("rank %d: GIN: counter %u of a device communicator with %d", ctx_.rank, op.counterId,
+               gin.shape().counters);
+          return ncclInvalidUsage;
+        }
+        addTo(&adds, gin.counter(context, op.counterId), 1);
+      }
+      break;
+    }
+  }
+  // The adds follow the copy in the stream, after a system-scope fence: a signal seen means data seen.
+  if (adds.count > 0) CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
+  CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  gin.done(context, peer);
+  return ncclSuccess;
+}
+
+ncclResult_t NetBackend::startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
+  if (op.kind == GinOp::Kind::kGet) {
+    WARN("rank %d: GIN get from rank %d on another host: not in this version of Braid (gets reach the LSA team only)",
+         ctx_.rank, peer);
+    return ncclInvalidUsage;
+  }
+  if (op.kind == GinOp::Kind::kFlush) {  // no get to another host is ever outstanding
+    gin->done(context, peer);
+    return ncclSuccess;
+  }
+  if (op.kind == GinOp::Kind::kPut && op.signal != GinOp::Signal::kNone &&
+      op.signalId >= static_cast<uint32_t>(gin->shape().signals)) {
+    WARN("rank %d: GIN: signal %u of a device communicator with %d", ctx_.rank, op.signalId, gin->shape().signals);
+    return ncclInvalidUsage;
+  }
+  if (op.hasCounter && op.counterId >= static_cast<uint32_t>(gin->shape().counters)) {
+    WARN("rank %d: GIN: counter %u of a device communicator with %d", ctx_.rank, op.counterId, gin->shape().counters);
+    return ncclInvalidUsage;
+  }
+  auto s = std::make_unique<Sending>();
+  s->gin = gin;
+  s->ginOp = op;
+  s->ginContext = context;
+  s->peer = peer;
+  s->bytes = op.kind == GinOp::Kind::kPut ? op.bytes : 0;
+  if (s->bytes > 0 && !op.hasInline) {
+    char* src = nullptr;
+    NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &src));
+    s->src = src;
+  }
+  sending_ = std::move(s);
+  return ncclSuccess;
+}
+
+std::shared_ptr<GinComm> NetBackend::awaitGin(int peer, uint64_t serial) {
+  // The peer's device communicator may be ready before this rank's is entered here.
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(windowsMutex_);
+      auto it = gins_.find(serial);
+      if (it != gins_.end()) return it->second;
+    }
+    if (std::chrono::steady_clock::now() > giveUp || stop_.load()) {
+      WARN("rank %d: GIN: rank %d names device communicator %llu, which this rank does not have (destroyed?)",
+           ctx_.rank, peer, static_cast<unsigned long long>(serial));
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) {
+  GinHeader h{};
+  std::string why;
+  if (!parseGin(message, size, ~uint32_t{0}, &h, &why)) {
+    WARN("rank %d: GIN: rank %d sent a message of %zu bytes that is not a GIN message (%s); dropped", ctx_.rank, peer,
+         size, why.c_str());
+    return ncclRemoteError;
+  }
+  std::shared_ptr<GinComm> gin = awaitGin(peer, h.devComm);
+  if (gin == nullptr) return ncclRemoteError;
+  const GinShape& shape = gin->shape();
+  const bool signal = (h.flags & (kGinSignalInc | kGinSignalAdd)) != 0;
+  const bool va = (h.flags & kGinVaSignal) != 0;
+  if (h.context >= static_cast<uint32_t>(shape.contexts) ||
+      (signal && !va && h.signal >= static_cast<uint32_t>(shape.signals))) {
+    WARN("rank %d: GIN: rank %d names context %u, signal %u of a device communicator with %d and %d; dropped",
+         ctx_.rank, peer, h.context, h.signal, shape.contexts, shape.signals);
+    return ncclRemoteError;
+  }
+  const std::string what = "GIN put from rank " + std::to_string(peer);
+  if (h.bytes > 0 && awaitWindow(peer, h.serial) == nullptr) return ncclRemoteError;
+  char* dst = nullptr;
+  if (h.bytes > 0) {
+    if (windowPtr(h.serial, h.offset, h.bytes, ctx_.lsaRank, "put from another host", &dst) != ncclSuccess) {
+      return ncclRemoteError;
+    }
+    CUDACHECK_AT(what, cudaMemcpyAsync(dst, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  if (signal) {
+    unsigned long long* word = nullptr;
+    if (va) {
+      char* w = nullptr;
+      if (awaitWindow(peer, h.serial) == nullptr || h.offset % sizeof(uint64_t) != 0 ||
+          windowPtr(h.serial, h.offset, sizeof(uint64_t), ctx_.lsaRank, "VA signal from another host", &w) !=
+              ncclSuccess) {
+        return ncclRemoteError;
+      }
+      word = reinterpret_cast<unsigned long long*>(w);
+    } else {
+      word = gin->signal(static_cast<int>(h.context), h.signal, ctx_.lsaRank);
+    }
+    SignalAdds adds{};
+    addTo(&adds, word, h.value);
+    CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
+  }
+  CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  return ncclSuccess;
+}
+
+}  // namespace braid::window
