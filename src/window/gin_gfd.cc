@@ -1,7 +1,16 @@
 #include "window/gin_gfd.h"
 
+#include <cstdio>
+
 namespace braid::window {
 namespace {
+
+// An op as the reasons name it: hexadecimal, like ncclGinProxyOp_t's bits.
+std::string hexOp(uint32_t op) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%x", op);
+  return text;
+}
 
 uint64_t bits(uint64_t word, int first, int count) {
   return (word >> first) & (count == 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1);
@@ -51,7 +60,7 @@ bool decodeGfd(const ncclGinProxyGfd_t& gfd, GinOp* out, std::string* why) {
   }
   const uint32_t op = static_cast<uint32_t>(bits(w[ncclGinProxyGfdHeaderExt], 8, 16));
   if ((op & ~kKnownOps) != 0) {
-    *why = "unknown op bits 0x" + std::to_string(op);
+    *why = "unknown op bits in " + hexOp(op);
     return false;
   }
   GinOp g;
@@ -61,7 +70,7 @@ bool decodeGfd(const ncclGinProxyGfd_t& gfd, GinOp* out, std::string* why) {
   const bool get = (op & ncclGinProxyOpGet) != 0;
   const bool flush = (op & ncclGinProxyOpFlush) != 0;
   if (int(put) + int(va) + int(get) + int(flush) != 1) {
-    *why = "op 0x" + std::to_string(op) + " is not exactly one of put, VA signal, get and flush";
+    *why = "op " + hexOp(op) + " is not exactly one of put, VA signal, get and flush";
     return false;
   }
   if (flush) {

@@ -1,8 +1,10 @@
 // Writes the fuzz corpora (corpus/<harness>/*): valid messages built the way the senders build
-// them (the structs of bootstrap/wire.h, watch/board_wire.h, window/rma_wire.h and net/socket_net.h,
-// encodeSocketHandshake and socketAuthProof), plus a few near misses. Run as `make_corpus tests/fuzz/corpus`; the
-// output is committed.
+// them (the structs of bootstrap/wire.h, watch/board_wire.h, window/rma_wire.h, window/gin_wire.h
+// and net/socket_net.h, encodeSocketHandshake and socketAuthProof; GIN descriptors by the layout
+// nccl_device/gin_proxy.h documents), plus a few near misses. Run as `make_corpus
+// tests/fuzz/corpus`; the output is committed.
 #include <arpa/inet.h>
+#include <nccl_device/gin_proxy.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "util/socket.h"
 #include "util/socket_auth.h"
 #include "watch/board_wire.h"
+#include "window/gin_wire.h"
 #include "window/rma_wire.h"
 
 namespace {
@@ -207,6 +210,133 @@ bool rmaChunks(const std::filesystem::path& dir) {
   return ok;
 }
 
+namespace {
+
+// One GFD as device code writes it (nccl_device/gin_proxy.h): every word's flag, the version and
+// size, the op, and the fields; word1/word2 are the source, the VA signal's word or the inline value
+// as the op says (already shifted into place by the caller).
+struct GfdFields {
+  uint32_t op = 0;
+  uint64_t bytes = 0;
+  uint64_t word1 = 0, word2 = 0;
+  uint64_t dstOffset = 0, dstHandle = 0;
+  uint32_t counterId = 0, signalId = 0;
+  uint64_t signalValue = 0;
+  bool strong = false;
+};
+
+ncclGinProxyGfd_t encodeGfd(const GfdFields& f) {
+  ncclGinProxyGfd_t g{};
+  uint64_t* w = g.qword;
+  w[ncclGinProxyGfdHeader] = uint64_t{NCCL_GIN_PROXY_GFD_VERSION} << 1 | f.bytes << 7;
+  w[1] = f.word1;
+  w[2] = f.word2;
+  w[ncclGinProxyGfdDstOff] = f.dstOffset << 1;
+  w[ncclGinProxyGfdDstHandle] = f.dstHandle << 1;
+  w[ncclGinProxyGfdCompletion] =
+      uint64_t{f.counterId} << 1 | uint64_t{f.signalId} << 24 | (f.signalValue & 0xffff) << 48;
+  w[ncclGinProxyGfdSignalVal] =
+      uint64_t{f.strong} << 1 | (f.signalValue >> 16 & 0xffff) << 8 | (f.signalValue >> 32) << 24;
+  w[ncclGinProxyGfdHeaderExt] = uint64_t{f.op} << 8;
+  for (uint64_t& word : g.qword) word |= 1;
+  return g;
+}
+
+// A window handle or offset above the flag bit.
+uint64_t above(uint64_t value) { return value << 1; }
+
+// Input of gin_gfd_fuzz: one GFD, 128 bytes.
+bool ginGfds(const std::filesystem::path& dir) {
+  GfdFields put;
+  put.op = ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalInc;
+  put.bytes = 4096;
+  put.word1 = above(64);  // source offset
+  put.word2 = above(3);   // source window
+  put.dstOffset = 8192;
+  put.dstHandle = 5;
+  put.counterId = 7;
+  put.signalId = 2;
+  bool ok = write(dir, "put_counter_inc", bytesOf(encodeGfd(put)));
+  GfdFields add = put;
+  add.op = ncclGinProxyOpPut | ncclGinProxyOpWithSignalAdd;
+  add.counterId = 0;
+  add.signalId = 0xabcdef;
+  add.signalValue = 0x0123456789abcdefull;
+  add.strong = true;
+  ok &= write(dir, "put_signal_add64", bytesOf(encodeGfd(add)));
+  GfdFields value;
+  value.op = ncclGinProxyOpPut | ncclGinProxyOpWithInline;
+  value.bytes = 8;
+  const uint64_t inlineValue = 0xfedcba9876543210ull;
+  value.word1 = (inlineValue & ((uint64_t{1} << 48) - 1)) << 8;
+  value.word2 = (inlineValue >> 48) << 8;
+  value.dstOffset = 24;
+  value.dstHandle = 5;
+  ok &= write(dir, "put_value8", bytesOf(encodeGfd(value)));
+  GfdFields va;
+  va.op = ncclGinProxyOpVASignal | ncclGinProxyOpWithSignalAdd;
+  va.word1 = above(4096);  // the signal word's offset
+  va.word2 = above(9);     // its window
+  va.signalValue = uint64_t{1} << 40 | 5;
+  ok &= write(dir, "va_signal_add", bytesOf(encodeGfd(va)));
+  GfdFields flush;
+  flush.op = ncclGinProxyOpFlush;
+  ok &= write(dir, "flush", bytesOf(encodeGfd(flush)));
+  GfdFields get;
+  get.op = ncclGinProxyOpGet;
+  get.bytes = 1024;
+  get.word1 = above(512);  // the remote source
+  get.word2 = above(4);
+  get.dstOffset = 0;
+  get.dstHandle = 6;
+  ok &= write(dir, "get", bytesOf(encodeGfd(get)));
+  // The device has made four of its eight 16-byte stores: words 8-15 lack their flag.
+  ncclGinProxyGfd_t half = encodeGfd(put);
+  for (int i = 8; i < ncclGinProxyGfdQwords; ++i) half.qword[i] = 0;
+  ok &= write(dir, "half_written", bytesOf(half));
+  return ok;
+}
+
+// Input of gin_wire_fuzz: contexts, the receiver's window size, then the message.
+bool ginMessages(const std::filesystem::path& dir) {
+  const auto input = [](uint8_t contexts, uint64_t window, const braid::window::GinHeader& h, size_t payload) {
+    Bytes head = concat(Bytes{contexts}, bytesOf(window));
+    return concat(concat(head, bytesOf(h)), Bytes(payload, 0xcd));
+  };
+  using braid::window::GinHeader;
+  GinHeader chunk{};
+  chunk.magic = braid::window::kGinMagic;
+  chunk.devComm = 11;
+  chunk.serial = 5;
+  chunk.offset = 4096;
+  chunk.bytes = 300;
+  chunk.context = 1;
+  bool ok = write(dir, "data_chunk", input(4, 1 << 20, chunk, 300));
+  GinHeader last = chunk;
+  last.flags = braid::window::kGinLast | braid::window::kGinSignalAdd;
+  last.offset = 4396;
+  last.bytes = 64;
+  last.value = 0x0123456789abcdefull;
+  last.signal = 3;
+  ok &= write(dir, "last_signal", input(4, 1 << 20, last, 64));
+  GinHeader va = chunk;
+  va.flags = braid::window::kGinVaSignal | braid::window::kGinLast | braid::window::kGinSignalInc;
+  va.serial = 9;
+  va.offset = 8;
+  va.bytes = 0;
+  va.value = 1;
+  ok &= write(dir, "va_signal", input(4, 1 << 20, va, 0));
+  GinHeader badContext = chunk;
+  badContext.context = 9;
+  ok &= write(dir, "bad_context", input(4, 1 << 20, badContext, 300));
+  GinHeader badFlags = last;
+  badFlags.flags |= 16;
+  ok &= write(dir, "bad_flags", input(4, 1 << 20, badFlags, 64));
+  return ok;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR (tests/fuzz/corpus)\n", argv[0]);
@@ -221,6 +351,8 @@ int main(int argc, char** argv) {
   ok &= socketNetHellos(root / "socket_net_hello_fuzz");
   ok &= udsDatagrams(root / "uds_datagram_fuzz");
   ok &= rmaChunks(root / "rma_chunk_fuzz");
+  ok &= ginGfds(root / "gin_gfd_fuzz");
+  ok &= ginMessages(root / "gin_wire_fuzz");
   if (!ok) std::fprintf(stderr, "could not write every corpus file under %s\n", argv[1]);
   return ok ? 0 : 1;
 }
