@@ -73,6 +73,13 @@ bool decodeGfd(const ncclGinProxyGfd_t& gfd, GinOp* out, std::string* why) {
     *why = "op " + hexOp(op) + " is not exactly one of put, VA signal, get and flush";
     return false;
   }
+  // Gets and flushes carry no modifier, a VA signal only its signal op (what device code writes).
+  const uint32_t vaOps = ncclGinProxyOpVASignal | ncclGinProxyOpWithSignalInc | ncclGinProxyOpWithSignalAdd;
+  if ((get && op != ncclGinProxyOpGet) || (flush && (op != ncclGinProxyOpFlush || g.bytes != 0)) ||
+      (va && (op & ~vaOps) != 0)) {
+    *why = "op " + hexOp(op) + " with a modifier its kind does not take, or a flush with data";
+    return false;
+  }
   if (flush) {
     g.kind = GinOp::Kind::kFlush;
     *out = g;
@@ -84,6 +91,10 @@ bool decodeGfd(const ncclGinProxyGfd_t& gfd, GinOp* out, std::string* why) {
     g.kind = GinOp::Kind::kGet;
     g.srcOffset = above(w[ncclGinProxyGfdSrcOff]);
     g.srcHandle = above(w[ncclGinProxyGfdSrcHandle]);
+    if (g.bytes > 0 && (g.srcHandle == 0 || g.dstHandle == 0)) {
+      *why = "a get of data without a source or destination window";
+      return false;
+    }
     *out = g;
     return true;
   }

@@ -28,6 +28,10 @@ bool parseGin(const void* message, size_t size, uint32_t maxContexts, GinHeader*
     *why = "two signal kinds";
     return false;
   }
+  if ((inc && h.value != 1) || h.reserved != 0) {
+    *why = "an increment by other than 1, or a reserved word not zero";
+    return false;
+  }
   if ((h.flags & kGinVaSignal) != 0 && (!(inc || add) || h.bytes != 0 || (h.flags & kGinLast) == 0)) {
     *why = "a VA signal without a signal, with data, or not last";
     return false;

@@ -38,8 +38,9 @@ static_assert(sizeof(GinHeader) == 64, "GinHeader crosses process boundaries: ke
 bool isGinMessage(const void* message, size_t size);
 
 // The header of a `size`-byte message, if it is one a rank whose device communicators have at most
-// `maxContexts` contexts can take: known flags, at most one signal kind, a VA signal without data
-// and with a signal, the payload the rest of the message, the context in range. Otherwise false,
+// `maxContexts` contexts can take: known flags, at most one signal kind, an increment by 1, a VA
+// signal without data and with a signal, the payload the rest of the message, the context in range,
+// the reserved word zero. Otherwise false,
 // with *why for the WARN.
 bool parseGin(const void* message, size_t size, uint32_t maxContexts, GinHeader* out, std::string* why);
 

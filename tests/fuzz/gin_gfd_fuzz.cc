@@ -95,15 +95,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(g.vaOffset == w[ncclGinProxyGfdVASignalOff] >> 1 &&
                  g.vaHandle == w[ncclGinProxyGfdVASignalHandle] >> 1);
       FUZZ_CHECK(!g.hasInline && !g.hasCounter);
+      FUZZ_CHECK((field(w[ncclGinProxyGfdHeaderExt], 8, 16) &
+                  ~uint64_t{ncclGinProxyOpVASignal | ncclGinProxyOpWithSignalInc | ncclGinProxyOpWithSignalAdd}) == 0);
       checkSignal(w, g);
       break;
     case GinOp::Kind::kGet:
       FUZZ_CHECK(g.srcOffset == w[ncclGinProxyGfdSrcOff] >> 1 && g.srcHandle == w[ncclGinProxyGfdSrcHandle] >> 1);
       FUZZ_CHECK(g.dstOffset == w[ncclGinProxyGfdDstOff] >> 1 && g.dstHandle == w[ncclGinProxyGfdDstHandle] >> 1);
       FUZZ_CHECK(g.signal == GinOp::Signal::kNone && !g.hasInline && !g.hasCounter);
+      FUZZ_CHECK(field(w[ncclGinProxyGfdHeaderExt], 8, 16) == ncclGinProxyOpGet);  // no modifier
+      if (g.bytes > 0) FUZZ_CHECK(g.srcHandle != 0 && g.dstHandle != 0);
       break;
     case GinOp::Kind::kFlush:
       FUZZ_CHECK(g.signal == GinOp::Signal::kNone && !g.hasInline && !g.hasCounter);
+      FUZZ_CHECK(field(w[ncclGinProxyGfdHeaderExt], 8, 16) == ncclGinProxyOpFlush && g.bytes == 0);
       break;
   }
   return 0;

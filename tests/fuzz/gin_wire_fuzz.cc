@@ -46,6 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!(inc && add));
   if (va) FUZZ_CHECK((inc || add) && h.bytes == 0 && last);
   if (inc || add) FUZZ_CHECK(last);
+  if (inc) FUZZ_CHECK(h.value == 1);
+  FUZZ_CHECK(h.reserved == 0);
   FUZZ_CHECK(h.bytes == bytes - sizeof(h));
   FUZZ_CHECK(h.context < nCtx);
   // What the receiver checks next: the payload's range, and a VA signal's word, in its window.

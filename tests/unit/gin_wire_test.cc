@@ -271,6 +271,32 @@ TEST(GinGfd, BadPutsAndVaSignalsAreRefused) {
   EXPECT_EQ(decoded(encode(put)).signal, GinOp::Signal::kAdd);
 }
 
+TEST(GinGfd, ModifiersAKindDoesNotTakeAreRefused) {
+  Fields get;
+  get.op = ncclGinProxyOpGet;
+  get.bytes = 64;
+  get.srcHandle = 4;
+  get.dstHandle = 5;
+  EXPECT_EQ(decoded(encode(get)).kind, GinOp::Kind::kGet);
+  get.op = ncclGinProxyOpGet | ncclGinProxyOpWithCounter;
+  refusal(encode(get));
+  get.op = ncclGinProxyOpGet;
+  get.srcHandle = 0;  // data from no window
+  refusal(encode(get));
+  Fields flush;
+  flush.op = ncclGinProxyOpFlush;
+  EXPECT_EQ(decoded(encode(flush)).kind, GinOp::Kind::kFlush);
+  flush.bytes = 8;
+  refusal(encode(flush));
+  flush.bytes = 0;
+  flush.op = ncclGinProxyOpFlush | ncclGinProxyOpWithSignalInc;
+  refusal(encode(flush));
+  Fields va;
+  va.op = ncclGinProxyOpVASignal | ncclGinProxyOpWithSignalInc | ncclGinProxyOpWithCounter;
+  va.srcHandle = 3;
+  refusal(encode(va));
+}
+
 TEST(GinGfd, AReasonNamesTheOpInHex) {
   Fields f;
   f.op = 0x1234;
@@ -350,6 +376,13 @@ TEST(GinWire, LiesAreRefused) {
   EXPECT_FALSE(parses(header(0, 0, 8, ~0u), 8, 16));
   EXPECT_TRUE(parses(header(0, 0, 8, 15), 8, 16));
   h = header(0, 0, std::numeric_limits<uint64_t>::max(), 0);  // a size that no message has
+  EXPECT_FALSE(parses(h, 8, 1));
+  h = header(kGinLast | kGinSignalInc, 0, 8, 0);
+  EXPECT_TRUE(parses(h, 8, 1));
+  h.value = 2;  // an increment by more than 1
+  EXPECT_FALSE(parses(h, 8, 1));
+  h = header(0, 0, 8, 0);
+  h.reserved = 1;
   EXPECT_FALSE(parses(h, 8, 1));
 }
 
