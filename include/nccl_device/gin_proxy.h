@@ -43,6 +43,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #define NCCL_GIN_PROXY_VERSION 100
 #define NCCL_GIN_PROXY_GFD_VERSION 2
@@ -85,7 +88,7 @@ typedef struct __attribute__((aligned(16))) {
 /* One GIN context of the proxy transport, as the device reads it. */
 typedef struct {
   int nranks;
-  uint32_t queueSize; /* a power of two */
+  uint32_t queueSize;        /* a power of two */
   ncclGinProxyGfd_t* queues; /* nranks rings of queueSize GFDs, peer p's at p * queueSize */
   uint32_t* pis;             /* per peer: the next slot to claim */
   uint32_t* cis;             /* per peer: GFDs done (host-written, GPU-read) */
@@ -100,8 +103,7 @@ typedef struct {
 #ifdef __cplusplus
 static_assert(sizeof(ncclGinProxyGfd_t) == 128, "a GFD is 128 bytes");
 static_assert(offsetof(ncclGinProxyGpuCtx_t, queues) == 8 && offsetof(ncclGinProxyGpuCtx_t, lastVisibleGet) == 64 &&
-                  offsetof(ncclGinProxyGpuCtx_t, flushesAllPutsOnAnySignal) == 72 &&
-                  sizeof(ncclGinProxyGpuCtx_t) == 80,
+                  offsetof(ncclGinProxyGpuCtx_t, flushesAllPutsOnAnySignal) == 72 && sizeof(ncclGinProxyGpuCtx_t) == 80,
               "ncclGinProxyGpuCtx_t has NCCL 2.32.3's layout");
 #endif
 
