@@ -573,23 +573,26 @@ struct ncclGin_BackendMask {
   template <typename Coop>
   NCCL_DEVICE_INLINE void waitCounter(Coop coop, ncclGinCounter_t counter, uint64_t least, int bits = 56,
                                       cuda::memory_order ord = cuda::memory_order_acquire) const {
-    (void)_waitWord<false>(coop, _counterPtr(counter), 0, least, bits, ord, 0);
+    (void)_waitWord<false>(coop, _counterPtr(counter), nullptr, least, bits, ord, 0);
   }
   template <typename Coop>
   NCCL_DEVICE_INLINE ncclResult_t waitCounter(Coop coop, ncclGinCounter_t counter, uint64_t least, int bits,
                                               cuda::memory_order ord, uint64_t timeoutCycles) const {
-    return _waitWord<true>(coop, _counterPtr(counter), 0, least, bits, ord, timeoutCycles);
+    return _waitWord<true>(coop, _counterPtr(counter), nullptr, least, bits, ord, timeoutCycles);
   }
   /* Must not race with puts that raise the counter. */
   NCCL_DEVICE_INLINE void resetCounter(ncclGinCounter_t counter) const { *_counterPtr(counter) = 0; }
 
+  /* The group waits, through thread 0, until least <= *word - *offset (no offset: 0). The offset
+   * is read after the group's sync: a reset by any of its threads before the call counts. */
   template <bool kTimed, typename Coop>
-  NCCL_DEVICE_INLINE ncclResult_t _waitWord(Coop coop, uint64_t* word, uint64_t offset, uint64_t least, int bits,
+  NCCL_DEVICE_INLINE ncclResult_t _waitWord(Coop coop, uint64_t* word, uint64_t const* offset, uint64_t least, int bits,
                                             cuda::memory_order ord, uint64_t timeoutCycles) const {
     ncclResult_t ret = ncclSuccess;
     coop.sync();
     if (coop.thread_rank() == 0) {
-      ret = nccl::detail::ginWaitAtLeast<kTimed>(word, offset, least, bits, ord, comm.abortFlag, timeoutCycles);
+      ret = nccl::detail::ginWaitAtLeast<kTimed>(word, offset ? *offset : 0, least, bits, ord, comm.abortFlag,
+                                                 timeoutCycles);
     }
     coop.sync();
     return ret;
@@ -614,12 +617,12 @@ struct ncclGin_BackendMask {
   template <typename Coop>
   NCCL_DEVICE_INLINE void waitSignal(Coop coop, ncclGinSignal_t signal, uint64_t least, int bits = 64,
                                      cuda::memory_order ord = cuda::memory_order_acquire) const {
-    (void)_waitWord<false>(coop, _signalPtr(signal), *_signalOffsetPtr(signal), least, bits, ord, 0);
+    (void)_waitWord<false>(coop, _signalPtr(signal), _signalOffsetPtr(signal), least, bits, ord, 0);
   }
   template <typename Coop>
   NCCL_DEVICE_INLINE ncclResult_t waitSignal(Coop coop, ncclGinSignal_t signal, uint64_t least, int bits,
                                              cuda::memory_order ord, uint64_t timeoutCycles) const {
-    return _waitWord<true>(coop, _signalPtr(signal), *_signalOffsetPtr(signal), least, bits, ord, timeoutCycles);
+    return _waitWord<true>(coop, _signalPtr(signal), _signalOffsetPtr(signal), least, bits, ord, timeoutCycles);
   }
   /* Sets the signal to zero (and its shadow); must not race with puts that raise it. */
   NCCL_DEVICE_INLINE void resetSignal(ncclGinSignal_t signal) const {
@@ -639,13 +642,13 @@ struct ncclGin_BackendMask {
   NCCL_DEVICE_INLINE void waitSignal(Coop coop, ncclWindow_t signalWindow, size_t signalOffset, uint64_t least,
                                      int bits = 64, cuda::memory_order ord = cuda::memory_order_acquire) const {
     uint64_t* word = static_cast<uint64_t*>(ncclGetLocalPointer(signalWindow, signalOffset));
-    (void)_waitWord<false>(coop, word, 0, least, bits, ord, 0);
+    (void)_waitWord<false>(coop, word, nullptr, least, bits, ord, 0);
   }
   template <typename Coop>
   NCCL_DEVICE_INLINE ncclResult_t waitSignal(Coop coop, ncclWindow_t signalWindow, size_t signalOffset, uint64_t least,
                                              int bits, cuda::memory_order ord, uint64_t timeoutCycles) const {
     uint64_t* word = static_cast<uint64_t*>(ncclGetLocalPointer(signalWindow, signalOffset));
-    return _waitWord<true>(coop, word, 0, least, bits, ord, timeoutCycles);
+    return _waitWord<true>(coop, word, nullptr, least, bits, ord, timeoutCycles);
   }
   NCCL_DEVICE_INLINE void resetSignal(ncclWindow_t signalWindow, size_t signalOffset) const {
     *static_cast<uint64_t*>(ncclGetLocalPointer(signalWindow, signalOffset)) = 0;
