@@ -9,8 +9,8 @@
  *   barriers         ncclLsaBarrierSession; ncclBarrierSession          nccl_device/lsa_barrier.h, barrier.h
  *   LL all-to-all    ncclLLA2ASession                                   nccl_device/ll_a2a.h
  *   reduce / copy    ncclLsaReduceSum, ncclLsaCopy, ncclLsaReduceSumCopy, ...  nccl_device/reduce_copy.h
- *   GIN              ncclGin, ncclGinBarrierSession (declared; this library has no GIN)
- *                                                                       nccl_device/gin.h, gin_barrier.h
+ *   GIN              ncclGin, ncclGinBarrierSession over the proxy transport
+ *                                                   nccl_device/gin.h, gin_barrier.h, gin_proxy*.h
  * Names, signatures, constants and the layouts of every structure the library fills are NCCL
  * 2.32.3's, so a program compiles unchanged against this header, and the library's device
  * communicators work with kernels compiled against NVIDIA's. Device code needs nvcc (C++17) and
@@ -28,6 +28,8 @@
 #include "nccl_device/core.h"
 #include "nccl_device/gin.h"
 #include "nccl_device/gin_barrier.h"
+#include "nccl_device/gin_proxy.h"
+#include "nccl_device/gin_proxy_device.h"
 #include "nccl_device/host.h"
 #include "nccl_device/ll_a2a.h"
 #include "nccl_device/lsa_barrier.h"

@@ -6,7 +6,8 @@
  *
  * With this library only the LSA form works: ncclBarrierSession(coop, ncclTeamTagLsa(), devComm,
  * index) is an ncclLsaBarrierSession on devComm.hybridLsaBarrier. The forms that take an ncclGin
- * stop the kernel, as every GIN call does (nccl_device/gin.h): there is no GIN connection.
+ * are not implemented and stop the kernel with a message; a program can compose the same barrier
+ * from ncclLsaBarrierSession and ncclGinBarrierSession (nccl_device/gin_barrier.h).
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */
@@ -19,6 +20,14 @@
 #include "lsa_barrier.h"
 
 #ifdef __CUDACC__
+namespace nccl {
+namespace detail {
+NCCL_DEVICE_INLINE void hybridGinBarrierUnavailable() {
+  unavailable("the hybrid barrier over GIN (ncclBarrierSession or ncclBarrier with an ncclGin)");
+}
+}  // namespace detail
+}  // namespace nccl
+
 template <typename Coop>
 struct ncclBarrierSession_internal {
   Coop coop;
@@ -32,12 +41,12 @@ struct ncclBarrierSession : ncclBarrierSession_internal<Coop> {
   NCCL_DEVICE_INLINE ncclBarrierSession(Coop coop, ncclTeam, ncclTeam, ncclGin, ncclLsaBarrierHandle,
                                         ncclGinBarrierHandle, uint32_t, bool = false, ncclMultimemHandle = {})
       : ncclBarrierSession_internal<Coop>{coop, nccl::utility::Absent(), nccl::utility::Absent()} {
-    nccl::detail::ginUnavailable();
+    nccl::detail::hybridGinBarrierUnavailable();
   }
   /* Every rank of the communicator. */
   NCCL_DEVICE_INLINE ncclBarrierSession(Coop coop, ncclTeamTagWorld, ncclGin, uint32_t, bool = false)
       : ncclBarrierSession_internal<Coop>{coop, nccl::utility::Absent(), nccl::utility::Absent()} {
-    nccl::detail::ginUnavailable();
+    nccl::detail::hybridGinBarrierUnavailable();
   }
   /* The caller's LSA team, on barrier `index` of the hybrid barrier set. */
   NCCL_DEVICE_INLINE ncclBarrierSession(Coop coop, ncclTeamTagLsa, ncclDevComm const& comm, uint32_t index,
@@ -49,7 +58,7 @@ struct ncclBarrierSession : ncclBarrierSession_internal<Coop> {
   /* The caller's rail team (over GIN). */
   NCCL_DEVICE_INLINE ncclBarrierSession(Coop coop, ncclTeamTagRail, ncclGin, uint32_t)
       : ncclBarrierSession_internal<Coop>{coop, nccl::utility::Absent(), nccl::utility::Absent()} {
-    nccl::detail::ginUnavailable();
+    nccl::detail::hybridGinBarrierUnavailable();
   }
   ncclBarrierSession(ncclBarrierSession const&) = delete;
 

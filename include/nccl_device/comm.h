@@ -27,8 +27,8 @@
 #include "host.h"
 #include "utility.h"
 
-/* GIN (GPU-initiated networking) handles as the structures below carry them. Braid has no GIN:
- * it leaves them zero, and the device communicator's GIN connection count is 0. */
+/* GIN (GPU-initiated networking) handles as the structures below carry them. A device
+ * communicator made without GIN resources leaves them zero, its GIN connection count 0. */
 #define NCCL_GIN_MAX_CONNECTIONS 4
 typedef struct ncclGinGpuCtx* ncclGinGpuCtx_t;
 typedef void* ncclGinWindow_t;

@@ -43,6 +43,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #define NCCL_GIN_PROXY_VERSION 100
 #define NCCL_GIN_PROXY_GFD_VERSION 2

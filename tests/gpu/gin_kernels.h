@@ -1,0 +1,44 @@
+/*
+ * gin_kernels.h -- host-callable launchers of kernels written against nccl_device.h's GIN API
+ * (ncclGin over the proxy transport), for GPU tests that run them on device communicators created
+ * with GIN resources. Each launches one CTA on `stream` and returns the launch's cudaError_t; the
+ * device communicator is passed to the kernel by value. gin_kernels.cu says what each checks.
+ *
+ * Licensed under the Apache License, Version 2.0 (see LICENSE).
+ */
+#ifndef BRAID_TESTS_GPU_GIN_KERNELS_H_
+#define BRAID_TESTS_GPU_GIN_KERNELS_H_
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nccl_device.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* `win` holds nRanks source blocks of blockBytes at offset 0 and nRanks destination blocks at
+ * offset nRanks * blockBytes. Rank r puts its source block p into world rank p's destination block
+ * r (itself included) on GIN context contextIndex, with SignalInc on signal 0 and CounterInc on
+ * counter 0; returns once counter 0 and signal 0 reach round * nRanks (round = 1, 2, ... for
+ * successive launches on the same communicator, with no reset in between). */
+cudaError_t launchGinAllToAll(const ncclDevComm& comm, ncclWindow_t win, size_t blockBytes, int contextIndex,
+                              uint64_t round, cudaStream_t stream);
+
+/* Rank r puts the uint64_t base + r into every rank's slot slotOffset + 8 * r (putValue), each
+ * with a VA signal add of 1 on the target's window word at vaSignalOffset; returns once its own VA
+ * signal reaches round * nRanks. */
+cudaError_t launchGinPutValueVa(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, size_t vaSignalOffset,
+                                uint64_t base, uint64_t round, cudaStream_t stream);
+
+/* `rounds` rounds of: rank r putValues round * 1000 + r (no signal) into every rank's slot
+ * slotOffset + 8 * r, a world GIN barrier (index 0, fence Put | Get), a check that every slot p
+ * holds round * 1000 + p (each mismatch adds 1 to *errors, device memory the caller zeroed), and a
+ * second barrier before the next round overwrites the slots. */
+cudaError_t launchGinBarrierRounds(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, int rounds,
+                                   int* errors, cudaStream_t stream);
+
+/* A timed waitSignal (timeoutCycles clock64 cycles) for one more than the current value of signal
+ * 0 of context 0, which no one raises meanwhile; writes the ncclResult_t it returned to *result
+ * (device memory): ncclTimeout is expected. */
+cudaError_t launchGinSignalTimeout(const ncclDevComm& comm, uint64_t timeoutCycles, int* result, cudaStream_t stream);
+
+#endif /* BRAID_TESTS_GPU_GIN_KERNELS_H_ */
