@@ -184,15 +184,17 @@ bool asksForGin(const Requirements& r, const window::DevCommAsk& ask) {
 }
 
 // GIN over the proxy transport (the library's network thread), for kernels compiled against a
-// header whose proxy descriptors Braid reads (2.31 and 2.32: nccl_device/gin_proxy.h).
-ncclResult_t readGin(const Requirements& r, DevCommRelease release, int nranks, int lsaSize, window::DevCommAsk* ask) {
+// 2.32 header (NVIDIA's or Braid's): the proxy protocol of nccl_device/gin_proxy.h. 2.31 posts the
+// same descriptors, but its kernels did not run against this proxy in testing, so they are refused.
+ncclResult_t readGin(const Requirements& r, const DevCommLayout& layout, int nranks, int lsaSize,
+                     window::DevCommAsk* ask) {
   ask->gin = asksForGin(r, *ask) || (r.railGinBarrierCount > 0 && lsaSize != nranks);
   if (!ask->gin) return ncclSuccess;
-  if (release != DevCommRelease::k23203) {
+  if (layout.version < kFirstGinVersion) {
     WARN(
-        "ncclDevCommCreate: the requirements ask for GIN from a program compiled against NCCL %s; Braid's GIN speaks "
-        "the proxy protocol of 2.31 and 2.32 only (GIN programs are rebuilt for each NCCL release)",
-        releaseName(release));
+        "ncclDevCommCreate: the requirements ask for GIN from a program compiled against NCCL %s (version %u); "
+        "Braid's GIN serves programs built against NCCL 2.32 (GIN programs are rebuilt for each NCCL release)",
+        releaseName(layout.release), layout.version);
     return ncclInvalidUsage;
   }
   if (r.ginType != NCCL_GIN_TYPE_NONE && r.ginType != NCCL_GIN_TYPE_PROXY) {
@@ -254,7 +256,7 @@ ncclResult_t readDevCommRequirements(const void* reqs, int nranks, int lsaSize, 
   ask->lsaBarriers = r.lsaBarrierCount;
   ask->hybridBarriers = r.barrierCount;
   NCCLCHECK(readResources(r.resources, ask));
-  NCCLCHECK(readGin(r, layout->release, nranks, lsaSize, ask));
+  NCCLCHECK(readGin(r, *layout, nranks, lsaSize, ask));
   INFO(kLogInit, "ncclDevCommCreate: requirements of a program compiled against NCCL %s (version field %u)",
        releaseName(layout->release), layout->version);
   return ncclSuccess;

@@ -24,6 +24,9 @@ struct DevCommLayout {
   unsigned int version = 0;
 };
 
+// The first NCCL version whose GIN programs Braid serves (nccl_device/gin_proxy.h).
+constexpr unsigned int kFirstGinVersion = NCCL_VERSION(2, 32, 0);
+
 // Reads `reqs` into `ask` and the layout the program expects into *layout. A layout Braid does not
 // know, or a request for what it does not have (multicast, GIN, CFT, hybrid barriers across LSA
 // teams), is ncclInvalidUsage with a WARN that names it; a negative count or a cyclic list

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/dev_comm_abi.h"
 #include "api/export.h"
 #include "api/window_glue.h"
 #include "core/comm.h"
@@ -42,7 +43,7 @@ bool windowsPossible(ncclComm* comm) {
 }
 
 // `version`: the NCCL_VERSION_CODE the caller was compiled with. GIN is there for programs built
-// against 2.31 or later, whose proxy protocol Braid speaks (nccl_device/gin_proxy.h).
+// against 2.32 or later (api/dev_comm_abi.h: kFirstGinVersion).
 ncclCommProperties_t propertiesOf(ncclComm* comm, unsigned int version) {
   ncclCommProperties_t p;
   std::memset(&p, 0, sizeof(p));  // also the padding: see above
@@ -55,7 +56,7 @@ ncclCommProperties_t propertiesOf(ncclComm* comm, unsigned int version) {
   // (NVLink SHARP stays off) and CFT.
   p.deviceApiSupport = windowsPossible(comm);
   p.multimemSupport = false;
-  const bool gin = p.deviceApiSupport && hostRma(comm) && version >= NCCL_VERSION(2, 31, 0);
+  const bool gin = p.deviceApiSupport && hostRma(comm) && version >= braid::kFirstGinVersion;
   p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
   p.ginSupport[NCCL_GIN_TYPE_PROXY] = gin;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;

@@ -422,7 +422,7 @@ TEST(DeviceApiKernels, RefusalsMisuseAndMemory) {
               CHILD_EXPECT(lastErrorNames("multicast"));
               reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
               reqs.ginSignalCount = 4;
-              reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
+              reqs.ginType = NCCL_GIN_TYPE_GDAKI;  // a GIN transport Braid does not have
               CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, &devComm) == ncclInvalidUsage);
               CHILD_EXPECT(lastErrorNames("GIN"));
               CHILD_EXPECT(devComm.magic == 0x77777777u && devComm.lsaBarrier.nBarriers == 0x77777777);

@@ -95,6 +95,9 @@ int ginAcrossHosts(std::vector<Rank>& ranks, int nranks) {
   CHILD_CUDA(cudaMalloc(&errors, 2 * sizeof(int)));
   CHILD_CUDA(cudaMemset(errors, 0, 2 * sizeof(int)));
   CHILD_CUDA(launchGinBarrierRounds(dev, win, l.slots(), 20, errors, r.stream));
+  // Each kernel's first launch comes after the last one ended: a lazily loaded kernel may wait for
+  // the GPU to go idle, and the proxy's copies wait for the loader.
+  CHILD_CUDA(cudaStreamSynchronize(r.stream));
   CHILD_CUDA(launchGinSignalTimeout(dev, uint64_t{1} << 20, errors + 1, r.stream));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
   int got[2] = {-1, -1};
@@ -111,7 +114,7 @@ int ginAcrossHosts(std::vector<Rank>& ranks, int nranks) {
 }
 
 // What Braid's GIN is not: refused alike on every rank, with nothing made.
-int refusals(std::vector<Rank>& ranks) {
+int refusals(std::vector<Rank>& ranks) {  // this process's ranks: one
   Rank& r = ranks[0];
   ncclDevComm dev{};
   ncclDevCommRequirements_t reqs = ginRequirements();
@@ -128,7 +131,9 @@ int refusals(std::vector<Rank>& ranks) {
   CHILD_EXPECT(ncclGinBarrierCreateRequirement(r.comm, ncclTeamWorld(r.comm), -1, &handle, &res) ==
                ncclInvalidArgument);
   CHILD_NCCL(ncclGinBarrierCreateRequirement(r.comm, ncclTeamWorld(r.comm), 3, &handle, &res));
-  CHILD_EXPECT(res.ginSignalCount == 3 * static_cast<int>(ranks.size()) && res.outGinSignalStart == &handle.signal0);
+  int nranks = 0;
+  CHILD_NCCL(ncclCommCount(r.comm, &nranks));
+  CHILD_EXPECT(res.ginSignalCount == 3 * nranks && res.outGinSignalStart == &handle.signal0);
   return 0;
 }
 

@@ -147,13 +147,10 @@ TEST(DevCommRequirements, WhatBraidLacksIsRefusedByName) {
   r.lsaMultimem = true;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
   r = fresh();
-  r.ginSignalCount = 2;
+  r.ginType = NCCL_GIN_TYPE_GDAKI;  // GIN transports other than the proxy
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
   r = fresh();
-  r.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
-  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
-  r = fresh();
-  r.worldGinBarrierCount = 1;
+  r.ginConnectionType = NCCL_GIN_CONNECTION_CUSTOM_STRIDE;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
   r = fresh();
   r.cftBarrierCount = 1;
@@ -163,23 +160,68 @@ TEST(DevCommRequirements, WhatBraidLacksIsRefusedByName) {
   team.multimem = true;
   r.teamRequirementsList = &team;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
-  r = fresh();
-  ncclDevResourceRequirements_t res{};
-  res.ginCounterCount = 1;
-  r.resourceRequirementsList = &res;
-  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
-  // Hybrid barriers: within one LSA team they are LSA barriers; across teams they need GIN. So do
-  // rail GIN barriers, which have nothing to wait for on a rail of one rank (as PyTorch asks).
+  // Hybrid barriers: within one LSA team they are LSA barriers; across teams they are refused.
   r = fresh();
   r.barrierCount = 2;
   EXPECT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclInvalidUsage);
   ask = DevCommAsk{};
   EXPECT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
   EXPECT_EQ(ask.hybridBarriers, 2);
-  r = fresh();
+  EXPECT_FALSE(ask.gin);
+}
+
+// GIN (the proxy transport) for programs built against 2.32: what they ask for, in the ask; the
+// same from a program of an earlier release is refused by name.
+TEST(DevCommRequirements, GinIsReadForTwoThirtyTwoAndRefusedBefore) {
+  DevCommLayout layout;
+  DevCommAsk ask;
+  ncclDevCommRequirements_t r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 2;
+  r.ginCounterCount = 3;
+  r.worldGinBarrierCount = 1;
   r.railGinBarrierCount = 4;
-  EXPECT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclInvalidUsage);
-  EXPECT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
+  r.ginQueueDepth = 100;
+  ncclDevResourceRequirements_t res{};
+  uint32_t signalStart = 0;
+  res.ginSignalCount = 5;
+  res.outGinSignalStart = &signalStart;
+  r.resourceRequirementsList = &res;
+  ASSERT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclSuccess);
+  EXPECT_TRUE(ask.gin);
+  EXPECT_EQ(ask.ginContexts, 4);  // NCCL's default hint
+  EXPECT_EQ(ask.ginSignals, 2);
+  EXPECT_EQ(ask.ginCounters, 3);
+  EXPECT_EQ(ask.worldGinBarriers, 1);
+  EXPECT_EQ(ask.railGinBarriers, 4);
+  EXPECT_EQ(ask.queueDepth, 100);
+  ASSERT_EQ(ask.ginSignalAsks.size(), 1u);
+  EXPECT_EQ(ask.ginSignalAsks[0].count, 5);
+  EXPECT_EQ(ask.ginSignalAsks[0].outStart, &signalStart);
+  // Rail GIN barriers on a rail of one rank need no GIN (PyTorch asks for them there).
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.railGinBarrierCount = 4;
+  ask = DevCommAsk{};
+  ASSERT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
+  EXPECT_FALSE(ask.gin);
+  ask = DevCommAsk{};
+  ASSERT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclSuccess);
+  EXPECT_TRUE(ask.gin);
+
+  auto r312 = headed<ncclDevCommRequirements_t>(23102);
+  r312.ginSignalCount = 1;
+  ask = DevCommAsk{};
+  EXPECT_EQ(readReqs(&r312, &layout, &ask), ncclInvalidUsage);
+  auto r307 = headed<DevCommRequirementsV23007>(23007);
+  r307.worldGinBarrierCount = 1;
+  EXPECT_EQ(readReqs(&r307, &layout, &ask), ncclInvalidUsage);
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = -1;
+  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidArgument);
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  res = ncclDevResourceRequirements_t{};
+  res.ginCounterCount = -2;
+  r.resourceRequirementsList = &res;
+  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidArgument);
 }
 
 TEST(DevCommRequirements, BadCountsAndLoopingListsAreInvalidArguments) {
