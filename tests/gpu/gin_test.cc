@@ -152,6 +152,13 @@ TEST(Gin, AcrossEmulatedHosts) {
   EXPECT_GT(tried, 0);
 }
 
+// One rank, no other host: the proxy thread runs without network connections, every operation a
+// copy within the LSA team.
+TEST(Gin, OneRankWithoutNetwork) {
+  EXPECT_EQ(0,
+            wintest::withRanks(1, Mode::kProcesses, [](std::vector<Rank>& ranks) { return ginAcrossHosts(ranks, 1); }));
+}
+
 TEST(Gin, Refusals) {
   EXPECT_EQ(0, wintest::withRanks(
                    2, Mode::kProcesses, [](std::vector<Rank>& ranks) { return refusals(ranks); }, 1));

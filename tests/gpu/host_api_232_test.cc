@@ -29,6 +29,11 @@ ncclCommProperties_t propertiesHeader(size_t size) {
   return p;
 }
 
+// Exported by NCCL's library (and Braid's) without a declaration in its Linux header.
+struct ncclGinOutboxHandle;
+extern "C" ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int sizeLog2, ncclGinOutboxHandle* outHandle,
+                                                       ncclDevResourceRequirements_t* outReq);
+
 bool lastErrorNames(const char* text) { return std::string(ncclGetLastError(nullptr)).find(text) != std::string::npos; }
 
 // Every rank of one process (ncclCommInitAll): properties and teams agree with the communicator.
@@ -39,19 +44,24 @@ int checkPropertiesAndTeams(ncclComm_t comm, int nranks, int rank) {
   CHILD_EXPECT(props.nvmlDev >= 0);                                // NVML is there on the GPU machines
   CHILD_EXPECT(props.deviceApiSupport && !props.multimemSupport);  // cuMem on every GPU machine
   CHILD_EXPECT(props.hostRmaSupport);                              // one host, one RMA context by default
-  CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_NONE && props.railedGinType == NCCL_GIN_TYPE_NONE);
+  // GIN: the proxy transport, for a caller built against 2.32 (this one).
+  CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_PROXY && props.railedGinType == NCCL_GIN_TYPE_NONE);
+  CHILD_EXPECT(props.ginConnectionType == NCCL_GIN_CONNECTION_FULL);
   CHILD_EXPECT(props.nLsaTeams == 1);  // one host
   CHILD_EXPECT(props.commHash != 0);
-  for (bool gin : props.ginSupport) CHILD_EXPECT(!gin);
+  for (int type = 0; type < 64; ++type) CHILD_EXPECT(props.ginSupport[type] == (type == NCCL_GIN_TYPE_PROXY));
   CHILD_EXPECT(!props.cftSupport && !props.cftMulticastSupport && !props.cftCountedSupport);
 
-  // A 2.30 caller's 56-byte struct: nothing written past it.
+  // A 2.30 caller's 56-byte struct: nothing written past it, and no GIN (its GIN programs are
+  // refused).
   alignas(8) unsigned char small[sizeof(ncclCommProperties_t)];
   std::memset(small, 0xee, sizeof(small));
-  const ncclCommProperties_t head = propertiesHeader(56);
+  ncclCommProperties_t head = propertiesHeader(56);
+  head.version = NCCL_VERSION(2, 30, 7);
   std::memcpy(small, &head, offsetof(ncclCommProperties_t, rank));
   CHILD_NCCL(ncclCommQueryProperties(comm, reinterpret_cast<ncclCommProperties_t*>(small)));
   CHILD_EXPECT(reinterpret_cast<ncclCommProperties_t*>(small)->nRanks == nranks);
+  CHILD_EXPECT(reinterpret_cast<ncclCommProperties_t*>(small)->ginType == NCCL_GIN_TYPE_NONE);
   for (size_t i = 56; i < sizeof(small); ++i) CHILD_EXPECT(small[i] == 0xee);
 
   ncclCommProperties_t bad = propertiesHeader(sizeof(ncclCommProperties_t));
@@ -85,7 +95,7 @@ TEST(HostApi232, QueryPropertiesAndTeams) {
             }));
 }
 
-// What needs GIN, CFT or TLS fails (never a silent success), naming what is
+// What needs GIN Braid lacks, CFT or TLS fails (never a silent success), naming what is
 // missing; so do one-sided operations before any window, and lookups of what is no window; the
 // multicast lookups answer NULL, as NCCL does without multicast.
 TEST(HostApi232, MissingFeaturesFailNamingThem) {
@@ -119,12 +129,13 @@ TEST(HostApi232, MissingFeaturesFailNamingThem) {
 
         ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
         reqs.ginCounterCount = 1;
+        reqs.ginType = NCCL_GIN_TYPE_GDAKI;  // only the proxy transport is there
         alignas(64) unsigned char devComm[4096];
         CHILD_EXPECT(ncclDevCommCreate(comm, &reqs, reinterpret_cast<ncclDevComm_t*>(devComm)) == ncclInvalidUsage);
         CHILD_EXPECT(lastErrorNames("GIN"));
-        ncclGinBarrierHandle_t ginBar;
         ncclDevResourceRequirements_t req;
-        CHILD_EXPECT(ncclGinBarrierCreateRequirement(comm, ncclTeamWorld(comm), 1, &ginBar, &req) == ncclInvalidUsage);
+        CHILD_EXPECT(ncclGinOutboxCreateRequirement(1, 10, nullptr, &req) == ncclInvalidUsage);
+        CHILD_EXPECT(lastErrorNames("GIN"));
         CHILD_EXPECT(ncclLLA2ACalcSlots(10, 12) == 20);
         const ncclTeam_t cft = ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT);
         CHILD_EXPECT(cft.nRanks == 0 && lastErrorNames("CFT"));
