@@ -28,8 +28,22 @@ bool parseGin(const void* message, size_t size, uint32_t maxContexts, GinHeader*
     *why = "two signal kinds";
     return false;
   }
-  if ((inc && h.value != 1) || h.reserved != 0) {
-    *why = "an increment by other than 1, or a reserved word not zero";
+  const bool request = (h.flags & kGinGetRequest) != 0;
+  const bool reply = (h.flags & kGinGetReply) != 0;
+  if (inc && h.value != 1) {
+    *why = "an increment by other than 1";
+    return false;
+  }
+  if ((request || reply) != (h.tag != 0) || (request && reply)) {
+    *why = "a tag without a get, or a get without a tag, or both a request and a reply";
+    return false;
+  }
+  if ((request || reply) && (inc || add || (h.flags & kGinVaSignal) != 0)) {
+    *why = "a get's message with a signal";
+    return false;
+  }
+  if (request && (h.bytes != 0 || (h.flags & kGinLast) == 0)) {
+    *why = "a get request with data, or not last";
     return false;
   }
   if ((h.flags & kGinVaSignal) != 0 && (!(inc || add) || h.bytes != 0 || (h.flags & kGinLast) == 0)) {

@@ -166,9 +166,18 @@ void NetBackend::writeHeader(char* buf) const {
   const GinOp& g = s.ginOp;
   GinHeader h{};
   h.magic = kGinMagic;
-  h.devComm = s.gin->serial();
+  h.devComm = s.ginDevComm;
   h.context = static_cast<uint32_t>(s.ginContext);
   h.bytes = s.chunk;
+  if (s.ginFlags != 0) {  // a get's request (the op's source is the peer's) or a chunk of its reply
+    h.flags = s.ginFlags | (s.last ? kGinLast : 0);
+    h.tag = s.ginTag;
+    h.serial = s.ginFlags == kGinGetRequest ? g.srcHandle : 0;
+    h.offset = s.ginFlags == kGinGetRequest ? g.srcOffset : s.sent;
+    h.value = s.ginFlags == kGinGetRequest ? g.bytes : 0;
+    std::memcpy(buf, &h, sizeof(h));
+    return;
+  }
   if (g.kind == GinOp::Kind::kVaSignal) {
     h.serial = g.vaHandle;
     h.offset = g.vaOffset;
@@ -190,8 +199,13 @@ void NetBackend::writeHeader(char* buf) const {
 // The last chunk is staged: the source may be reused.
 void NetBackend::finishStaging() {
   Sending& s = *sending_;
-  if (s.gin == nullptr) {
+  if (s.gin == nullptr && s.ginFlags == 0) {
     requests_.markRead(s.out);  // the stream that put it may go on
+    return;
+  }
+  if (s.ginFlags == kGinGetReply) return;  // served
+  if (s.ginFlags == kGinGetRequest) {      // asked: the GFD is done, its data comes later
+    s.gin->done(s.ginContext, s.peer);
     return;
   }
   if (s.ginOp.hasCounter) {
@@ -215,7 +229,7 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   s.chunk = std::min(kNetChunkBytes, s.bytes - s.sent);
   s.last = s.sent + s.chunk == s.bytes;
   writeHeader(buf);
-  const size_t header = s.gin == nullptr ? sizeof(ChunkHeader) : sizeof(GinHeader);
+  const size_t header = s.gin == nullptr && s.ginFlags == 0 ? sizeof(ChunkHeader) : sizeof(GinHeader);
   if (s.chunk > 0 && s.gin != nullptr && s.ginOp.hasInline) {
     std::memcpy(buf + header, &s.ginOp.inlineValue, s.chunk);
   } else if (s.chunk > 0) {
@@ -258,7 +272,9 @@ bool NetBackend::postSends() {
   while (true) {
     if (sending_ == nullptr) {
       Outgoing next{};
-      if (requests_.next(&next)) {
+      if (nextServe()) {
+        // a reply to a peer's get: sending_ is set
+      } else if (requests_.next(&next)) {
         sending_ = std::make_unique<Sending>();
         sending_->out = next;
         sending_->peer = next.op.peer;
@@ -419,6 +435,7 @@ void NetBackend::run() {
   while (!stop_.load()) {
     bool busy = false;
     if (!failed_) {
+      releaseFlushes();
       busy = progressSend();
       for (size_t i = 0; i < receivers_.size() && !failed_; ++i) busy = progressReceive(i) || busy;
     }

@@ -89,6 +89,9 @@ class NetBackend {
     std::shared_ptr<GinComm> gin;
     GinOp ginOp{};
     int ginContext = 0;
+    uint32_t ginFlags = 0;  // a get's request or reply (gin_wire.h), else a put
+    uint64_t ginTag = 0;    // the get's tag
+    uint64_t ginDevComm = 0;
     int peer = 0;
     const void* src = nullptr;  // device memory; a GIN inline value is in ginOp
     uint64_t bytes = 0;
@@ -127,7 +130,14 @@ class NetBackend {
   bool takeGin();
   [[nodiscard]] ncclResult_t runLocal(GinComm& gin, int context, int peer, const GinOp& op);
   [[nodiscard]] ncclResult_t startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
+  [[nodiscard]] ncclResult_t startGet(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
   [[nodiscard]] ncclResult_t deliverGin(int peer, const char* message, size_t size);
+  [[nodiscard]] ncclResult_t serveGet(int peer, const GinHeader& h);
+  [[nodiscard]] ncclResult_t landReply(int peer, const GinHeader& h, const char* payload);
+  // A get's reply to send, the oldest first (null: none).
+  bool nextServe();
+  // Flush GFDs wait for every get to another host to land; those that came while some had not.
+  void releaseFlushes();
   std::shared_ptr<GinComm> awaitGin(int peer, uint64_t serial);
   // A window word (8 bytes, aligned) of this rank's window, or of LSA rank `lsa`'s copy of it.
   [[nodiscard]] ncclResult_t windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
@@ -146,6 +156,28 @@ class NetBackend {
   std::mutex windowsMutex_;
   std::map<uint64_t, std::shared_ptr<const WindowInfo>> windows_;  // serial -> this rank's window
   std::map<uint64_t, std::shared_ptr<GinComm>> gins_;              // resource window serial -> GIN
+
+  // GIN gets from other hosts (the thread's own). This rank's: by tag, where the reply lands.
+  struct PendingGet {
+    int peer = 0;
+    char* dst = nullptr;
+    uint64_t bytes = 0, received = 0;
+  };
+  std::map<uint64_t, PendingGet> gets_;
+  uint64_t lastGetTag_ = 0;
+  struct ParkedFlush {
+    std::shared_ptr<GinComm> gin;
+    int context = 0, peer = 0;
+  };
+  std::vector<ParkedFlush> flushes_;
+  // Peers' gets this rank is to answer, in arrival order.
+  struct Serve {
+    int peer = 0;
+    uint64_t devComm = 0, tag = 0;
+    const char* src = nullptr;
+    uint64_t bytes = 0;
+  };
+  std::deque<Serve> serves_;
 
   // The thread's own.
   cudaStream_t stream_ = nullptr;

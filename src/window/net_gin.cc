@@ -3,7 +3,8 @@
 // the peer's window through this rank's mapping of it, then an atomic add on the peer's signal,
 // in one stream; a put to another host is staged and sent like a one-sided put's chunks, with a
 // GIN header (gin_wire.h), and its signal is added by the receiving thread after the data.
-// Gets are served within the LSA team only.
+// A get from another host is a request message; the peer's thread answers it with chunks of the
+// data, which land here by the get's tag. A flush GFD completes once every such get has landed.
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -52,6 +53,11 @@ bool NetBackend::takeGin() {
     std::string why;
     if (!gin->take(&context, &peer, &op, &why)) continue;
     ncclResult_t result = ncclSuccess;
+    if (why.empty() && op.kind == GinOp::Kind::kFlush) {
+      flushes_.push_back(ParkedFlush{gin, context, peer});  // done once the gets before it landed
+      releaseFlushes();
+      return true;
+    }
     if (!why.empty()) {
       WARN("rank %d: GIN: context %d wrote a descriptor for rank %d that no device code writes (%s)", ctx_.rank,
            context, peer, why.c_str());
@@ -135,16 +141,86 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
   return ncclSuccess;
 }
 
+void NetBackend::releaseFlushes() {
+  if (!gets_.empty()) return;
+  for (ParkedFlush& f : flushes_) f.gin->done(f.context, f.peer);
+  flushes_.clear();
+}
+
+ncclResult_t NetBackend::startGet(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
+  char* dst = nullptr;
+  NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
+  const uint64_t tag = ++lastGetTag_;
+  gets_[tag] = PendingGet{peer, dst, op.bytes, 0};
+  auto s = std::make_unique<Sending>();
+  s->gin = gin;
+  s->ginOp = op;
+  s->ginContext = context;
+  s->ginFlags = kGinGetRequest;
+  s->ginTag = tag;
+  s->ginDevComm = gin->serial();
+  s->peer = peer;
+  sending_ = std::move(s);
+  return ncclSuccess;
+}
+
+bool NetBackend::nextServe() {
+  if (serves_.empty()) return false;
+  const Serve& v = serves_.front();
+  auto s = std::make_unique<Sending>();
+  s->ginFlags = kGinGetReply;
+  s->ginTag = v.tag;
+  s->ginDevComm = v.devComm;
+  s->peer = v.peer;
+  s->src = v.src;
+  s->bytes = v.bytes;
+  serves_.pop_front();
+  sending_ = std::move(s);
+  return true;
+}
+
+// A peer's get: its data goes back in chunks, once the thread gets to it.
+ncclResult_t NetBackend::serveGet(int peer, const GinHeader& h) {
+  constexpr size_t kMaxServes = size_t{1} << 16;  // more is no peer's rings, but a flood
+  if (serves_.size() >= kMaxServes) {
+    WARN("rank %d: GIN: rank %d asks for more than %zu gets at once; dropped", ctx_.rank, peer, kMaxServes);
+    return ncclRemoteError;
+  }
+  char* src = nullptr;
+  if (awaitWindow(peer, h.serial) == nullptr ||
+      windowPtr(h.serial, h.offset, h.value, ctx_.lsaRank, "get from another host", &src) != ncclSuccess) {
+    return ncclRemoteError;
+  }
+  serves_.push_back(Serve{peer, h.devComm, h.tag, src, h.value});
+  return ncclSuccess;
+}
+
+// A chunk of the reply to one of this rank's gets: it must be that get's, from its peer, in order.
+ncclResult_t NetBackend::landReply(int peer, const GinHeader& h, const char* payload) {
+  auto it = gets_.find(h.tag);
+  if (it == gets_.end() || it->second.peer != peer || h.offset != it->second.received ||
+      h.bytes > it->second.bytes - it->second.received ||
+      ((h.flags & kGinLast) != 0) != (h.offset + h.bytes == it->second.bytes)) {
+    WARN(
+        "rank %d: GIN: rank %d sent %llu bytes at %llu of a reply to get %llu, which this rank did not ask of it "
+        "so; dropped",
+        ctx_.rank, peer, static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(h.offset),
+        static_cast<unsigned long long>(h.tag));
+    return ncclRemoteError;
+  }
+  PendingGet& g = it->second;
+  if (h.bytes > 0) {
+    const std::string what = "GIN get from rank " + std::to_string(peer);
+    CUDACHECK_AT(what, cudaMemcpyAsync(g.dst + h.offset, payload, h.bytes, cudaMemcpyHostToDevice, stream_));
+    CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  }
+  g.received += h.bytes;
+  if ((h.flags & kGinLast) != 0) gets_.erase(it);
+  return ncclSuccess;
+}
+
 ncclResult_t NetBackend::startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
-  if (op.kind == GinOp::Kind::kGet) {
-    WARN("rank %d: GIN get from rank %d on another host: not in this version of Braid (gets reach the LSA team only)",
-         ctx_.rank, peer);
-    return ncclInvalidUsage;
-  }
-  if (op.kind == GinOp::Kind::kFlush) {  // no get to another host is ever outstanding
-    gin->done(context, peer);
-    return ncclSuccess;
-  }
+  if (op.kind == GinOp::Kind::kGet) return startGet(gin, context, peer, op);
   if (op.kind == GinOp::Kind::kPut && op.signal != GinOp::Signal::kNone &&
       op.signalId >= static_cast<uint32_t>(gin->shape().signals)) {
     WARN("rank %d: GIN: signal %u of a device communicator with %d", ctx_.rank, op.signalId, gin->shape().signals);
@@ -158,6 +234,7 @@ ncclResult_t NetBackend::startRemote(const std::shared_ptr<GinComm>& gin, int co
   s->gin = gin;
   s->ginOp = op;
   s->ginContext = context;
+  s->ginDevComm = gin->serial();
   s->peer = peer;
   s->bytes = op.kind == GinOp::Kind::kPut ? op.bytes : 0;
   if (s->bytes > 0 && !op.hasInline) {
@@ -195,8 +272,10 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
          size, why.c_str());
     return ncclRemoteError;
   }
+  if ((h.flags & kGinGetReply) != 0) return landReply(peer, h, message + sizeof(h));
   std::shared_ptr<GinComm> gin = awaitGin(peer, h.devComm);
   if (gin == nullptr) return ncclRemoteError;
+  if ((h.flags & kGinGetRequest) != 0) return serveGet(peer, h);
   const GinShape& shape = gin->shape();
   const bool signal = (h.flags & (kGinSignalInc | kGinSignalAdd)) != 0;
   const bool va = (h.flags & kGinVaSignal) != 0;

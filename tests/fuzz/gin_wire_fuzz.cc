@@ -47,7 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (va) FUZZ_CHECK((inc || add) && h.bytes == 0 && last);
   if (inc || add) FUZZ_CHECK(last);
   if (inc) FUZZ_CHECK(h.value == 1);
-  FUZZ_CHECK(h.reserved == 0);
+  const bool request = (h.flags & w::kGinGetRequest) != 0, reply = (h.flags & w::kGinGetReply) != 0;
+  FUZZ_CHECK((request || reply) == (h.tag != 0) && !(request && reply));
+  if (request || reply) FUZZ_CHECK(!inc && !add && !va);
+  if (request) FUZZ_CHECK(h.bytes == 0 && last);
   FUZZ_CHECK(h.bytes == bytes - sizeof(h));
   FUZZ_CHECK(h.context < nCtx);
   // What the receiver checks next: the payload's range, and a VA signal's word, in its window.

@@ -382,8 +382,35 @@ TEST(GinWire, LiesAreRefused) {
   h.value = 2;  // an increment by more than 1
   EXPECT_FALSE(parses(h, 8, 1));
   h = header(0, 0, 8, 0);
-  h.reserved = 1;
+  h.tag = 1;  // a tag on a put
   EXPECT_FALSE(parses(h, 8, 1));
+}
+
+TEST(GinWire, GetsCarryATagAndNothingElse) {
+  GinHeader request = header(kGinGetRequest | kGinLast, 4096, 0, 0);
+  request.value = 1 << 20;  // the size asked for
+  request.tag = 7;
+  EXPECT_TRUE(parses(request, 0, 1));
+  GinHeader reply = header(kGinGetReply, 0, 300, 0);
+  reply.tag = 7;
+  EXPECT_TRUE(parses(reply, 300, 1));
+  reply.flags |= kGinLast;
+  EXPECT_TRUE(parses(reply, 300, 1));
+  GinHeader bad = request;
+  bad.tag = 0;  // a get without a tag
+  EXPECT_FALSE(parses(bad, 0, 1));
+  bad = request;
+  bad.flags &= ~kGinLast;
+  EXPECT_FALSE(parses(bad, 0, 1));
+  bad = header(kGinGetRequest | kGinLast, 0, 8, 0);  // a request with data
+  bad.tag = 7;
+  EXPECT_FALSE(parses(bad, 8, 1));
+  bad = reply;
+  bad.flags |= kGinGetRequest;  // both
+  EXPECT_FALSE(parses(bad, 300, 1));
+  bad = reply;
+  bad.flags |= kGinSignalInc;  // a signal on a get's message
+  EXPECT_FALSE(parses(bad, 300, 1));
 }
 
 TEST(GinWire, RangesThatWrapDoNotFit) {
