@@ -123,11 +123,13 @@ std::shared_ptr<const WindowInfo> NetBackend::findWindow(uint64_t serial) {
 void NetBackend::addGin(std::shared_ptr<GinComm> gin) {
   std::lock_guard<std::mutex> lock(windowsMutex_);
   gins_[gin->serial()] = std::move(gin);
+  ginsChanged_ = true;
 }
 
 void NetBackend::removeGin(uint64_t serial) {
   std::lock_guard<std::mutex> lock(windowsMutex_);
   gins_.erase(serial);
+  ginsChanged_ = true;
 }
 
 void NetBackend::releaseWaits() { requests_.releaseAll(); }
@@ -433,6 +435,15 @@ void NetBackend::run() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point lastBusy = Clock::now();
   while (!stop_.load()) {
+    refreshGins();  // also after a failure: a device communicator being destroyed waits for it
+    if (failed_) {
+      // No operation completes any more (GIN kernels stop at the communicator's abort); what the
+      // thread held of device communicators goes, so that destroying them does not wait for it.
+      sending_.reset();
+      flushes_.clear();
+      gets_.clear();
+      serves_.clear();
+    }
     bool busy = false;
     if (!failed_) {
       releaseFlushes();

@@ -128,6 +128,8 @@ class NetBackend {
   // Takes the next GFD of some device communicator: runs it here when its peer is in the LSA
   // team, or makes it sending_ for another host. True when it did something.
   bool takeGin();
+  // Renews ginsSeen_ after addGin or removeGin.
+  void refreshGins();
   [[nodiscard]] ncclResult_t runLocal(GinComm& gin, int context, int peer, const GinOp& op);
   [[nodiscard]] ncclResult_t startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
   [[nodiscard]] ncclResult_t startGet(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
@@ -156,7 +158,8 @@ class NetBackend {
   std::mutex windowsMutex_;
   std::map<uint64_t, std::shared_ptr<const WindowInfo>> windows_;  // serial -> this rank's window
   std::map<uint64_t, std::shared_ptr<GinComm>> gins_;              // resource window serial -> GIN
-
+  std::atomic<bool> ginsChanged_{false};
+  std::vector<std::shared_ptr<GinComm>> ginsSeen_;  // the thread's copy of gins_ (taken without the lock)
   // GIN gets from other hosts (the thread's own). This rank's: by tag, where the reply lands.
   struct PendingGet {
     int peer = 0;

@@ -41,13 +41,15 @@ ncclResult_t NetBackend::windowPtr(uint64_t serial, uint64_t offset, uint64_t by
   return ncclSuccess;
 }
 
+void NetBackend::refreshGins() {
+  if (!ginsChanged_.exchange(false)) return;
+  std::lock_guard<std::mutex> lock(windowsMutex_);
+  ginsSeen_.clear();
+  for (auto& [serial, gin] : gins_) ginsSeen_.push_back(gin);
+}
+
 bool NetBackend::takeGin() {
-  std::vector<std::shared_ptr<GinComm>> gins;
-  {
-    std::lock_guard<std::mutex> lock(windowsMutex_);
-    for (auto& [serial, gin] : gins_) gins.push_back(gin);
-  }
-  for (const std::shared_ptr<GinComm>& gin : gins) {
+  for (const std::shared_ptr<GinComm>& gin : ginsSeen_) {
     int context = 0, peer = 0;
     GinOp op;
     std::string why;
