@@ -41,4 +41,23 @@ cudaError_t launchGinBarrierRounds(const ncclDevComm& comm, ncclWindow_t win, si
  * (device memory): ncclTimeout is expected. */
 cudaError_t launchGinSignalTimeout(const ncclDevComm& comm, uint64_t timeoutCycles, int* result, cudaStream_t stream);
 
+/* Layout as launchGinAllToAll's. Rank r gets world rank p's source block r into its own
+ * destination block p on context 0, for every p (itself included; with lsaOnly, only the ranks of
+ * its LSA team), one peer per warp at a time. Completion: with requestPerPeer, the issuing warp's
+ * flushAsync for that peer and wait; otherwise one CTA-wide flush after every get. Then the block is
+ * read back by the GPU (bypassing L1): sums[p] (device memory, nRanks entries) receives the sum over
+ * its bytes i of byte * (i + 1), so that a completion that returned before the data landed shows.
+ * Blocks not fetched keep their sums entry. `round` only names the launch. */
+cudaError_t launchGinGetRound(const ncclDevComm& comm, ncclWindow_t win, size_t blockBytes, bool lsaOnly,
+                              bool requestPerPeer, uint64_t round, uint64_t* sums, cudaStream_t stream);
+
+/* Hostile descriptors: one thread writes straight into context 0's ring for its own rank, as the
+ * device API's post does (claims a slot on pis, eight 16-byte write-through stores, the flag in
+ * every word, GFD version 2), a descriptor no device code writes, and does not wait for it:
+ *   kind 0: op 0x100, an op bit nobody defines;
+ *   kind 1: an 8-byte inline put into window handle 0x7fff0001, which no window has;
+ *   kind 2: an 8-byte inline put into `win` at winBytes - 4, running 4 bytes past its end.
+ * `win` and winBytes are read for kind 2 only. Launches one thread. */
+cudaError_t launchGinBadGfd(const ncclDevComm& comm, int kind, ncclWindow_t win, size_t winBytes, cudaStream_t stream);
+
 #endif /* BRAID_TESTS_GPU_GIN_KERNELS_H_ */

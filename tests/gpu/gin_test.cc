@@ -1,12 +1,19 @@
 // GIN over the proxy transport: kernels of the test (gin_kernels.cu, compiled against Braid's
 // nccl_device.h) put, putValue, signal, count and meet in GIN barriers on a device communicator
 // whose ranks are spread over emulated hosts (the network between hosts, NVLink within one), and
-// every byte they move is checked on the host. Refusals: GIN types and connections Braid does not
-// have.
+// every byte they move is checked on the host. Gets are checked the same way, also as the GPU reads
+// them right after their completion. Refusals: GIN types and connections Braid does not have; and
+// descriptors no device code writes, which fail the communicator instead of crashing its proxy.
 #include <gtest/gtest.h>
 #include <nccl_device.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gin_kernels.h"
@@ -19,6 +26,9 @@ using wintest::Rank;
 
 constexpr size_t kBlock = (size_t{300} << 10) + 40;  // two network chunks and an odd tail
 constexpr uint64_t kSeed = 47;
+// Gets from ranks on other hosts too; false: from the caller's LSA team only (the other blocks are
+// then checked to be untouched).
+constexpr bool kRemoteGets = true;
 
 // The window: nranks source blocks, nranks destination blocks, one 8-byte slot per rank, the VA
 // signal word.
@@ -72,6 +82,52 @@ int putValueRounds(Rank& r, std::vector<Rank>& ranks, const ncclDevComm& dev, nc
   return 0;
 }
 
+// What ginGetRoundKernel sums of a block: byte i weighted by i + 1.
+uint64_t weightedSum(const std::vector<uint8_t>& bytes) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) sum += uint64_t{bytes[i]} * (i + 1);
+  return sum;
+}
+
+// Rounds of gets: rank r fetches every peer's source block r into its destination block of that
+// peer, completed by a flush (odd rounds) or by a request per peer (even rounds); each block is
+// exact on the host, and was already so for the GPU right after the completion.
+int getRounds(Rank& r, std::vector<Rank>& ranks, const ncclDevComm& dev, ncclWindow_t win, char* buf, const Layout& l) {
+  const int lsaFirst = dev.rank - dev.lsaRank;
+  uint64_t* sums = nullptr;
+  CHILD_CUDA(cudaMalloc(&sums, sizeof(uint64_t) * l.nranks));
+  for (uint64_t round = 1; round <= 4; ++round) {
+    const uint64_t seed = kSeed + 10 + round;
+    const uint8_t poison = static_cast<uint8_t>(0x50 + round);
+    const std::vector<uint8_t> src = wintest::pattern(seed, r.rank, 0, l.dst());
+    CHILD_CUDA(gputest::uploadSync(buf, src.data(), src.size()));
+    CHILD_CUDA(gputest::poisonSync(buf + l.dst(), poison, l.dst()));
+    CHILD_CUDA(gputest::poisonSync(sums, 0, sizeof(uint64_t) * l.nranks));
+    if (wintest::barrier(ranks) != 0) return 1;  // every source written before any get reads it
+    CHILD_CUDA(launchGinGetRound(dev, win, kBlock, !kRemoteGets, round % 2 == 0, round, sums, r.stream));
+    CHILD_CUDA(cudaStreamSynchronize(r.stream));
+    std::vector<uint64_t> gpuSums(l.nranks);
+    CHILD_CUDA(cudaMemcpy(gpuSums.data(), sums, sizeof(uint64_t) * gpuSums.size(), cudaMemcpyDeviceToHost));
+    for (int peer = 0; peer < l.nranks; ++peer) {
+      const bool fetched = kRemoteGets || (lsaFirst <= peer && peer < lsaFirst + dev.lsaSize);
+      const std::vector<uint8_t> want =
+          fetched ? wintest::pattern(seed, peer, r.rank * kBlock, kBlock) : std::vector<uint8_t>(kBlock, poison);
+      if (wintest::expectBytes(buf + l.dst() + peer * kBlock, want, fetched ? "GIN get" : "GIN get not issued",
+                               r.rank) != 0) {
+        return 1;
+      }
+      if (fetched && gpuSums[peer] != weightedSum(want)) {
+        std::fprintf(stderr, "rank %d: GIN get from rank %d (round %llu): the GPU read other bytes after %s\n", r.rank,
+                     peer, static_cast<unsigned long long>(round), round % 2 == 0 ? "its request's wait" : "flush");
+        return 1;
+      }
+    }
+    if (wintest::barrier(ranks) != 0) return 1;  // no get still reads a source the next round rewrites
+  }
+  CHILD_CUDA(cudaFree(sums));
+  return 0;
+}
+
 int ginAcrossHosts(std::vector<Rank>& ranks, int nranks) {
   Rank& r = ranks[0];
   const Layout l{nranks};
@@ -105,6 +161,7 @@ int ginAcrossHosts(std::vector<Rank>& ranks, int nranks) {
   CHILD_EXPECT(got[0] == 0);            // every slot held its round's value after each barrier
   CHILD_EXPECT(got[1] == ncclTimeout);  // a signal nobody raises times out
   CHILD_CUDA(cudaFree(errors));
+  if (getRounds(r, ranks, dev, win, buf, l) != 0) return 1;
 
   if (wintest::barrier(ranks) != 0) return 1;  // no peer still puts into this rank's window
   CHILD_NCCL(ncclDevCommDestroy(r.comm, &dev));
@@ -137,6 +194,47 @@ int refusals(std::vector<Rank>& ranks) {  // this process's ranks: one
   return 0;
 }
 
+// One rank posts a descriptor of `kind` (launchGinBadGfd) on a communicator of its own: the proxy
+// thread refuses it and fails the communicator (ncclInvalidUsage as its asynchronous error, a WARN
+// naming GIN), and the communicator is aborted, not destroyed: the descriptor is never completed.
+int hostileDescriptor(int kind) {
+  return gputest::runRanksInProcesses(1, [kind](int rank, const ncclUniqueId& id) {
+    alarm(wintest::kWatchdogSeconds);
+    CHILD_CUDA(cudaSetDevice(gputest::deviceOfRank(rank)));
+    ncclComm_t comm = nullptr;
+    CHILD_NCCL(ncclCommInitRank(&comm, 1, id, rank));
+    cudaStream_t stream = nullptr;
+    CHILD_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    constexpr size_t kWinBytes = 4096;
+    void* buf = nullptr;
+    CHILD_NCCL(ncclMemAlloc(&buf, kWinBytes));
+    ncclWindow_t win = nullptr;
+    CHILD_NCCL(ncclCommWindowRegister(comm, buf, kWinBytes, &win, NCCL_WIN_COLL_SYMMETRIC));
+    ncclDevCommRequirements_t reqs = ginRequirements();
+    ncclDevComm dev{};
+    CHILD_NCCL(ncclDevCommCreate(comm, &reqs, &dev));
+
+    CHILD_CUDA(launchGinBadGfd(dev, kind, win, kWinBytes, stream));
+    CHILD_CUDA(cudaStreamSynchronize(stream));
+    ncclResult_t async = ncclSuccess;
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < giveUp) {
+      CHILD_NCCL(ncclCommGetAsyncError(comm, &async));
+      if (async != ncclSuccess && async != ncclInProgress) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const char* last = ncclGetLastError(comm);
+    std::fprintf(stderr, "hostile GFD kind %d: asynchronous error %d (%s); last error: %s\n", kind,
+                 static_cast<int>(async), ncclGetErrorString(async), last == nullptr ? "(none)" : last);
+    CHILD_EXPECT(async == ncclInvalidUsage);
+    CHILD_EXPECT(last != nullptr && std::strstr(last, "GIN") != nullptr);
+    CHILD_NCCL(ncclCommAbort(comm));
+    CHILD_NCCL(ncclMemFree(buf));
+    CHILD_CUDA(cudaStreamDestroy(stream));
+    return 0;
+  });
+}
+
 TEST(Gin, AcrossEmulatedHosts) {
   colltest::ScopedSetenv ifname("NCCL_SOCKET_IFNAME", "lo");
   int tried = 0;
@@ -162,6 +260,15 @@ TEST(Gin, OneRankWithoutNetwork) {
 TEST(Gin, Refusals) {
   EXPECT_EQ(0, wintest::withRanks(
                    2, Mode::kProcesses, [](std::vector<Rank>& ranks) { return refusals(ranks); }, 1));
+}
+
+// Descriptors no device code writes (an unknown op, a window no one has, a range past a window's
+// end), each on a fresh communicator: refused as an asynchronous error, nothing crashes or hangs.
+TEST(Gin, HostileDescriptorsBecomeAsyncErrors) {
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE("hostile GFD kind " + std::to_string(kind));
+    EXPECT_EQ(0, hostileDescriptor(kind));
+  }
 }
 
 }  // namespace
