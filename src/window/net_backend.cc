@@ -159,7 +159,7 @@ void NetBackend::fail(ncclResult_t error) {
 
 void NetBackend::writeHeader(char* buf) const {
   const Sending& s = *sending_;
-  if (s.gin == nullptr) {
+  if (s.streamPut()) {
     const NetPut& op = s.out.op;
     const ChunkHeader h = chunkHeader(op.serial, op.offset + s.sent, s.chunk, op.ctx, op.sig, s.last, op.graph);
     std::memcpy(buf, &h, sizeof(h));
@@ -201,7 +201,7 @@ void NetBackend::writeHeader(char* buf) const {
 // The last chunk is staged: the source may be reused.
 void NetBackend::finishStaging() {
   Sending& s = *sending_;
-  if (s.gin == nullptr && s.ginFlags == 0) {
+  if (s.streamPut()) {
     requests_.markRead(s.out);  // the stream that put it may go on
     return;
   }
@@ -231,7 +231,7 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   s.chunk = std::min(kNetChunkBytes, s.bytes - s.sent);
   s.last = s.sent + s.chunk == s.bytes;
   writeHeader(buf);
-  const size_t header = s.gin == nullptr && s.ginFlags == 0 ? sizeof(ChunkHeader) : sizeof(GinHeader);
+  const size_t header = s.streamPut() ? sizeof(ChunkHeader) : sizeof(GinHeader);
   if (s.chunk > 0 && s.gin != nullptr && s.ginOp.hasInline) {
     std::memcpy(buf + header, &s.ginOp.inlineValue, s.chunk);
   } else if (s.chunk > 0) {

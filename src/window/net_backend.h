@@ -92,6 +92,8 @@ class NetBackend {
     uint32_t ginFlags = 0;  // a get's request or reply (gin_wire.h), else a put
     uint64_t ginTag = 0;    // the get's tag
     uint64_t ginDevComm = 0;
+    // A stream's put (rma_wire.h); anything else is GIN's (gin_wire.h).
+    bool streamPut() const { return gin == nullptr && ginFlags == 0; }
     int peer = 0;
     const void* src = nullptr;  // device memory; a GIN inline value is in ginOp
     uint64_t bytes = 0;
