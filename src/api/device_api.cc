@@ -79,7 +79,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t*
     };
     braid::GroupContext& group = braid::GroupContext::current();
     if (!group.active()) return job();
-    group.deferInit(job, [] {});
+    group.deferInit(comm, job, [] {});
     return refusal;
   });
 }

@@ -56,7 +56,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     // in then), so that one thread may register a window on several GPUs' communicators at once.
     braid::GroupContext& group = braid::GroupContext::current();
     if (!group.active()) return job();
-    group.deferInit(job, [] {});
+    group.deferInit(comm, job, [] {});
     return refusal;
   });
 }

@@ -110,6 +110,7 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
   if (group.active()) {
     // The caller has the handle now; the child's rank and size are known at the outermost End.
     group.deferInit(
+        parent,
         [child, exchange, cudaDev, caller] {
           ncclUniqueId id;
           NCCLCHECK(exchange(&id));

@@ -109,7 +109,7 @@ ncclResult_t GroupContext::launchComms(const std::vector<ncclComm*>& comms, doub
   std::vector<DeferredJob> connects;
   for (ncclComm* comm : comms) {
     if (!comm->dataPath_->needsConnect(scope)) continue;
-    connects.push_back(DeferredJob{[comm, scope] { return comm->dataPath_->connect(scope); },
+    connects.push_back(DeferredJob{comm, [comm, scope] { return comm->dataPath_->connect(scope); },
                                    [comm] { comm->watch_.abortFlag().raise(watch::kAbortHostWaits); }});
   }
   ncclResult_t result = runConcurrently(connects);
@@ -131,27 +131,43 @@ ncclResult_t GroupContext::launchComms(const std::vector<ncclComm*>& comms, doub
 
 ncclResult_t GroupContext::runConcurrently(std::vector<DeferredJob>& jobs) {
   if (jobs.empty()) return ncclSuccess;
-  if (jobs.size() == 1) return jobs[0].run();
-
+  // One lane per communicator, its jobs in the order they were deferred.
+  std::vector<std::vector<size_t>> lanes;
+  std::map<const void*, size_t> laneOf;
+  for (size_t i = 0; i < jobs.size(); i++) {
+    auto [it, added] = laneOf.emplace(jobs[i].comm, lanes.size());
+    if (added) lanes.emplace_back();
+    lanes[it->second].push_back(i);
+  }
   // The first failure is the one to report: the others are usually the cancellations it caused.
   ncclResult_t firstError = ncclSuccess;
   std::atomic<bool> cancelled{false};
-  std::vector<std::thread> threads;
-  threads.reserve(jobs.size());
-  for (size_t i = 0; i < jobs.size(); i++) {
-    try {
-      threads.emplace_back([&, i] {
-        const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
-        if (result != ncclSuccess && !cancelled.exchange(true)) {
-          firstError = result;
-          for (size_t j = 0; j < jobs.size(); j++) {
-            if (j != i) jobs[j].cancel();
-          }
+  auto runLane = [&](size_t lane) {
+    for (size_t i : lanes[lane]) {
+      if (cancelled.load()) return;
+      const ncclResult_t result = guardThread("group init", [&] { return jobs[i].run(); });
+      if (result == ncclSuccess) continue;
+      if (!cancelled.exchange(true)) {
+        firstError = result;
+        for (size_t j = 0; j < jobs.size(); j++) {
+          if (jobs[j].comm != jobs[i].comm) jobs[j].cancel();
         }
-      });
+      }
+      return;
+    }
+  };
+  if (lanes.size() == 1) {
+    runLane(0);
+    return firstError;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(lanes.size());
+  for (size_t lane = 0; lane < lanes.size(); lane++) {
+    try {
+      threads.emplace_back(runLane, lane);
     } catch (const std::system_error& e) {
-      // The jobs started wait for this one's ranks: cancel them all, then join what runs.
-      WARN("Cannot start a thread for communicator creation %zu of %zu in the group: %s", i + 1, jobs.size(), e.what());
+      // The lanes started wait for this one's ranks: cancel them all, then join what runs.
+      WARN("Cannot start a thread for communicator %zu of %zu in the group: %s", lane + 1, lanes.size(), e.what());
       if (!cancelled.exchange(true)) firstError = ncclSystemError;
       for (DeferredJob& job : jobs) job.cancel();
       break;

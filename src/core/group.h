@@ -26,11 +26,14 @@ class GroupContext {
   // group; 0 for a group without operations). An inner level leaves it untouched.
   [[nodiscard]] ncclResult_t end(double* estimatedUs = nullptr);
 
-  // Work that must wait for the outermost End. Jobs run concurrently, each on its own thread, so
-  // that the ranks of one communicator driven from this thread can meet each other. When one job
-  // fails, `cancel` of every other job is called so that they stop waiting for it.
-  void deferInit(std::function<ncclResult_t()> job, std::function<void()> cancel) {
-    initJobs_.push_back(DeferredJob{std::move(job), std::move(cancel)});
+  // Work that must wait for the outermost End, on behalf of communicator `comm` (the one whose
+  // peers it meets). Jobs of different communicators run concurrently, each communicator's on its
+  // own thread, so that the ranks of one communicator driven from this thread can meet each other;
+  // one communicator's jobs run in the order they were deferred, since each is collective on it
+  // and its peers meet them in that order. When one job fails, the rest of its communicator's are
+  // skipped and `cancel` of every other communicator's job is called so that they stop waiting.
+  void deferInit(const void* comm, std::function<ncclResult_t()> job, std::function<void()> cancel) {
+    initJobs_.push_back(DeferredJob{comm, std::move(job), std::move(cancel)});
   }
 
   // A communicator whose data path queued operations in this group; the outermost End connects it
@@ -50,6 +53,7 @@ class GroupContext {
 
  private:
   struct DeferredJob {
+    const void* comm;
     std::function<ncclResult_t()> run;
     std::function<void()> cancel;
   };

@@ -242,8 +242,9 @@ ncclResult_t commInitRankParsed(ncclComm_t* newcomm, int nranks, const ncclUniqu
   GroupContext& group = GroupContext::current();
   if (group.active()) {
     // The caller gets the handle now; the rendezvous completes at the outermost ncclGroupEnd.
-    group.deferInit([raw, idCopies, computeCap] { return finishInit(raw, idCopies, computeCap); },
-                    [raw] { raw->watch_.abortFlag().raise(watch::kAbortHostWaits); });
+    group.deferInit(
+        raw, [raw, idCopies, computeCap] { return finishInit(raw, idCopies, computeCap); },
+        [raw] { raw->watch_.abortFlag().raise(watch::kAbortHostWaits); });
     return ncclSuccess;
   }
   if (parsed.blocking == 0) {

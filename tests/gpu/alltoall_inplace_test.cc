@@ -477,8 +477,9 @@ int destroyWhileCapturing(std::vector<Rank>& ranks, int n, cudaStreamCaptureMode
     CHILD_EXPECT(graph != nullptr);
     CHILD_CUDA(cudaGraphDestroy(graph));
     CHILD_CUDA(cudaStreamDestroy(other[i]));
-    CHILD_CUDA(cudaFree(scratch[i]));
   }
+  // Freed once no stream of this thread captures (a free during a capture is refused).
+  for (size_t i = 0; i < ranks.size(); i++) CHILD_CUDA(cudaFree(scratch[i]));
   return rc;
 }
 

@@ -64,7 +64,8 @@ struct CapturedWork {
     CHILD_CUDA(cudaMalloc(&out, count * sizeof(uint32_t)));
     CHILD_CUDA(cudaMalloc(&a2a, 4096 * n * sizeof(uint32_t)));
     cudaGraph_t graph = nullptr;
-    CHILD_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    // Thread-local: the other ranks' threads allocate while this one captures.
+    CHILD_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     CHILD_NCCL(ncclAllReduce(in, out, count, ncclUint32, ncclSum, comm, s));
     CHILD_NCCL(ncclAlltoAll(a2a, a2a, 4096, ncclUint32, comm, s));
     CHILD_CUDA(cudaStreamEndCapture(s, &graph));

@@ -3,12 +3,18 @@
 //   - a call refused inside a group fails the whole group at its outermost ncclGroupEnd, and none
 //     of its operations launch (NCCL's rule; launching the rest would leave peers waiting);
 //   - a nonblocking communicator still in progress refuses new work with ncclInvalidArgument (as
-//     NCCL's ncclCommEnsureReady does), never ncclInProgress, which a caller reads as "accepted".
+//     NCCL's ncclCommEnsureReady does), never ncclInProgress, which a caller reads as "accepted";
+//   - work deferred to the outermost End runs one communicator's jobs in order on one thread and
+//     different communicators' at the same time (their peers may be driven by this thread).
 #include "core/group.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/comm_registry.h"
@@ -84,6 +90,72 @@ struct FakeComm {
   ncclComm comm;
   CountingDataPath* path = nullptr;
 };
+
+// Communicator A's two jobs run in order (the second sees the first done); B's job meets A's first
+// (each waits for the other), which only concurrent lanes allow.
+TEST(Group, DeferredJobsRunInOrderPerCommunicatorAndConcurrentlyAcross) {
+  int a = 0, b = 0;
+  std::atomic<int> aStarted{0}, bStarted{0};
+  std::atomic<bool> firstDone{false};
+  std::vector<int> order;
+  const auto waitFor = [](const std::atomic<int>& flag) {
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (flag.load() == 0 && std::chrono::steady_clock::now() < giveUp) std::this_thread::yield();
+    return flag.load() != 0;
+  };
+  GroupContext& group = GroupContext::current();
+  group.start();
+  group.deferInit(
+      &a,
+      [&] {
+        aStarted = 1;
+        if (!waitFor(bStarted)) return ncclInternalError;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        order.push_back(1);
+        firstDone = true;
+        return ncclSuccess;
+      },
+      [] {});
+  group.deferInit(
+      &b,
+      [&] {
+        bStarted = 1;
+        return waitFor(aStarted) ? ncclSuccess : ncclInternalError;
+      },
+      [] {});
+  group.deferInit(
+      &a,
+      [&] {
+        order.push_back(firstDone ? 2 : -2);
+        return ncclSuccess;
+      },
+      [] {});
+  EXPECT_EQ(ncclSuccess, group.end());
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+// A failed job: the rest of its communicator's are skipped, every other communicator's cancelled.
+TEST(Group, AFailedDeferredJobSkipsItsCommunicatorsRestAndCancelsTheOthers) {
+  int a = 0, b = 0;
+  std::atomic<int> laterRan{0}, bCancelled{0}, aCancelled{0};
+  GroupContext& group = GroupContext::current();
+  group.start();
+  group.deferInit(
+      &a, [] { return ncclRemoteError; }, [&] { aCancelled++; });
+  group.deferInit(
+      &a,
+      [&] {
+        laterRan++;
+        return ncclSuccess;
+      },
+      [&] { aCancelled++; });
+  group.deferInit(
+      &b, [] { return ncclSuccess; }, [&] { bCancelled++; });
+  EXPECT_EQ(ncclRemoteError, group.end());
+  EXPECT_EQ(0, laterRan.load());
+  EXPECT_EQ(0, aCancelled.load());
+  EXPECT_EQ(1, bCancelled.load());
+}
 
 TEST(Group, ARefusedCallFailsTheGroupAndLaunchesNothing) {
   FakeComm a;
