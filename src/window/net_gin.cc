@@ -24,6 +24,19 @@ void addTo(SignalAdds* adds, unsigned long long* word, unsigned long long delta)
   ++adds->count;
 }
 
+// A put's signal and counter ids, against what its device communicator has.
+ncclResult_t checkIds(const GinComm& gin, const GinOp& op, int rank) {
+  if (op.signal != GinOp::Signal::kNone && op.signalId >= static_cast<uint32_t>(gin.shape().signals)) {
+    WARN("rank %d: GIN: signal %u of a device communicator with %d", rank, op.signalId, gin.shape().signals);
+    return ncclInvalidUsage;
+  }
+  if (op.hasCounter && op.counterId >= static_cast<uint32_t>(gin.shape().counters)) {
+    WARN("rank %d: GIN: counter %u of a device communicator with %d", rank, op.counterId, gin.shape().counters);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t NetBackend::windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
@@ -118,21 +131,11 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
         }
         CUDACHECK_AT(what, cudaMemcpyAsync(dst, src, op.bytes, cudaMemcpyDefault, stream_));
       }
+      NCCLCHECK(checkIds(gin, op, ctx_.rank));
       if (op.signal != GinOp::Signal::kNone) {
-        if (op.signalId >= static_cast<uint32_t>(gin.shape().signals)) {
-          WARN("rank %d: GIN: signal %u of a device communicator with %d", ctx_.rank, op.signalId, gin.shape().signals);
-          return ncclInvalidUsage;
-        }
         addTo(&adds, gin.signal(context, op.signalId, lsa), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
       }
-      if (op.hasCounter) {
-        if (op.counterId >= static_cast<uint32_t>(gin.shape().counters)) {
-          WARN("rank %d: GIN: counter %u of a device communicator with %d", ctx_.rank, op.counterId,
-               gin.shape().counters);
-          return ncclInvalidUsage;
-        }
-        addTo(&adds, gin.counter(context, op.counterId), 1);
-      }
+      if (op.hasCounter) addTo(&adds, gin.counter(context, op.counterId), 1);
       break;
     }
   }
@@ -223,15 +226,7 @@ ncclResult_t NetBackend::landReply(int peer, const GinHeader& h, const char* pay
 
 ncclResult_t NetBackend::startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
   if (op.kind == GinOp::Kind::kGet) return startGet(gin, context, peer, op);
-  if (op.kind == GinOp::Kind::kPut && op.signal != GinOp::Signal::kNone &&
-      op.signalId >= static_cast<uint32_t>(gin->shape().signals)) {
-    WARN("rank %d: GIN: signal %u of a device communicator with %d", ctx_.rank, op.signalId, gin->shape().signals);
-    return ncclInvalidUsage;
-  }
-  if (op.hasCounter && op.counterId >= static_cast<uint32_t>(gin->shape().counters)) {
-    WARN("rank %d: GIN: counter %u of a device communicator with %d", ctx_.rank, op.counterId, gin->shape().counters);
-    return ncclInvalidUsage;
-  }
+  if (op.kind == GinOp::Kind::kPut) NCCLCHECK(checkIds(*gin, op, ctx_.rank));
   auto s = std::make_unique<Sending>();
   s->gin = gin;
   s->ginOp = op;
