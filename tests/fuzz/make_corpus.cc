@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bootstrap/wire.h"
+#include "common/gin_gfd_encode.h"
 #include "handshake_fixture.h"
 #include "net/socket_net.h"
 #include "util/socket.h"
@@ -212,46 +213,16 @@ bool rmaChunks(const std::filesystem::path& dir) {
 
 namespace {
 
-// One GFD as device code writes it (nccl_device/gin_proxy.h): every word's flag, the version and
-// size, the op, and the fields; word1/word2 are the source, the VA signal's word or the inline value
-// as the op says (already shifted into place by the caller).
-struct GfdFields {
-  uint32_t op = 0;
-  uint64_t bytes = 0;
-  uint64_t word1 = 0, word2 = 0;
-  uint64_t dstOffset = 0, dstHandle = 0;
-  uint32_t counterId = 0, signalId = 0;
-  uint64_t signalValue = 0;
-  bool strong = false;
-};
-
-ncclGinProxyGfd_t encodeGfd(const GfdFields& f) {
-  ncclGinProxyGfd_t g{};
-  uint64_t* w = g.qword;
-  w[ncclGinProxyGfdHeader] = uint64_t{NCCL_GIN_PROXY_GFD_VERSION} << 1 | f.bytes << 7;
-  w[1] = f.word1;
-  w[2] = f.word2;
-  w[ncclGinProxyGfdDstOff] = f.dstOffset << 1;
-  w[ncclGinProxyGfdDstHandle] = f.dstHandle << 1;
-  w[ncclGinProxyGfdCompletion] =
-      uint64_t{f.counterId} << 1 | uint64_t{f.signalId} << 24 | (f.signalValue & 0xffff) << 48;
-  w[ncclGinProxyGfdSignalVal] =
-      uint64_t{f.strong} << 1 | (f.signalValue >> 16 & 0xffff) << 8 | (f.signalValue >> 32) << 24;
-  w[ncclGinProxyGfdHeaderExt] = uint64_t{f.op} << 8;
-  for (uint64_t& word : g.qword) word |= 1;
-  return g;
-}
-
-// A window handle or offset above the flag bit.
-uint64_t above(uint64_t value) { return value << 1; }
+using braid::testing::encodeGfd;
+using braid::testing::GfdFields;
 
 // Input of gin_gfd_fuzz: one GFD, 128 bytes.
 bool ginGfds(const std::filesystem::path& dir) {
   GfdFields put;
   put.op = ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalInc;
   put.bytes = 4096;
-  put.word1 = above(64);  // source offset
-  put.word2 = above(3);   // source window
+  put.srcOffset = 64;
+  put.srcHandle = 3;
   put.dstOffset = 8192;
   put.dstHandle = 5;
   put.counterId = 7;
@@ -267,16 +238,15 @@ bool ginGfds(const std::filesystem::path& dir) {
   GfdFields value;
   value.op = ncclGinProxyOpPut | ncclGinProxyOpWithInline;
   value.bytes = 8;
-  const uint64_t inlineValue = 0xfedcba9876543210ull;
-  value.word1 = (inlineValue & ((uint64_t{1} << 48) - 1)) << 8;
-  value.word2 = (inlineValue >> 48) << 8;
+  value.hasInline = true;
+  value.inlineValue = 0xfedcba9876543210ull;
   value.dstOffset = 24;
   value.dstHandle = 5;
   ok &= write(dir, "put_value8", bytesOf(encodeGfd(value)));
   GfdFields va;
   va.op = ncclGinProxyOpVASignal | ncclGinProxyOpWithSignalAdd;
-  va.word1 = above(4096);  // the signal word's offset
-  va.word2 = above(9);     // its window
+  va.srcOffset = 4096;  // the signal word's offset
+  va.srcHandle = 9;     // its window
   va.signalValue = uint64_t{1} << 40 | 5;
   ok &= write(dir, "va_signal_add", bytesOf(encodeGfd(va)));
   GfdFields flush;
@@ -285,8 +255,8 @@ bool ginGfds(const std::filesystem::path& dir) {
   GfdFields get;
   get.op = ncclGinProxyOpGet;
   get.bytes = 1024;
-  get.word1 = above(512);  // the remote source
-  get.word2 = above(4);
+  get.srcOffset = 512;  // the remote source
+  get.srcHandle = 4;
   get.dstOffset = 0;
   get.dstHandle = 6;
   ok &= write(dir, "get", bytesOf(encodeGfd(get)));

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gin_gfd_encode.h"
 #include "window/gin_gfd.h"
 
 namespace braid::window {
@@ -22,39 +23,8 @@ namespace {
 
 // ---- GFDs
 
-// The fields of one GFD, as device code has them before it packs them.
-struct Fields {
-  uint32_t op = 0;
-  uint64_t bytes = 0;
-  uint64_t srcOffset = 0, srcHandle = 0;  // or the VA signal's word
-  bool hasInline = false;
-  uint64_t inlineValue = 0;
-  uint64_t dstOffset = 0, dstHandle = 0;
-  uint32_t counterId = 0, signalId = 0;
-  uint64_t signalValue = 0;
-  bool strong = false;
-};
-
-// Packs `f` by gin_proxy.h's word table, setting every word's flag (bit 0).
-ncclGinProxyGfd_t encode(const Fields& f) {
-  ncclGinProxyGfd_t g{};
-  uint64_t* w = g.qword;
-  w[0] = uint64_t{NCCL_GIN_PROXY_GFD_VERSION} << 1 | f.bytes << 7;
-  if (f.hasInline) {
-    w[1] = (f.inlineValue & 0xffffffffffffull) << 8;  // value bits 0-47 at 8-55
-    w[2] = (f.inlineValue >> 48) << 8;                // value bits 48-63 at 8-23
-  } else {
-    w[1] = f.srcOffset << 1;
-    w[2] = f.srcHandle << 1;
-  }
-  w[3] = f.dstOffset << 1;
-  w[4] = f.dstHandle << 1;
-  w[5] = uint64_t{f.counterId} << 1 | uint64_t{f.signalId} << 24 | (f.signalValue & 0xffff) << 48;
-  w[6] = uint64_t{f.strong} << 1 | (f.signalValue >> 16 & 0xffff) << 8 | (f.signalValue >> 32) << 24;
-  w[7] = uint64_t{f.op} << 8;
-  for (uint64_t& word : g.qword) word |= 1;
-  return g;
-}
+using Fields = testing::GfdFields;
+ncclGinProxyGfd_t encode(const Fields& f) { return testing::encodeGfd(f); }
 
 GinOp decoded(const ncclGinProxyGfd_t& g) {
   GinOp op;
