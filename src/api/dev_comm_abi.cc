@@ -6,6 +6,7 @@
 #include "core/dev_comm_layouts.h"
 #include "util/check.h"
 #include "util/log.h"
+#include "util/params.h"
 
 namespace braid {
 namespace {
@@ -190,6 +191,10 @@ ncclResult_t readGin(const Requirements& r, const DevCommLayout& layout, int nra
                      window::DevCommAsk* ask) {
   ask->gin = asksForGin(r, *ask) || (r.railGinBarrierCount > 0 && lsaSize != nranks);
   if (!ask->gin) return ncclSuccess;
+  if (paramInt(ParamId::kGinEnable) == 0) {
+    WARN("ncclDevCommCreate: the requirements ask for GIN, which NCCL_GIN_ENABLE=0 turns off");
+    return ncclInvalidUsage;
+  }
   if (layout.version < kFirstGinVersion) {
     WARN(
         "ncclDevCommCreate: the requirements ask for GIN from a program compiled against NCCL %s (version %u); "

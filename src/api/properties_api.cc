@@ -13,6 +13,7 @@
 #include "core/teams.h"
 #include "topo/nvml_api.h"
 #include "util/check.h"
+#include "util/params.h"
 #include "window/support.h"
 
 namespace {
@@ -56,12 +57,13 @@ ncclCommProperties_t propertiesOf(ncclComm* comm, unsigned int version) {
   // (NVLink SHARP stays off) and CFT.
   p.deviceApiSupport = windowsPossible(comm);
   p.multimemSupport = false;
-  const bool gin = p.deviceApiSupport && hostRma(comm) && version >= braid::kFirstGinVersion;
+  const bool gin = p.deviceApiSupport && hostRma(comm) && version >= braid::kFirstGinVersion &&
+                   braid::paramInt(braid::ParamId::kGinEnable) != 0;
   p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
   p.ginSupport[NCCL_GIN_TYPE_PROXY] = gin;
   p.nLsaTeams = comm->nranks_ / braid::lsaLayoutOf(comm->peers_, comm->rank_).size;
   p.hostRmaSupport = hostRma(comm);
-  p.railedGinType = NCCL_GIN_TYPE_NONE;
+  p.railedGinType = p.ginType;  // a full connection reaches the rails too
   p.commHash = comm->commHash_;
   p.ginMinStride = 0;
   p.ginConnectionType = gin ? NCCL_GIN_CONNECTION_FULL : NCCL_GIN_CONNECTION_NONE;

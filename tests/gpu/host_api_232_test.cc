@@ -45,7 +45,7 @@ int checkPropertiesAndTeams(ncclComm_t comm, int nranks, int rank) {
   CHILD_EXPECT(props.deviceApiSupport && !props.multimemSupport);  // cuMem on every GPU machine
   CHILD_EXPECT(props.hostRmaSupport);                              // one host, one RMA context by default
   // GIN: the proxy transport, for a caller built against 2.32 (this one).
-  CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_PROXY && props.railedGinType == NCCL_GIN_TYPE_NONE);
+  CHILD_EXPECT(props.ginType == NCCL_GIN_TYPE_PROXY && props.railedGinType == NCCL_GIN_TYPE_PROXY);
   CHILD_EXPECT(props.ginConnectionType == NCCL_GIN_CONNECTION_FULL);
   CHILD_EXPECT(props.nLsaTeams == 1);  // one host
   CHILD_EXPECT(props.commHash != 0);

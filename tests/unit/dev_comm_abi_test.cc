@@ -7,10 +7,12 @@
 #include <nccl.h>
 #include <nccl_device/host.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/dev_comm_layouts.h"
+#include "util/params.h"
 #include "window/dev_resources.h"
 
 namespace braid {
@@ -217,6 +219,17 @@ TEST(DevCommRequirements, GinIsReadForTwoThirtyTwoAndRefusedBefore) {
   r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.ginSignalCount = -1;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidArgument);
+  // NCCL_GIN_ENABLE=0 turns GIN off; what needs no GIN still works.
+  setenv("NCCL_GIN_ENABLE", "0", 1);
+  paramsReset();
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 1;
+  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
+  r.ginSignalCount = 0;
+  r.lsaBarrierCount = 1;
+  EXPECT_EQ(readReqs(&r, &layout, &ask), ncclSuccess);
+  unsetenv("NCCL_GIN_ENABLE");
+  paramsReset();
   r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   res = ncclDevResourceRequirements_t{};
   res.ginCounterCount = -2;
