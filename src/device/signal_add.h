@@ -20,6 +20,13 @@ struct SignalAdds {
   unsigned long long* words[kMaxSignalAdds];
   unsigned long long deltas[kMaxSignalAdds];
   int count;
+
+  // Appends one word (the caller keeps count below kMaxSignalAdds).
+  void add(unsigned long long* word, unsigned long long delta) {
+    words[count] = word;
+    deltas[count] = delta;
+    ++count;
+  }
 };
 
 // Enqueues the adds on `stream` (capturable). cudaErrorInvalidValue for a count out of range.

@@ -82,10 +82,9 @@ ncclResult_t CeBackend::putGraph(const PutOp& op, cudaStream_t stream) {
   const PadLayout& l = pad_.layout();
   if (op.bytes > 0) NCCLCHECK(copy(op.dst, op.src, op.bytes, stream));
   SignalAdds adds{};
-  adds.words[0] =
-      reinterpret_cast<unsigned long long*>(pad_.peer(ctx_.lsaOf(op.peer), l.graphCount(op.ctx, op.sig, ctx_.rank)));
-  adds.deltas[0] = 1;
-  adds.count = 1;
+  adds.add(
+      reinterpret_cast<unsigned long long*>(pad_.peer(ctx_.lsaOf(op.peer), l.graphCount(op.ctx, op.sig, ctx_.rank))),
+      1);
   CUDACHECK_AT(std::string("one-sided signal in a graph"), launchSignalAdds(adds, stream));
   return ncclSuccess;
 }
@@ -115,9 +114,7 @@ ncclResult_t CeBackend::waitGraph(const std::vector<WaitOp>& waits, cudaStream_t
   NCCLCHECK(ops.enqueue(stream));
   SignalAdds adds{};
   for (auto it = outstanding.begin(); it != outstanding.end();) {
-    adds.words[adds.count] = reinterpret_cast<unsigned long long*>(local(it->first));
-    adds.deltas[adds.count] = ~it->second + 1;  // minus the count
-    ++adds.count;
+    adds.add(reinterpret_cast<unsigned long long*>(local(it->first)), ~it->second + 1);  // minus the count
     ++it;
     if (adds.count == kMaxSignalAdds || it == outstanding.end()) {
       CUDACHECK_AT(std::string("one-sided wait in a graph"), launchSignalAdds(adds, stream));

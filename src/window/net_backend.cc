@@ -212,9 +212,7 @@ void NetBackend::finishStaging() {
   }
   if (s.ginOp.hasCounter) {
     SignalAdds adds{};
-    adds.words[0] = s.gin->counter(s.ginContext, s.ginOp.counterId);
-    adds.deltas[0] = 1;
-    adds.count = 1;
+    adds.add(s.gin->counter(s.ginContext, s.ginOp.counterId), 1);
     if (launchSignalAdds(adds, stream_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
       WARN("rank %d: GIN: raising counter %u failed: %s", ctx_.rank, s.ginOp.counterId,
            cudaGetErrorString(cudaGetLastError()));
@@ -392,9 +390,7 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   if ((h.flags & kLastChunk) != 0 && (h.flags & kGraphSignal) != 0) {
     // A graph's signal: added atomically (a graph wait subtracts from the same word), after the data.
     SignalAdds adds{};
-    adds.words[0] = reinterpret_cast<unsigned long long*>(pad_.local() + l.graphCount(h.ctx, h.sig, peer));
-    adds.deltas[0] = 1;
-    adds.count = 1;
+    adds.add(reinterpret_cast<unsigned long long*>(pad_.local() + l.graphCount(h.ctx, h.sig, peer)), 1);
     CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
   } else if ((h.flags & kLastChunk) != 0) {
     // After the data on the same stream: a wait that sees the count sees the data.

@@ -143,9 +143,14 @@ class NetBackend {
   // Flush GFDs wait for every get to another host to land; those that came while some had not.
   void releaseFlushes();
   std::shared_ptr<GinComm> awaitGin(int peer, uint64_t serial);
-  // A window word (8 bytes, aligned) of this rank's window, or of LSA rank `lsa`'s copy of it.
+  // `bytes` at `offset` of window `serial`: LSA rank `lsa`'s copy (this rank's own included), checked
+  // against that rank's size (ncclInvalidUsage with a WARN naming `what`).
   [[nodiscard]] ncclResult_t windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
                                        char** out);
+  // windowPtr on this rank's own copy for a message from `peer`, waiting for a registration that
+  // is just ending (awaitWindow).
+  [[nodiscard]] ncclResult_t ownWindowPtr(int peer, uint64_t serial, uint64_t offset, uint64_t bytes, const char* what,
+                                          char** out);
   void fail(ncclResult_t error);
   [[nodiscard]] ncclResult_t checkNotFailed() const;
 

@@ -18,12 +18,6 @@
 namespace braid::window {
 namespace {
 
-void addTo(SignalAdds* adds, unsigned long long* word, unsigned long long delta) {
-  adds->words[adds->count] = word;
-  adds->deltas[adds->count] = delta;
-  ++adds->count;
-}
-
 // A put's signal and counter ids, against what its device communicator has.
 ncclResult_t checkIds(const GinComm& gin, const GinOp& op, int rank) {
   if (op.signal != GinOp::Signal::kNone && op.signalId >= static_cast<uint32_t>(gin.shape().signals)) {
@@ -61,6 +55,12 @@ void NetBackend::refreshGins() {
   for (auto& [serial, gin] : gins_) ginsSeen_.push_back(gin);
 }
 
+ncclResult_t NetBackend::ownWindowPtr(int peer, uint64_t serial, uint64_t offset, uint64_t bytes, const char* what,
+                                      char** out) {
+  if (awaitWindow(peer, serial) == nullptr) return ncclInvalidUsage;
+  return windowPtr(serial, offset, bytes, ctx_.lsaRank, what, out);
+}
+
 bool NetBackend::takeGin() {
   for (const std::shared_ptr<GinComm>& gin : ginsSeen_) {
     int context = 0, peer = 0;
@@ -68,15 +68,13 @@ bool NetBackend::takeGin() {
     std::string why;
     if (!gin->take(&context, &peer, &op, &why)) continue;
     ncclResult_t result = ncclSuccess;
-    if (why.empty() && op.kind == GinOp::Kind::kFlush) {
-      flushes_.push_back(ParkedFlush{gin, context, peer});  // done once the gets before it landed
-      releaseFlushes();
-      return true;
-    }
     if (!why.empty()) {
       WARN("rank %d: GIN: context %d wrote a descriptor for rank %d that no device code writes (%s)", ctx_.rank,
            context, peer, why.c_str());
       result = ncclInvalidUsage;
+    } else if (op.kind == GinOp::Kind::kFlush) {
+      flushes_.push_back(ParkedFlush{gin, context, peer});  // done once the gets before it landed
+      releaseFlushes();
     } else if (ctx_.inLsa(peer)) {
       result = runLocal(*gin, context, peer, op);
     } else if (reaches(peer)) {
@@ -97,7 +95,7 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
   const std::string what = "GIN operation to rank " + std::to_string(peer);
   SignalAdds adds{};
   switch (op.kind) {
-    case GinOp::Kind::kFlush:
+    case GinOp::Kind::kFlush:  // parked by takeGin, never run here
       break;
     case GinOp::Kind::kGet: {
       char *src = nullptr, *dst = nullptr;
@@ -114,7 +112,7 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
       }
       char* word = nullptr;
       NCCLCHECK(windowPtr(op.vaHandle, op.vaOffset, sizeof(uint64_t), lsa, "VA signal", &word));
-      addTo(&adds, reinterpret_cast<unsigned long long*>(word), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
+      adds.add(reinterpret_cast<unsigned long long*>(word), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
       break;
     }
     case GinOp::Kind::kPut: {
@@ -133,9 +131,9 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
       }
       NCCLCHECK(checkIds(gin, op, ctx_.rank));
       if (op.signal != GinOp::Signal::kNone) {
-        addTo(&adds, gin.signal(context, op.signalId, lsa), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
+        adds.add(gin.signal(context, op.signalId, lsa), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
       }
-      if (op.hasCounter) addTo(&adds, gin.counter(context, op.counterId), 1);
+      if (op.hasCounter) adds.add(gin.counter(context, op.counterId), 1);
       break;
     }
   }
@@ -192,8 +190,7 @@ ncclResult_t NetBackend::serveGet(int peer, const GinHeader& h) {
     return ncclRemoteError;
   }
   char* src = nullptr;
-  if (awaitWindow(peer, h.serial) == nullptr ||
-      windowPtr(h.serial, h.offset, h.value, ctx_.lsaRank, "get from another host", &src) != ncclSuccess) {
+  if (ownWindowPtr(peer, h.serial, h.offset, h.value, "get from another host", &src) != ncclSuccess) {
     return ncclRemoteError;
   }
   serves_.push_back(Serve{peer, h.devComm, h.tag, src, h.value});
@@ -283,10 +280,9 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
     return ncclRemoteError;
   }
   const std::string what = "GIN put from rank " + std::to_string(peer);
-  if (h.bytes > 0 && awaitWindow(peer, h.serial) == nullptr) return ncclRemoteError;
   char* dst = nullptr;
   if (h.bytes > 0) {
-    if (windowPtr(h.serial, h.offset, h.bytes, ctx_.lsaRank, "put from another host", &dst) != ncclSuccess) {
+    if (ownWindowPtr(peer, h.serial, h.offset, h.bytes, "put from another host", &dst) != ncclSuccess) {
       return ncclRemoteError;
     }
     CUDACHECK_AT(what, cudaMemcpyAsync(dst, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
@@ -295,9 +291,8 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
     unsigned long long* word = nullptr;
     if (va) {
       char* w = nullptr;
-      if (awaitWindow(peer, h.serial) == nullptr || h.offset % sizeof(uint64_t) != 0 ||
-          windowPtr(h.serial, h.offset, sizeof(uint64_t), ctx_.lsaRank, "VA signal from another host", &w) !=
-              ncclSuccess) {
+      if (h.offset % sizeof(uint64_t) != 0 ||
+          ownWindowPtr(peer, h.serial, h.offset, sizeof(uint64_t), "VA signal from another host", &w) != ncclSuccess) {
         return ncclRemoteError;
       }
       word = reinterpret_cast<unsigned long long*>(w);
@@ -305,7 +300,7 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
       word = gin->signal(static_cast<int>(h.context), h.signal, ctx_.lsaRank);
     }
     SignalAdds adds{};
-    addTo(&adds, word, h.value);
+    adds.add(word, h.value);
     CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
   }
   CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
