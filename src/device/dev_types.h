@@ -160,7 +160,9 @@ struct DevTreeChannel {
 
 // One CTA's connections to every peer, for the direct algorithms. Peer offset k (1..nranks-1):
 // send[k - 1] goes to rank (rank + k) % nranks, recv[k - 1] comes from (rank + nranks - k) % nranks.
-// Only the LL buffers exist on these connections. A peer on another host is a NET connection (its
+// LL buffers exist on these connections, and Simple ones of DevComm::directSlotBytes slots where
+// every peer is on this host (a communicator with a NET direct peer runs the direct algorithms on
+// LL only). A peer on another host is a NET connection (its
 // sender announces each step's size to the proxy, as an LL ring step does): bit k - 1 of
 // netSendMask is set for such a send[k - 1].
 struct DevDirectChannel {
@@ -178,6 +180,8 @@ struct DevComm {
   volatile int* abortFlag;         // host-mapped; nonzero means every wait loop exits
   DevChannel channels[kMaxChannels];
   int nDirectChannels;  // 0 when the direct algorithms are not available
+  // Bytes of one Simple FIFO slot of the direct connections (0: they have none; LL only).
+  uint32_t directSlotBytes;
   DevDirectChannel direct[kMaxDirectChannels];
   int nTreeChannels;  // 0 when the tree algorithm is not available (one host)
   DevTreeChannel tree[kMaxChannels];
@@ -222,9 +226,11 @@ struct DevWork {
   uint8_t dtype;          // ncclDataType_t
   uint8_t redOp;          // DevRedOp
   uint8_t proto;          // ProtoId
-  uint8_t algo;           // DevAlgo (kDirect: LL only; kTree: AllReduce with LL or Simple)
+  uint8_t algo;           // DevAlgo (kDirect: LL, or Simple where DevComm::directSlotBytes; kTree:
+                          // AllReduce with LL or Simple)
   uint8_t captured;       // 1: captured in a CUDA graph (seq is its capture number)
   uint8_t sharedSteps;    // 1: the connections' steps are a share group's words (see DevSendConn)
+  uint8_t twoShot;        // kDirect AllReduce on Simple: reduce-scatter then all-gather (else one hop)
   int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
   uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
   uint64_t seq;           // the collective's sequence number on its communicator (captured: its capture

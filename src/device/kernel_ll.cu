@@ -11,7 +11,7 @@ namespace braid {
 
 __global__ void __launch_bounds__(kMaxThreads, 1) llKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
-  llKernelStart(args, &shared);
+  collectiveKernelStart(args, &shared);
   const int tid = static_cast<int>(threadIdx.x);
   const int nThreads = static_cast<int>(blockDim.x);
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree)) {

@@ -23,12 +23,4 @@ struct LLPicker {
   }
 };
 
-// What every LL kernel does first: after the previous kernel, the hang notes, the abort flag clear.
-__device__ __forceinline__ void llKernelStart(const DevKernelArgs& args, PrimsShared* shared) {
-  waitForPreviousKernel();
-  noteOpStarted(args, shared);
-  if (threadIdx.x == 0) shared->aborted = 0;
-  __syncthreads();
-}
-
 }  // namespace braid

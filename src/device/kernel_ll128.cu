@@ -21,10 +21,7 @@ struct LL128Picker {
 
 __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
-  waitForPreviousKernel();
-  noteOpStarted(args, &shared);
-  if (threadIdx.x == 0) shared.aborted = 0;
-  __syncthreads();
+  collectiveKernelStart(args, &shared);
   ProtoState state = makeProtoState(args.comm, &shared, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                     kProtoLL128, workScalar(args.work), args.work.sharedSteps != 0);
   runWork<LL128Picker>(args, state);

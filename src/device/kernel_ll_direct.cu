@@ -8,7 +8,7 @@ namespace braid {
 
 __global__ void __launch_bounds__(kMaxThreads, 1) llDirectKernel(const DevKernelArgs args) {
   __shared__ PrimsShared shared;
-  llKernelStart(args, &shared);
+  collectiveKernelStart(args, &shared);
   runDirectWork(args, &shared);
 }
 

@@ -29,6 +29,9 @@ constexpr int kMaxSimpleWorkers = 512;
                                          cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLLDirectKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                                cudaStream_t stream);
+// The direct algorithm on Simple (kernel_simple_direct.cu): nThreads workers, no poster warp.
+[[nodiscard]] cudaError_t launchSimpleDirectKernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
+                                                   cudaStream_t stream);
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                             cudaStream_t stream);
 
@@ -38,6 +41,7 @@ constexpr int kMaxSimpleWorkers = 512;
 [[nodiscard]] cudaError_t loadLLKernel(KernelArch* arch);
 [[nodiscard]] cudaError_t loadLLDirectKernel(KernelArch* arch);
 [[nodiscard]] cudaError_t loadLL128Kernel(KernelArch* arch);
+[[nodiscard]] cudaError_t loadSimpleDirectKernel(KernelArch* arch);
 [[nodiscard]] cudaError_t loadP2pKernels(KernelArch* arch);
 [[nodiscard]] cudaError_t loadOneRankKernels(KernelArch* arch);
 
@@ -119,6 +123,15 @@ __device__ __forceinline__ void noteOpStarted(const DevKernelArgs& args, PrimsSh
   shared->waitOp = &args.comm->graphOpsBegun;
   if (blockIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&args.comm->graphOpsBegun), 1ull);
 }
+// What a collective kernel without a poster warp (LL, LL128, the direct ones) does first: after the
+// previous kernel, the hang notes, the abort flag clear.
+__device__ __forceinline__ void collectiveKernelStart(const DevKernelArgs& args, PrimsShared* shared) {
+  waitForPreviousKernel();
+  noteOpStarted(args, shared);
+  if (threadIdx.x == 0) shared->aborted = 0;
+  __syncthreads();
+}
+
 // Hang diagnosis of a point-to-point kernel: its waits are noted like an eager collective's, with
 // the kernel's own number (watch/p2p_progress.h). Nothing is stored to host memory otherwise.
 __device__ __forceinline__ void notePeerOpsStarted(DevWaitNotes* waitNotes, uint64_t seq, PrimsShared* shared) {

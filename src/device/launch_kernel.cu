@@ -7,8 +7,8 @@
 namespace braid {
 
 cudaError_t loadKernels(KernelArch* arch) {
-  return loadAll({loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadLL128Kernel, loadP2pKernels,
-                  loadOneRankKernels, loadSignalAddKernel},
+  return loadAll({loadSimpleKernel, loadLLKernel, loadLLDirectKernel, loadSimpleDirectKernel, loadLL128Kernel,
+                  loadP2pKernels, loadOneRankKernels, loadSignalAddKernel},
                  arch);
 }
 
@@ -20,9 +20,9 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cons
       nThreads > kMaxThreads) {
     return cudaErrorInvalidValue;
   }
-  if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect) &&
-      (args.work.proto != kProtoLL || args.work.nChannels > kMaxDirectChannels)) {
-    return cudaErrorInvalidValue;  // direct algorithms exist for LL only, on the direct channels
+  const bool direct = args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect);
+  if (direct && (args.work.proto == kProtoLL128 || args.work.nChannels > kMaxDirectChannels)) {
+    return cudaErrorInvalidValue;  // direct algorithms exist for LL and Simple, on the direct channels
   }
   if (args.work.algo == static_cast<uint8_t>(DevAlgo::kTree) &&
       (args.work.proto == kProtoLL128 || args.work.coll != static_cast<uint8_t>(CollId::kAllReduce))) {
@@ -33,10 +33,10 @@ cudaError_t launchCollectiveKernel(const DevKernelArgs& args, int nThreads, cons
   }
   switch (args.work.proto) {
     case kProtoSimple:
+      if (direct) return launchSimpleDirectKernel(args, nThreads, launch, stream);
       return launchSimpleKernel(args, peers, nThreads, launch, stream);
     case kProtoLL:
-      if (args.work.algo == static_cast<uint8_t>(DevAlgo::kDirect))
-        return launchLLDirectKernel(args, nThreads, launch, stream);
+      if (direct) return launchLLDirectKernel(args, nThreads, launch, stream);
       return launchLLKernel(args, nThreads, launch, stream);
     case kProtoLL128:
       return launchLL128Kernel(args, nThreads, launch, stream);

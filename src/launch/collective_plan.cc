@@ -107,6 +107,7 @@ ncclResult_t CollectiveEngine::plan(const CollTask& task, const RegisteredLaunch
     work = workOf(task, nranks);
     work.proto = static_cast<uint8_t>(op.decision.proto);
     work.algo = static_cast<uint8_t>(devAlgoOf(op.decision.algo));
+    work.twoShot = op.decision.twoShot ? 1 : 0;
     work.nChannels = op.decision.nChannels;
     work.chunkBytes = op.decision.chunkBytes;
     work.sharedSteps = ctx_.share->stepsInGroupWords() ? 1 : 0;  // see ShareMembership::connectOrReuse

@@ -20,6 +20,18 @@
 
 namespace braid {
 
+namespace {
+
+// BRAID_DIRECT_SIMPLE_BUFFSIZE as whole slots of 4 KiB multiples (0: none).
+size_t directSimpleFifoBytes() {
+  const int64_t bytes = paramInt(ParamId::kDirectSimpleBuffSize);
+  if (bytes <= 0) return 0;
+  const int64_t slot = std::max<int64_t>(bytes / kFifoSlotsSimple / 4096 * 4096, 4096);
+  return static_cast<size_t>(slot) * kFifoSlotsSimple;
+}
+
+}  // namespace
+
 ncclResult_t CollectiveEngine::init() {
   const std::string& algo = paramString(ParamId::kAlgo);
   const std::string& proto = paramString(ParamId::kProto);
@@ -50,6 +62,8 @@ plan::CommModel CollectiveEngine::commModel(const uint32_t slotBytes[kNumProtos]
   model.ll128Ok = topo_.ll128Ok;
   model.llOk = topo_.llOk;
   model.maxDirectChannels = topo_.nDirectChannels;
+  const bool directSimple = topo_.nDirectChannels > 0 && topo_.nNodes == 1;
+  model.directSimpleSlotBytes = directSimple ? static_cast<uint32_t>(directSimpleFifoBytes() / kFifoSlotsSimple) : 0;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
   const int clusterSize = ctx_.comm->config_.cgaClusterSize;
@@ -127,8 +141,11 @@ ncclResult_t CollectiveEngine::connectDirect(transport::Context ctx, DevComm* de
   const int nDirect = topo_.nDirectChannels;
   dev->nDirectChannels = nDirect;
   if (nDirect == 0) return ncclSuccess;
-  ctx.buffBytes[kProtoSimple] = 0;  // the direct algorithms run LL only (a NET connection adds its landing slots)
+  // Simple FIFOs where every peer is on this host; across hosts the direct algorithms run LL only
+  // (a NET connection adds its own landing slots).
+  ctx.buffBytes[kProtoSimple] = topo_.nNodes == 1 ? directSimpleFifoBytes() : 0;
   ctx.buffBytes[kProtoLL128] = 0;
+  dev->directSlotBytes = static_cast<uint32_t>(ctx.buffBytes[kProtoSimple] / kFifoSlotsSimple);
   std::vector<transport::ChannelLinks> channels;
   std::vector<StepFields> fields;
   DevComm* devComm = ctx_.device->devComm();

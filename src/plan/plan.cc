@@ -17,6 +17,9 @@ namespace braid::plan {
 namespace {
 
 bool directUsable(const CommModel& model) { return model.maxDirectChannels > 0 && !model.userPreMulSum; }
+bool directProtoUsable(const CommModel& model, ProtoId proto) {
+  return proto == kProtoLL || (proto == kProtoSimple && model.directSimpleSlotBytes >= kChunkGrainBytes[kProtoSimple]);
+}
 
 // Ring steps one rank block takes: reduce-scatter then all-gather for AllReduce, one pass for
 // AllGather / ReduceScatter, and nranks for the pipelined chain of Broadcast / Reduce (NCCL's count).
@@ -145,7 +148,28 @@ uint64_t directPeerBytes(CollId coll, int nranks, size_t bytes) {
   return perRank ? ceilDiv(bytes, static_cast<uint64_t>(nranks)) : bytes;
 }
 
+// Direct on Simple: a CTA per kDirectSimpleBytesPerCta its rank receives, up to every direct
+// channel; the full Simple CTA once each thread would move a few packs; chunks of a whole slot.
+void fitDirectSimple(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
+  uint64_t recvBytes = d->twoShot ? 2 * ceilDiv(bytes, static_cast<uint64_t>(model.nranks)) * (model.nranks - 1)
+                                  : directPeerBytes(coll, model.nranks, bytes) * (model.nranks - 1);
+  recvBytes = std::max<uint64_t>(recvBytes, 1);
+  uint64_t channels = ceilDiv(recvBytes, kDirectSimpleBytesPerCta);
+  int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
+  nc = std::max(nc, std::clamp(minChannels, 1, model.maxDirectChannels));
+  int nt = kMaxThreads[kProtoSimple];
+  while (nt > kMinAutoThreads && recvBytes < static_cast<uint64_t>(nc) * nt * kThreadThresholdBytes[kProtoSimple])
+    nt /= 2;
+  d->nChannels = nc;
+  d->nThreads = nt;
+  d->chunkBytes = model.directSimpleSlotBytes / kChunkGrainBytes[kProtoSimple] * kChunkGrainBytes[kProtoSimple];
+}
+
 void fitDirect(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
+  if (d->proto == kProtoSimple) {
+    fitDirectSimple(model, coll, bytes, minChannels, d);
+    return;
+  }
   uint64_t peerBytes = directPeerBytes(coll, model.nranks, bytes);
   uint64_t recvBytes = std::max<uint64_t>(peerBytes * (model.nranks - 1), 1);
   uint64_t channels = ceilDiv(recvBytes, kDirectBytesPerCta);
@@ -232,7 +256,7 @@ bool candidateAllowed(const CommModel& model, const Filter& filter, uint64_t row
   if (algo == kAlgoTree && (coll != CollId::kAllReduce || model.nTreeChannels <= 0 || proto == kProtoLL128)) {
     return false;
   }
-  if (algo == kAlgoDirect && (!directUsable(model) || proto != kProtoLL)) return false;
+  if (algo == kAlgoDirect && (!directUsable(model) || !directProtoUsable(model, proto))) return false;
   return rows == 0 || selectionAllows(rows, algo, proto);
 }
 
@@ -254,11 +278,12 @@ std::string usableSummary(const CommModel& model, const Filter& filter, CollId c
 bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, CollId coll, size_t bytes,
                    Decision* d) {
   bool found = false;
-  auto offer = [&](AlgoId algo, ProtoId proto, double us) {
+  auto offer = [&](AlgoId algo, ProtoId proto, double us, bool twoShot = false) {
     if (found && us >= d->estimatedUs) return;
     d->algo = algo;
     d->proto = proto;
     d->estimatedUs = us;
+    d->twoShot = twoShot;
     found = true;
   };
   auto allowed = [&](AlgoId algo, ProtoId proto) { return candidateAllowed(model, filter, rows, coll, algo, proto); };
@@ -275,6 +300,12 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
   if (allowed(kAlgoDirect, kProtoLL)) {
     offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
   }
+  if (allowed(kAlgoDirect, kProtoSimple)) {
+    offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, false));
+    if (coll == CollId::kAllReduce && model.nranks > 2) {
+      offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, true), true);
+    }
+  }
   return found;
 }
 
@@ -284,7 +315,7 @@ void warnNothingLeft(const CommModel& model, CollId coll) {
       "with %s%s, %s, and %s)",
       collName(coll), model.llOk ? "LL, Simple" : "Simple (rings that cross hosts take LL only with BRAID_NET_LL=1)",
       model.ll128Ok ? " and LL128" : " (LL128 is not available on these paths)",
-      directUsable(model)   ? "Direct with LL"
+      directUsable(model)   ? (directProtoUsable(model, kProtoSimple) ? "Direct with LL or Simple" : "Direct with LL")
       : model.userPreMulSum ? "no Direct for a ncclRedOpCreatePreMulSum op"
                             : "no Direct here: some pair is neither NVLink P2P nor on another host with LL",
       model.nTreeChannels > 0 ? "Tree with LL or Simple for AllReduce" : "no Tree here: one host");
@@ -357,6 +388,24 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
       ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * (reduces ? kDirectReduceBwFactor : kDirectCopyBwFactor);
   double latency = kDirectBaseLatencyUs + model.hopLatencyUs[kProtoLL] + (reduces ? kDirectReduceLatencyUs : 0.0);
   return latency + wireBytes / (1000.0 * bw);
+}
+
+double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot) {
+  if (model.nranks < 1 || !directUsable(model) || !directProtoUsable(model, kProtoSimple)) return -1.0;
+  if (model.nranks == 1) return 0.0;
+  if (model.bwPerChannelGBps <= 0) return -1.0;
+  const bool twoPhases = twoShot && coll == CollId::kAllReduce;
+  const int phases = twoPhases ? 2 : 1;
+  const uint64_t peerBytes =
+      twoPhases ? ceilDiv(bytes, static_cast<uint64_t>(model.nranks)) : directPeerBytes(coll, model.nranks, bytes);
+  const double wireBytes = static_cast<double>(peerBytes) * (model.nranks - 1) * phases;
+  const int channels = std::max(nChannels, 1);
+  // A CTA hands its peers one slot per handshake and waits for theirs before the next.
+  const uint64_t handshakes =
+      std::max<uint64_t>(ceilDiv(peerBytes, uint64_t{model.directSimpleSlotBytes} * channels), 1);
+  const double handshakeUs = std::max(model.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
+  const double bw = ringBusBwGBps(model, kProtoSimple, channels);
+  return kRingBaseLatencyUs[kProtoSimple] + phases * handshakes * handshakeUs + wireBytes / (1000.0 * bw);
 }
 
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {

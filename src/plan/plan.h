@@ -65,6 +65,7 @@ struct CommModel {
   int nNodes;                            // hosts among the ranks (topo)
   int maxChannels;                       // channels connected (topo's nChannels), 1..kMaxChannels
   int maxDirectChannels;                 // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
+  uint32_t directSimpleSlotBytes;        // Simple slot of the direct connections (0: Direct runs LL only)
   double bwPerChannelGBps;               // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];       // topo: per-hop latency by protocol (see tuning_constants.h)
   double localHopLatencyUs[kNumProtos];  // topo: the same for a hop inside a host (tree edges)
@@ -96,6 +97,7 @@ struct Decision {
                         // (kChunkGrainBytes), at most the slot's payload, never 0
   double estimatedUs;   // the cost the choice was made on (all maxChannels, as NCCL's table)
   int clusterSize;      // thread-block clusters of this many CTAs where the GPU has them (0: none)
+  bool twoShot;         // Direct/Simple AllReduce: reduce-scatter then all-gather (device/coll/direct_simple_colls.h)
 };
 
 // What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
@@ -122,7 +124,8 @@ struct OpConstraints {
 // nranks == 1: Ring/Simple on one channel, whatever the filter (a one-rank operation runs no
 // algorithm; NCCL does the same), estimate 0.
 // The candidates are Ring with every protocol usable on this communicator (LL needs llOk, LL128 ll128Ok),
-// Direct with LL (where maxDirectChannels > 0) and, for AllReduce, Tree with LL or Simple (where
+// Direct with LL (where maxDirectChannels > 0) and Simple (where directSimpleSlotBytes > 0 too; the
+// two-shot AllReduce on more than two ranks) and, for AllReduce, Tree with LL or Simple (where
 // nTreeChannels > 0); the least estimated time wins. If the filter leaves
 // no candidate for this collective: WARN naming NCCL_ALGO/NCCL_PROTO and the collective,
 // ncclInvalidUsage. An inconsistent model (nranks < 1, maxChannels outside 1..kMaxChannels,
@@ -149,6 +152,12 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
 // The same for Direct with LL (one hop) on `nChannels` direct channels; -1 also when the
 // communicator has no direct channels.
 double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size_t bytes);
+// The same for Direct with Simple (model.directSimpleSlotBytes > 0): one hop, or for AllReduce with
+// twoShot a direct reduce-scatter then a direct all-gather. Each phase takes one Simple handshake
+// (the ring's per-step floor) per slot a CTA moves to a peer, and the bytes of the rank's busiest
+// port go at the Simple ring's bandwidth: a model from the Simple ring's measured figures, not yet
+// fitted to the direct kernels.
+double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot);
 
 // The same for Tree AllReduce with LL or Simple on `nChannels` tree channels: up and down the
 // deepest path, the two phases one after the other; -1 when the communicator has no trees.

@@ -24,8 +24,9 @@ struct Row {
   uint8_t colls;
 };
 
-// NCCL 2.32's rows, then Braid's Direct. The symmetric-memory kernels' names appear once per
-// collective in NCCL (SYMK_LL is an AllGather and a ReduceScatter kernel): one row with both here.
+// NCCL 2.32's rows, then Braid's Direct (DIRECT_SIMPLE only where the direct connections have Simple FIFOs). The
+// symmetric-memory kernels' names appear once per collective in NCCL (SYMK_LL is an AllGather and a ReduceScatter
+// kernel): one row with both here.
 constexpr Row kRows[] = {
     {"TREE_LL", kAlgoTree, kProtoLL, kAr},
     {"TREE_LL128", kAlgoTree, kProtoLL128, kAr},
@@ -56,6 +57,7 @@ constexpr Row kRows[] = {
     {"SYMK_RailA2A_LsaLD", kNoAlgo, kNoAlgo, kRs},
     {"SYMK_RailA2A_LsaLDMC", kNoAlgo, kNoAlgo, kRs},
     {"DIRECT_LL", kAlgoDirect, kProtoLL, kAll},
+    {"DIRECT_SIMPLE", kAlgoDirect, kProtoSimple, kAll},
 };
 constexpr int kNumRows = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
 static_assert(kNumRows <= 64, "a selection is one 64-bit set of rows");

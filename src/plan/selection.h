@@ -6,7 +6,8 @@
 // every row of the table below whose name it begins (case-insensitive): "ring" is RING_LL,
 // RING_LL128 and RING_SIMPLE, "tree_ll" is TREE_LL and TREE_LL128. Whitespace is ignored; there
 // are no parentheses. The rows are NCCL's (algorithm_protocol, and its symmetric-memory kernels
-// SYMK_*, which Braid does not have), plus Braid's own DIRECT_LL (the Direct algorithm).
+// SYMK_*, which Braid does not have), plus Braid's own DIRECT_LL and DIRECT_SIMPLE (the Direct
+// algorithm).
 //
 // Simple NCCL_ALGO-style lists mean the same in both grammars ("ring", "ring,tree", "^nvls");
 // "^ring,tree" does not (here: everything but Ring, or Tree), and NCCL_ALGO's "function:" prefix

@@ -43,7 +43,9 @@ struct OpSpec {
   ncclRedOp_t op = ncclSum;
   double preMulScalar = 0;  // nonzero: PreMulSum with this factor
   int proto = kProtoSimple;
-  int64_t count = 0;  // AllGather: per-rank send count; ReduceScatter: per-rank recv count
+  DevAlgo algo = DevAlgo::kRing;  // kDirect: LL or Simple, on the emulation's direct channels
+  bool twoShot = false;           // kDirect AllReduce on Simple: reduce-scatter then all-gather
+  int64_t count = 0;              // AllGather: per-rank send count; ReduceScatter: per-rank recv count
   bool inPlace = false;
   bool misalign = false;  // user pointers offset by one element from a 256-byte boundary
   int nChannels = 1;
@@ -56,7 +58,8 @@ struct OpSpec {
 
 // One communicator per rank, all on the current GPU, connected in one ring per channel. Channel c
 // uses a different ring order (identity, reversed, evens then odds), so that ring positions and
-// ranks differ.
+// ranks differ. Up to kMaxDirectPeers + 1 ranks also get nChannels direct channels (every rank
+// to every other, with LL and Simple FIFOs).
 class RingEmulation {
  public:
   RingEmulation(int n, int nChannels);
@@ -102,9 +105,10 @@ inline bool runAndCheck(RingEmulation& ring, Buffers& buffers, const OpSpec& op)
 // Launches all `ops` back to back without synchronizing between them, then checks each.
 inline bool runBatchAndCheck(RingEmulation& ring, const std::vector<OpSpec>& ops);
 // Launches an AllReduce on rank 0 only, checks that it waits, raises abort, checks that it exits.
-inline bool abortLoneRank(RingEmulation& ring, int proto);
+inline bool abortLoneRank(RingEmulation& ring, int proto, DevAlgo algo = DevAlgo::kRing);
 // Average time of an AllReduce of `bytes` of float on every rank (microseconds), or -1.
-inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto);
+inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto, DevAlgo algo = DevAlgo::kRing,
+                            bool twoShot = false);
 
 // ---- implementation
 
@@ -126,11 +130,12 @@ inline const char* collName(CollId c) {
 inline std::string OpSpec::describe(int nranks) const {
   static const char* kProtoNames[] = {"LL", "LL128", "Simple"};
   static const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+  const char* algoText = algo == DevAlgo::kRing ? "ring" : (twoShot ? "direct two-shot" : "direct");
   char text[320];
   std::snprintf(text, sizeof(text),
-                "%s nranks=%d proto=%s dtype=%d op=%s%s count=%lld %s%s nChannels=%d chunkBytes=%u root=%d "
+                "%s nranks=%d %s proto=%s dtype=%d op=%s%s count=%lld %s%s nChannels=%d chunkBytes=%u root=%d "
                 "nThreads=%d seed=%llu",
-                collName(coll), nranks, kProtoNames[proto], static_cast<int>(dtype),
+                collName(coll), nranks, algoText, kProtoNames[proto], static_cast<int>(dtype),
                 op >= 0 && op <= 4 ? kOpNames[op] : "?", preMulScalar != 0 ? "(premulsum)" : "",
                 static_cast<long long>(count), inPlace ? "in-place" : "out-of-place", misalign ? " misaligned" : "",
                 nChannels, chunkBytes, root, nThreads, static_cast<unsigned long long>(seed));
@@ -199,6 +204,32 @@ inline bool RingEmulation::init() {
       }
       s.send.tail = rcv.recv.tail = reinterpret_cast<uint64_t*>(mem + connBytes);
       s.send.head = rcv.recv.head = reinterpret_cast<uint64_t*>(mem + connBytes + 128);
+    }
+  }
+  if (n_ <= kMaxDirectPeers + 1) {
+    for (int r = 0; r < n_; r++) {
+      host[r].nDirectChannels = nChannels_;
+      host[r].directSlotBytes = kSlotBytes[kProtoSimple];
+    }
+    for (int c = 0; c < nChannels_; c++) {
+      for (int sender = 0; sender < n_; sender++) {
+        for (int k = 1; k < n_; k++) {
+          // Peer slot k - 1 of the sender goes to rank sender + k, whose slot k - 1 receives from it.
+          char* mem = nullptr;
+          DEVTEST_CUDA(cudaMalloc(&mem, connBytes + 256));
+          deviceAllocs_.push_back(mem);
+          DEVTEST_CUDA(cudaMemset(mem, 0, connBytes + 256));
+          DevSendConn& s = host[sender].direct[c].send[k - 1];
+          DevRecvConn& rcv = host[(sender + k) % n_].direct[c].recv[k - 1];
+          char* buff = mem;
+          for (int p = 0; p < kNumProtos; p++) {
+            s.buffs[p] = rcv.buffs[p] = buff;
+            buff += static_cast<size_t>(kSlotBytes[p]) * kFifoSlots[p];
+          }
+          s.tail = rcv.tail = reinterpret_cast<uint64_t*>(mem + connBytes);
+          s.head = rcv.head = reinterpret_cast<uint64_t*>(mem + connBytes + 128);
+        }
+      }
     }
   }
   for (int r = 0; r < n_; r++) {
@@ -385,6 +416,8 @@ inline bool launchRank(RingEmulation& ring, const PreparedOp& P, int r) {
   w.dtype = static_cast<uint8_t>(op.dtype);
   w.redOp = static_cast<uint8_t>(P.redOp);
   w.proto = static_cast<uint8_t>(op.proto);
+  w.algo = static_cast<uint8_t>(op.algo);
+  w.twoShot = op.twoShot ? 1 : 0;
   w.nChannels = op.nChannels;
   w.chunkBytes = op.chunkBytes;
   const int threads = op.nThreads != 0 ? op.nThreads : (op.proto == kProtoLL128 ? 640 : 512);
@@ -502,10 +535,11 @@ inline bool runBatchAndCheck(RingEmulation& ring, const std::vector<OpSpec>& ops
   return ok;
 }
 
-inline bool abortLoneRank(RingEmulation& ring, int proto) {
+inline bool abortLoneRank(RingEmulation& ring, int proto, DevAlgo algo) {
   OpSpec op;
   op.coll = CollId::kAllReduce;
   op.proto = proto;
+  op.algo = algo;
   op.count = 1 << 16;
   op.nChannels = ring.nChannels();
   std::vector<char*> sendBase(ring.n()), recvBase(ring.n());
@@ -541,11 +575,13 @@ inline bool abortLoneRank(RingEmulation& ring, int proto) {
   return ok;
 }
 
-inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto) {
+inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto, DevAlgo algo, bool twoShot) {
   const int n = ring.n();
   PreparedOp P;
   P.spec.coll = CollId::kAllReduce;
   P.spec.proto = proto;
+  P.spec.algo = algo;
+  P.spec.twoShot = twoShot;
   P.spec.count = bytes / 4;
   P.spec.nChannels = ring.nChannels();
   P.n = n;

@@ -182,7 +182,7 @@ TEST(CollConfig, AlgorithmSelection) {
   ncclCollConfig_t config = NCCL_COLLCONFIG_INITIALIZER;
   config.algSelection = "Ring_Simple, direct";
   CollOptions out = readOk(config);
-  EXPECT_EQ(plan::selectionNames(out.plan.selectionRows), "RING_SIMPLE, DIRECT_LL");
+  EXPECT_EQ(plan::selectionNames(out.plan.selectionRows), "RING_SIMPLE, DIRECT_LL, DIRECT_SIMPLE");
   EXPECT_TRUE(out.plan.forceSelection);
   EXPECT_EQ(out.plan.selectionText, "Ring_Simple, direct");
   config.algSelection = "";

@@ -94,7 +94,7 @@ TEST(PlanSelection, NamesArePrefixesOfAlgorithmAndProtocol) {
   EXPECT_EQ(selectionNames(rowsOf("ring")), "RING_LL, RING_LL128, RING_SIMPLE");
   EXPECT_EQ(selectionNames(rowsOf("RING_SIMPLE")), "RING_SIMPLE");
   EXPECT_EQ(selectionNames(rowsOf("ring_ll")), "RING_LL, RING_LL128");
-  EXPECT_EQ(selectionNames(rowsOf(" Tree_Simple , direct ")), "TREE_SIMPLE, DIRECT_LL");
+  EXPECT_EQ(selectionNames(rowsOf(" Tree_Simple , direct ")), "TREE_SIMPLE, DIRECT_LL, DIRECT_SIMPLE");
   EXPECT_EQ(selectionNames(rowsOf("nvls")), "NVLS_SIMPLE, NVLSTREE_SIMPLE");
   EXPECT_EQ(selectionNames(rowsOf("ring+^ring_ll128")), "RING_LL, RING_SIMPLE");
   EXPECT_EQ(rowsOf("ring,,tree,"), rowsOf("ring,tree"));
@@ -103,7 +103,8 @@ TEST(PlanSelection, NamesArePrefixesOfAlgorithmAndProtocol) {
   EXPECT_FALSE(selectionAllows(notRing, kAlgoRing, kProtoSimple));
   EXPECT_TRUE(selectionAllows(notRing, kAlgoTree, kProtoLL));
   EXPECT_TRUE(selectionAllows(notRing, kAlgoDirect, kProtoLL));
-  EXPECT_FALSE(selectionAllows(rowsOf("direct"), kAlgoDirect, kProtoSimple));
+  EXPECT_TRUE(selectionAllows(rowsOf("direct"), kAlgoDirect, kProtoSimple));
+  EXPECT_FALSE(selectionAllows(rowsOf("direct_ll"), kAlgoDirect, kProtoSimple));
   EXPECT_FALSE(selectionAllows(rowsOf("symk"), kAlgoRing, kProtoLL));  // kernels Braid has not
 }
 

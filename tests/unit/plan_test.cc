@@ -380,6 +380,38 @@ TEST(PlanDecide, DirectTakesTheSmallestOperationsAcrossHosts) {
   }
 }
 
+// Direct on Simple exists only where the direct connections carry Simple FIFOs
+// (BRAID_DIRECT_SIMPLE_BUFFSIZE); there the AllReduce of more than two ranks takes the two-shot at
+// mid sizes, within the FIFO's slots and the direct channels, and the ring stays for large ones.
+TEST(PlanDecide, DirectSimpleNeedsItsFifos) {
+  const Filter directSimple = parse("Direct", "Simple");
+  Decision d{};
+  EXPECT_EQ(decide(directModel(4), directSimple, CollId::kAllReduce, 4 << 20, &d), ncclInvalidUsage);
+  for (int n : {2, 4, 8}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    CommModel m = directModel(n);
+    m.directSimpleSlotBytes = 64 << 10;
+    d = decideOk(m, directSimple, CollId::kAllReduce, 4 << 20);
+    EXPECT_EQ(d.algo, kAlgoDirect);
+    EXPECT_EQ(d.proto, kProtoSimple);
+    EXPECT_EQ(d.twoShot, n > 2);
+    EXPECT_EQ(d.chunkBytes, 64u << 10);
+    EXPECT_LE(d.nChannels, m.maxDirectChannels);
+    EXPECT_EQ(d.nThreads, 512);
+    Decision rs = decideOk(m, directSimple, CollId::kReduceScatter, 4 << 20);
+    EXPECT_FALSE(rs.twoShot);
+    EXPECT_EQ(decideOk(m, directSimple, CollId::kAllReduce, 64).nThreads, 128);
+    Decision automatic = decideOk(m, allowAll(), CollId::kAllReduce, 4 << 20);
+    if (n > 2) {
+      EXPECT_TRUE(automatic.algo == kAlgoDirect && automatic.proto == kProtoSimple && automatic.twoShot);
+    }
+    EXPECT_EQ(decideOk(m, allowAll(), CollId::kAllReduce, size_t{256} << 20).algo, kAlgoRing);
+    CommModel preMul = m;
+    preMul.userPreMulSum = true;
+    EXPECT_EQ(decide(preMul, directSimple, CollId::kAllReduce, 4 << 20, &d), ncclInvalidUsage);
+  }
+}
+
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {
@@ -405,17 +437,19 @@ void checkDecision(const CommModel& m, CollId coll, size_t bytes, const Decision
   EXPECT_TRUE(d.algo == kAlgoRing || d.algo == kAlgoDirect);
   EXPECT_GE(d.nChannels, 1);
   if (d.algo == kAlgoDirect) {
-    EXPECT_EQ(d.proto, kProtoLL);
+    EXPECT_TRUE(d.proto == kProtoLL || (d.proto == kProtoSimple && m.directSimpleSlotBytes > 0));
     EXPECT_LE(d.nChannels, m.maxDirectChannels);
   } else {
     EXPECT_LE(d.nChannels, m.maxChannels);
   }
+  EXPECT_TRUE(!d.twoShot || (d.algo == kAlgoDirect && d.proto == kProtoSimple && coll == CollId::kAllReduce));
   EXPECT_EQ(d.nThreads % 32, 0);
   EXPECT_GE(d.nThreads, 64);
   EXPECT_LE(d.nThreads, d.proto == kProtoLL128 ? 640 : 512);
   EXPECT_GT(d.chunkBytes, 0u);
   EXPECT_EQ(d.chunkBytes % kChunkGrainBytes[d.proto], 0u);
-  EXPECT_LE(d.chunkBytes, m.slotPayloadBytes[d.proto]);
+  EXPECT_LE(d.chunkBytes,
+            d.algo == kAlgoDirect && d.proto == kProtoSimple ? m.directSimpleSlotBytes : m.slotPayloadBytes[d.proto]);
   if (!m.ll128Ok) {
     EXPECT_NE(d.proto, kProtoLL128);
   }
@@ -431,15 +465,16 @@ void checkDecision(const CommModel& m, CollId coll, size_t bytes, const Decision
 TEST(PlanDecide, SweepBoundsChannelsAndEstimates) {
   Filter all = allowAll();
   for (int n = 1; n <= 8; ++n) {
-    for (int variant = 0; variant < 3; ++variant) {  // no LL128, LL128, LL128 and Direct
-      CommModel m = variant == 2 ? directModel(n) : hopperModel(n, variant == 1);
+    for (int variant = 0; variant < 4; ++variant) {  // no LL128, LL128, LL128 and Direct, Direct on Simple too
+      CommModel m = variant >= 2 ? directModel(n) : hopperModel(n, variant == 1);
+      if (variant == 3) m.directSimpleSlotBytes = 64 << 10;
       for (CollId coll : kColls) {
-        int lastChannels[2][kNumProtos] = {};  // per algorithm and protocol: their CTA rules differ
+        int lastChannels[3][kNumProtos] = {};  // per algorithm (two-shot apart) and protocol: their CTA rules differ
         double lastUs = -1;
         for (size_t bytes : sweepSizes()) {
           Decision d = decideOk(m, all, coll, bytes);
           checkDecision(m, coll, bytes, d);
-          int& last = lastChannels[d.algo == kAlgoDirect ? 1 : 0][d.proto];
+          int& last = lastChannels[d.twoShot ? 2 : (d.algo == kAlgoDirect ? 1 : 0)][d.proto];
           EXPECT_GE(d.nChannels, last) << collName(coll) << " " << bytes << " n=" << n;
           EXPECT_GE(d.estimatedUs, lastUs) << collName(coll) << " " << bytes << " n=" << n;
           last = d.nChannels;

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 
+#include "device/prims/direct_chunk.h"
 #include "device/prims/prims_ll.h"
 
 namespace braid {
@@ -140,25 +141,6 @@ struct DirectState {
     const int r = rank - k - 1;
     return r < 0 ? r + nranks : r;
   }
-};
-
-// One chunk of a direct operation: nelem elements of the step's T. Peer slot k's data is at
-// send + sendStride * sendPeer(k) (sends, for the slots of sendMask) and goes to
-// recv + recvStride * recvPeer(k) (copy form, the slots of recvMask); a stride of 0 means every
-// peer shares the buffer.
-struct DirectChunk {
-  int64_t nelem;
-  const char* send;
-  int64_t sendStride;
-  char* recv;
-  int64_t recvStride;
-  uint32_t sendMask;
-  uint32_t recvMask;
-  bool reduceAll;       // reduce form: receive from every peer and reduce with own
-  const char* own;      // reduce form: this rank's input
-  char* dst;            // reduce form: the result
-  const char* copySrc;  // copy form: a local copy that runs with the receives
-  char* copyDst;
 };
 
 // Waits until peer slot k's FIFO has room for `step`. headSeen is shared: whichever thread read
