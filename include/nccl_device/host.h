@@ -4,13 +4,13 @@
  * initializers of NVIDIA's nccl_device/host.h, so that a program that queries them runs on Braid.
  *
  * Braid implements ncclCommQueryProperties, device communicators (ncclDevCommCreate and
- * ncclDevCommDestroy, with LSA barriers, hybrid barriers within one LSA team, the LL all-to-all and
+ * ncclDevCommDestroy, with LSA barriers, hybrid barriers, the LL all-to-all and
  * a program's own resource buffers), the requirement builders, the team functions and the window
- * pointer lookups. Multicast, GIN and CFT need hardware or networks Braid does not drive:
- * ncclCommQueryProperties reports them unsupported and ncclDevCommCreate refuses requirements that
- * ask for them, with a WARN that names them. The device side is nccl_device.h;
- * the structures a device communicator is made of (struct ncclDevComm, a window's device
- * descriptor) are in nccl_device/comm.h, included at the end.
+ * pointer lookups; GIN over the proxy transport (nccl_device/gin.h). Multicast and CFT need
+ * hardware Braid does not drive: ncclCommQueryProperties reports them unsupported and
+ * ncclDevCommCreate refuses requirements that ask for them, with a WARN that names them. The device side is
+ * nccl_device.h; the structures a device communicator is made of (struct ncclDevComm, a window's device descriptor) are
+ * in nccl_device/comm.h, included at the end.
  *
  * Licensed under the Apache License, Version 2.0 (see LICENSE).
  */

@@ -175,9 +175,9 @@ ncclResult_t readTeams(ncclTeamRequirements_t* node) {
   return ncclSuccess;
 }
 
-// What needs GIN whatever the teams. Rail GIN barriers are not in it: on a rail of one rank (one LSA
-// team is the whole communicator) they have no peer to wait for, and NCCL 2.28 makes them there
-// without GIN (PyTorch's symmetric memory asks for them).
+// What needs GIN whatever the teams. Rail GIN barriers and hybrid barriers (barrierCount) are not in
+// it: on a rail of one rank (one LSA team is the whole communicator) their GIN parts have no peer to
+// wait for, and NCCL 2.28 makes them there without GIN (PyTorch's symmetric memory asks for them).
 bool asksForGin(const Requirements& r, const window::DevCommAsk& ask) {
   return r.ginForceEnable || r.ginSignalCount != 0 || r.ginCounterCount != 0 || r.worldGinBarrierCount != 0 ||
          r.ginConnectionType != NCCL_GIN_CONNECTION_NONE || r.ginType != NCCL_GIN_TYPE_NONE ||
@@ -189,7 +189,7 @@ bool asksForGin(const Requirements& r, const window::DevCommAsk& ask) {
 // same descriptors, but its kernels did not run against this proxy in testing, so they are refused.
 ncclResult_t readGin(const Requirements& r, const DevCommLayout& layout, int nranks, int lsaSize,
                      window::DevCommAsk* ask) {
-  ask->gin = asksForGin(r, *ask) || (r.railGinBarrierCount > 0 && lsaSize != nranks);
+  ask->gin = asksForGin(r, *ask) || ((r.railGinBarrierCount > 0 || r.barrierCount > 0) && lsaSize != nranks);
   if (!ask->gin) return ncclSuccess;
   if (paramInt(ParamId::kGinEnable) == 0) {
     WARN("ncclDevCommCreate: the requirements ask for GIN, which NCCL_GIN_ENABLE=0 turns off");
@@ -218,6 +218,7 @@ ncclResult_t readGin(const Requirements& r, const DevCommLayout& layout, int nra
   ask->ginCounters = r.ginCounterCount;
   ask->railGinBarriers = r.railGinBarrierCount;
   ask->worldGinBarriers = r.worldGinBarrierCount;
+  ask->hybridGinBarriers = r.barrierCount;
   ask->queueDepth = r.ginQueueDepth;
   return ncclSuccess;
 }
@@ -253,9 +254,6 @@ ncclResult_t readDevCommRequirements(const void* reqs, int nranks, int lsaSize, 
   if (r.lsaMultimem) return refuse("lsaMultimem: Braid never uses NVLink SHARP multicast");
   if (r.cftCaps != 0 || r.cftBarrierCount != 0) {
     return refuse("CFT (Compute Fabric Transport), which needs Blackwell GPUs and CUDA 13.3");
-  }
-  if (r.barrierCount > 0 && lsaSize != nranks) {
-    return refuse("hybrid barriers across LSA teams (barrierCount), which are not in this version of Braid");
   }
   NCCLCHECK(readTeams(r.teams));
   ask->lsaBarriers = r.lsaBarrierCount;
@@ -317,6 +315,8 @@ void writeNew(const window::DevCommMade& m, unsigned int version, D* d) {
 void writeGin(const window::DevCommMade& m, ncclDevComm* d) {
   d->railGinBarrier = ncclGinBarrierHandle_t{m.railGinBarrierSignal0, 0};
   d->worldGinBarrier = ncclGinBarrierHandle_t{m.worldGinBarrierSignal0, 0};
+  d->hybridRailGinBarrier = ncclGinBarrierHandle_t{m.hybridRailGinBarrierSignal0, 0};
+  d->hybridDenseGinBarrier = ncclGinBarrierHandle_t{m.hybridDenseGinBarrierSignal0, 0};
   if (m.ginContexts == 0) return;
   d->ginConnectionCount = 1;
   d->backendIndex = 0;

@@ -38,6 +38,9 @@ struct DevCommAsk {
   int ginSignals = 0, ginCounters = 0;
   std::vector<GinIdAsk> ginSignalAsks, ginCounterAsks;
   int railGinBarriers = 0, worldGinBarriers = 0;
+  // barrierCount's GIN parts (hybrid barriers, nccl_device/barrier.h): a rail set and a dense
+  // (world) set of that many barriers each.
+  int hybridGinBarriers = 0;
   int queueDepth = 0;  // ginQueueDepth (0: the library's)
 };
 
@@ -54,6 +57,7 @@ struct DevCommMade {
   void* ginHandle = nullptr;  // the contexts' descriptors (ncclGinProxyGpuCtx_t[ginContexts])
   uint64_t* ginSignalShadows = nullptr;
   uint32_t railGinBarrierSignal0 = 0, worldGinBarrierSignal0 = 0;
+  uint32_t hybridRailGinBarrierSignal0 = 0, hybridDenseGinBarrierSignal0 = 0;
 };
 
 }  // namespace braid::window

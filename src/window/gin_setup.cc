@@ -59,8 +59,11 @@ ncclResult_t Manager::planGin(const DevCommAsk& ask, GinShape* shape, GinPlaces*
   for (const GinIdAsk& a : ask.ginSignalAsks) ok = ok && handOut(a.count, &signals, a.outStart);
   for (const GinIdAsk& a : ask.ginCounterAsks) ok = ok && handOut(a.count, &counters, a.outStart);
   ok = ok && ask.railGinBarriers <= kMaxGinIds / railSize && ask.worldGinBarriers <= kMaxGinIds / ctx_.nranks &&
+       ask.hybridGinBarriers <= kMaxGinIds / ctx_.nranks &&
        handOut(ask.railGinBarriers * railSize, &signals, &made->railGinBarrierSignal0) &&
-       handOut(ask.worldGinBarriers * ctx_.nranks, &signals, &made->worldGinBarrierSignal0);
+       handOut(ask.worldGinBarriers * ctx_.nranks, &signals, &made->worldGinBarrierSignal0) &&
+       handOut(ask.hybridGinBarriers * railSize, &signals, &made->hybridRailGinBarrierSignal0) &&
+       handOut(ask.hybridGinBarriers * ctx_.nranks, &signals, &made->hybridDenseGinBarrierSignal0);
   if (!ok) {
     WARN("ncclDevCommCreate: %s: the requirements ask for more than %d GIN signals or counters", me().c_str(),
          kMaxGinIds);

@@ -95,6 +95,20 @@ __device__ void everyBarrier(ncclGin const& gin, Coop coop, uint64_t* out) {
   ncclGinBarrier(coop, ncclGinAllContexts(comm), ncclTeamTagWorld{}, 0);
   ncclGinBarrier(coop, ncclGinAllContexts(comm), ncclTeamTagRail{}, 0);
   ncclGinBarrier(coop, ncclGinAllContexts(comm), ncclTeamRail(comm), comm.railGinBarrier, 0);
+  // The hybrid barriers over GIN: world, rail, explicit teams, timed.
+  {
+    ncclBarrierSession<Coop> bar(coop, ncclTeamTagWorld{}, gin, 0);
+    bar.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Put);
+    out[2] = bar.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::None, 100);
+    out[3] = bar.lsaBarrier().index + bar.ginBarrier().index;
+  }
+  {
+    ncclBarrierSession<Coop> bar(coop, ncclTeamLsa(comm), ncclTeamRail(comm), gin, comm.hybridLsaBarrier,
+                                 comm.hybridRailGinBarrier, 0);
+    bar.sync(coop, cuda::memory_order_acq_rel);
+  }
+  ncclBarrier(coop, ncclTeamTagWorld{}, gin, 0);
+  ncclBarrier(coop, ncclTeamTagRail{}, gin, 0, cuda::memory_order_relaxed, ncclGinFenceLevel::None);
 }
 
 template <typename Coop>

@@ -47,7 +47,17 @@ __global__ void ginPutValueVaKernel(ncclDevComm comm, ncclWindow_t win, size_t s
 /* Checks the world GIN barrier: with the Put fence, the values peers put to the caller before
  * the barrier are in its memory after it, round after round on the same barrier index (the signal
  * shadows carry the count between sessions). */
-__global__ void ginBarrierRoundsKernel(ncclDevComm comm, ncclWindow_t win, size_t slotOffset, int rounds, int* errors) {
+/* A world barrier: GIN, or hybrid (see launchGinBarrierRounds). */
+__device__ void worldBarrier(ncclGin& gin, bool hybrid, ncclGinFenceLevel fence) {
+  if (hybrid) {
+    ncclBarrier(ncclCoopCta(), ncclTeamTagWorld{}, gin, 0, cuda::memory_order_acq_rel, fence);
+  } else {
+    ncclGinBarrier(ncclCoopCta(), gin, ncclTeamTagWorld{}, 0, cuda::memory_order_acq_rel, fence);
+  }
+}
+
+__global__ void ginBarrierRoundsKernel(ncclDevComm comm, ncclWindow_t win, size_t slotOffset, int rounds, bool hybrid,
+                                       int* errors) {
   ncclGin gin(comm, 0);
   ncclTeam world = ncclTeamWorld(comm);
   uint64_t* slots = static_cast<uint64_t*>(ncclGetLocalPointer(win, slotOffset));
@@ -55,13 +65,13 @@ __global__ void ginBarrierRoundsKernel(ncclDevComm comm, ncclWindow_t win, size_
     for (int p = int(threadIdx.x); p < comm.nRanks; p += int(blockDim.x)) {
       gin.putValue<uint64_t>(world, p, win, slotOffset + 8 * size_t(comm.rank), uint64_t(r) * 1000 + comm.rank);
     }
-    ncclGinBarrier(ncclCoopCta(), gin, ncclTeamTagWorld{}, 0);
+    worldBarrier(gin, hybrid, ncclGinFenceLevel::Put | ncclGinFenceLevel::Get);
     for (int p = int(threadIdx.x); p < comm.nRanks; p += int(blockDim.x)) {
       uint64_t got = cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(slots[p]).load(cuda::memory_order_relaxed);
       if (got != uint64_t(r) * 1000 + uint64_t(p)) atomicAdd(errors, 1);
     }
     /* No peer may overwrite the slots with the next round's values before they are checked. */
-    ncclGinBarrier(ncclCoopCta(), gin, ncclTeamTagWorld{}, 0);
+    worldBarrier(gin, hybrid, ncclGinFenceLevel::None);
   }
 }
 
@@ -172,8 +182,8 @@ cudaError_t launchGinPutValueVa(const ncclDevComm& comm, ncclWindow_t win, size_
 }
 
 cudaError_t launchGinBarrierRounds(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, int rounds,
-                                   int* errors, cudaStream_t stream) {
-  ginBarrierRoundsKernel<<<1, kThreads, 0, stream>>>(comm, win, slotOffset, rounds, errors);
+                                   bool hybrid, int* errors, cudaStream_t stream) {
+  ginBarrierRoundsKernel<<<1, kThreads, 0, stream>>>(comm, win, slotOffset, rounds, hybrid, errors);
   return cudaGetLastError();
 }
 

@@ -46,6 +46,7 @@ ncclDevCommRequirements_t ginRequirements() {
   reqs.ginSignalCount = 1;
   reqs.ginCounterCount = 1;
   reqs.worldGinBarrierCount = 1;
+  reqs.barrierCount = 1;  // hybrid barriers: their GIN parts span the LSA teams
   return reqs;
 }
 
@@ -143,16 +144,20 @@ int ginAcrossHosts(std::vector<Rank>& ranks, int nranks) {
   ncclDevCommRequirements_t reqs = ginRequirements();
   ncclDevComm dev{};
   CHILD_NCCL(ncclDevCommCreate(r.comm, &reqs, &dev));
-  CHILD_EXPECT(dev.ginConnectionCount == 1 && dev.ginContextCount == 2 && dev.ginSignalCount == 1 + nranks);
+  CHILD_EXPECT(dev.ginConnectionCount == 1 && dev.ginContextCount == 2);
+  // The program's signal, the world GIN barrier's, and the hybrid barrier's rail and dense sets.
+  CHILD_EXPECT(dev.ginSignalCount == 1 + nranks + nranks / dev.lsaSize + nranks);
   if (allToAllRounds(r, ranks, dev, win, buf, l) != 0) return 1;
   if (putValueRounds(r, ranks, dev, win, buf, l) != 0) return 1;
 
   int* errors = nullptr;
   CHILD_CUDA(cudaMalloc(&errors, 2 * sizeof(int)));
   CHILD_CUDA(cudaMemset(errors, 0, 2 * sizeof(int)));
-  CHILD_CUDA(launchGinBarrierRounds(dev, win, l.slots(), 20, errors, r.stream));
+  CHILD_CUDA(launchGinBarrierRounds(dev, win, l.slots(), 20, false, errors, r.stream));
   // Each kernel's first launch comes after the last one ended: a lazily loaded kernel may wait for
   // the GPU to go idle, and the proxy's copies wait for the loader.
+  CHILD_CUDA(cudaStreamSynchronize(r.stream));
+  CHILD_CUDA(launchGinBarrierRounds(dev, win, l.slots(), 20, true, errors, r.stream));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));
   CHILD_CUDA(launchGinSignalTimeout(dev, uint64_t{1} << 20, errors + 1, r.stream));
   CHILD_CUDA(cudaStreamSynchronize(r.stream));

@@ -162,14 +162,28 @@ TEST(DevCommRequirements, WhatBraidLacksIsRefusedByName) {
   team.multimem = true;
   r.teamRequirementsList = &team;
   EXPECT_EQ(readReqs(&r, &layout, &ask), ncclInvalidUsage);
-  // Hybrid barriers: within one LSA team they are LSA barriers; across teams they are refused.
-  r = fresh();
+}
+
+// Hybrid barriers: within one LSA team their LSA part is all they need; across LSA teams they turn
+// GIN on (for programs of a release whose GIN Braid serves) and get its rail and dense sets.
+TEST(DevCommRequirements, HybridBarriersAcrossLsaTeamsTakeGin) {
+  DevCommLayout layout;
+  DevCommAsk ask;
+  ncclDevCommRequirements_t r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.barrierCount = 2;
-  EXPECT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclInvalidUsage);
-  ask = DevCommAsk{};
-  EXPECT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
+  ASSERT_EQ(readReqs(&r, &layout, &ask, 4, 4), ncclSuccess);
   EXPECT_EQ(ask.hybridBarriers, 2);
   EXPECT_FALSE(ask.gin);
+  ask = DevCommAsk{};
+  ASSERT_EQ(readReqs(&r, &layout, &ask, 8, 4), ncclSuccess);
+  EXPECT_EQ(ask.hybridBarriers, 2);
+  EXPECT_TRUE(ask.gin);
+  EXPECT_EQ(ask.hybridGinBarriers, 2);
+  auto r307 = headed<DevCommRequirementsV23007>(23007);
+  r307.barrierCount = 1;
+  ask = DevCommAsk{};
+  EXPECT_EQ(readReqs(&r307, &layout, &ask, 4, 4), ncclSuccess);
+  EXPECT_EQ(readReqs(&r307, &layout, &ask, 8, 4), ncclInvalidUsage);  // GIN for a 2.30 program
 }
 
 // GIN (the proxy transport) for programs built against 2.32: what they ask for, in the ask; the
