@@ -103,7 +103,8 @@ TEST(DeviceDirect, SimpleTypeOpSweep) {
           op.inPlace = seed % 2 == 0;
           op.nChannels = 2;
           op.root = seed % 4;
-          op.misalign = seed % 3 == 0;
+          op.offsetElems = seed % 3 == 0 ? 1 : 0;
+          op.rankStep = seed % 2;
           op.seed = 77 + seed++;
           ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
         }

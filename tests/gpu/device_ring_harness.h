@@ -48,6 +48,11 @@ struct OpSpec {
   int64_t count = 0;              // AllGather: per-rank send count; ReduceScatter: per-rank recv count
   bool inPlace = false;
   bool misalign = false;  // user pointers offset by one element from a 256-byte boundary
+  // Or, when >= 0: the send and receive pointers of rank r offset by (offsetElems + r * rankStep)
+  // elements modulo one 16-byte pack (recvOffsetElems likewise; -1: the send offset).
+  int offsetElems = -1;
+  int recvOffsetElems = -1;
+  int rankStep = 0;
   int nChannels = 1;
   uint32_t chunkBytes = 0;
   int root = 0;
@@ -109,6 +114,10 @@ inline bool abortLoneRank(RingEmulation& ring, int proto, DevAlgo algo = DevAlgo
 // Average time of an AllReduce of `bytes` of float on every rank (microseconds), or -1.
 inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto, DevAlgo algo = DevAlgo::kRing,
                             bool twoShot = false);
+// The same for `coll` (bytes: its receive buffer) with user pointers offsetFloats floats past a
+// 256-byte boundary.
+inline double timeCollective(RingEmulation& ring, CollId coll, int64_t bytes, int proto, int offsetFloats,
+                             DevAlgo algo = DevAlgo::kRing, bool twoShot = false);
 
 // ---- implementation
 
@@ -133,12 +142,13 @@ inline std::string OpSpec::describe(int nranks) const {
   const char* algoText = algo == DevAlgo::kRing ? "ring" : (twoShot ? "direct two-shot" : "direct");
   char text[320];
   std::snprintf(text, sizeof(text),
-                "%s nranks=%d %s proto=%s dtype=%d op=%s%s count=%lld %s%s nChannels=%d chunkBytes=%u root=%d "
-                "nThreads=%d seed=%llu",
+                "%s nranks=%d %s proto=%s dtype=%d op=%s%s count=%lld %s%s offsets=%d/%d+%d*rank nChannels=%d "
+                "chunkBytes=%u root=%d nThreads=%d seed=%llu",
                 collName(coll), nranks, algoText, kProtoNames[proto], static_cast<int>(dtype),
                 op >= 0 && op <= 4 ? kOpNames[op] : "?", preMulScalar != 0 ? "(premulsum)" : "",
                 static_cast<long long>(count), inPlace ? "in-place" : "out-of-place", misalign ? " misaligned" : "",
-                nChannels, chunkBytes, root, nThreads, static_cast<unsigned long long>(seed));
+                offsetElems, recvOffsetElems, rankStep, nChannels, chunkBytes, root, nThreads,
+                static_cast<unsigned long long>(seed));
   return text;
 }
 
@@ -328,7 +338,11 @@ inline bool prepare(PreparedOp& P, const OpSpec& op, int n, const std::vector<ch
   const size_t es = dtypeSize(op.dtype);
   const int64_t sN = sendElems(op, n);
   const int64_t rN = recvElems(op, n);
-  const size_t off = op.misalign ? es : 0;
+  const int packElems = static_cast<int>(16 / es);
+  auto offsetOf = [&](int elems, int r) {
+    if (elems < 0) return op.misalign ? es : size_t{0};
+    return static_cast<size_t>((elems + r * op.rankStep) % packElems) * es;
+  };
   std::vector<std::vector<uint8_t>> inputs(n, std::vector<uint8_t>(sN * es));
   for (int r = 0; r < n; r++) {
     Rng rng{op.seed * 7919 + static_cast<uint64_t>(r) * 104729 + 1};
@@ -356,12 +370,12 @@ inline bool prepare(PreparedOp& P, const OpSpec& op, int n, const std::vector<ch
         regionElems = sN;
         recvOff = r * op.count;
       }
-      R.checkPtr = recvBase[r] + off;
+      R.checkPtr = recvBase[r] + offsetOf(op.recvOffsetElems >= 0 ? op.recvOffsetElems : op.offsetElems, r);
       R.sendPtr = R.checkPtr + sendOff * es;
       R.recvPtr = R.checkPtr + recvOff * es;
     } else {
-      R.sendPtr = sendBase[r] + off;
-      R.recvPtr = recvBase[r] + off;
+      R.sendPtr = sendBase[r] + offsetOf(op.offsetElems, r);
+      R.recvPtr = recvBase[r] + offsetOf(op.recvOffsetElems >= 0 ? op.recvOffsetElems : op.offsetElems, r);
       R.checkPtr = R.recvPtr;
       R.sendCheckPtr = R.sendPtr;
       R.sendExpected.assign(sN * es + kGuardBytes, kPoison);
@@ -576,23 +590,33 @@ inline bool abortLoneRank(RingEmulation& ring, int proto, DevAlgo algo) {
 }
 
 inline double timeAllReduce(RingEmulation& ring, int64_t bytes, int proto, DevAlgo algo, bool twoShot) {
+  return timeCollective(ring, CollId::kAllReduce, bytes, proto, 0, algo, twoShot);
+}
+
+inline double timeCollective(RingEmulation& ring, CollId coll, int64_t bytes, int proto, int offsetFloats, DevAlgo algo,
+                             bool twoShot) {
   const int n = ring.n();
   PreparedOp P;
-  P.spec.coll = CollId::kAllReduce;
+  P.spec.coll = coll;
   P.spec.proto = proto;
   P.spec.algo = algo;
   P.spec.twoShot = twoShot;
-  P.spec.count = bytes / 4;
+  P.spec.count = coll == CollId::kAllGather ? bytes / 4 / n : bytes / 4;  // bytes: the receive buffer's
   P.spec.nChannels = ring.nChannels();
   P.n = n;
   P.ranks.assign(n, RankOp());
   std::vector<void*> allocs;
+  const size_t offset = static_cast<size_t>(offsetFloats) * 4;
   for (int r = 0; r < n; r++) {
-    if (cudaMalloc(&P.ranks[r].sendPtr, bytes) != cudaSuccess) return -1;
-    if (cudaMalloc(&P.ranks[r].recvPtr, bytes) != cudaSuccess) return -1;
-    cudaMemset(P.ranks[r].sendPtr, 0, bytes);
-    allocs.push_back(P.ranks[r].sendPtr);
-    allocs.push_back(P.ranks[r].recvPtr);
+    char* send = nullptr;
+    char* recv = nullptr;
+    if (cudaMalloc(&send, bytes + 16) != cudaSuccess) return -1;
+    if (cudaMalloc(&recv, bytes + 16) != cudaSuccess) return -1;
+    cudaMemset(send, 0, bytes + 16);
+    allocs.push_back(send);
+    allocs.push_back(recv);
+    P.ranks[r].sendPtr = send + offset;
+    P.ranks[r].recvPtr = recv + offset;
   }
   constexpr int kIters = 5;
   double us = -1;

@@ -123,13 +123,16 @@ struct DirectSimpleState {
   }
 };
 
-// A copy of nelem elements of kBytes each (no reduction: the bits move as they are).
+// A copy of nelem elements of kBytes each (no reduction: the bits move as they are), from a FIFO
+// slot or a user buffer to the other or to a user buffer: FIFO slots are 16-byte aligned, user
+// buffers may not be (simpleReduceCopy keeps the FIFO side's accesses wide).
 template <int kBytes>
-__device__ __forceinline__ void directSimpleCopy(const DirectSimpleState& s, const char* src, char* dst,
-                                                 int64_t nelem) {
+__device__ __forceinline__ void directSimpleCopy(const DirectSimpleState& s, const char* fifoSrc, const char* userSrc,
+                                                 char* userDst, char* fifoDst, int64_t nelem) {
   using U = typename UintOfSize<kBytes>::Type;
-  simpleReduceCopy<U, FuncSum<U>>(FuncSum<U>(), s.tid, s.nthreads, nullptr, reinterpret_cast<const U*>(src), nullptr,
-                                  reinterpret_cast<U*>(dst), nelem, false, false, false);
+  simpleReduceCopy<U, FuncSum<U>>(FuncSum<U>(), s.tid, s.nthreads, reinterpret_cast<const U*>(fifoSrc),
+                                  reinterpret_cast<const U*>(userSrc), reinterpret_cast<U*>(userDst),
+                                  reinterpret_cast<U*>(fifoDst), nelem, false, false, false);
 }
 
 // Element i of the T array at p, read as its bits past L1 (a FIFO slot a peer may have rewritten).
@@ -242,7 +245,7 @@ __device__ __forceinline__ void directSimpleSends(DirectSimpleState& s, const Di
     if (((c.sendMask >> k) & 1) == 0) continue;
     const int q = s.sendPeer(k);
     const int64_t n = shareOf(c, c.sendsPeerBlock ? q : s.rank);
-    directSimpleCopy<kBytes>(s, c.send + c.sendStride * q, s.outSlot(k), n);
+    directSimpleCopy<kBytes>(s, nullptr, c.send + c.sendStride * q, nullptr, s.outSlot(k), n);
   }
 }
 template <int kBytes>
@@ -251,9 +254,9 @@ __device__ __forceinline__ void directSimpleCopies(DirectSimpleState& s, const D
     if (((c.recvMask >> k) & 1) == 0) continue;
     const int q = s.recvPeer(k);
     const int64_t n = shareOf(c, c.recvsPeerBlock ? q : s.rank);
-    directSimpleCopy<kBytes>(s, s.inSlot(k), c.recv + c.recvStride * q, n);
+    directSimpleCopy<kBytes>(s, s.inSlot(k), nullptr, c.recv + c.recvStride * q, nullptr, n);
   }
-  if (c.copySrc != nullptr) directSimpleCopy<kBytes>(s, c.copySrc, c.copyDst, shareOf(c, s.rank));
+  if (c.copySrc != nullptr) directSimpleCopy<kBytes>(s, nullptr, c.copySrc, c.copyDst, nullptr, shareOf(c, s.rank));
 }
 
 template <int kBytes>
