@@ -25,6 +25,8 @@ NetBackend::NetBackend(const CudaDriver* drv, const WindowContext& ctx, const Si
       pad_(pad),
       links_(std::move(links)),
       slotOf_(ctx.nranks, -1),
+      windows_(ctx.rank),
+      gin_(ctx, windows_, stop_, [this](int peer) { return reaches(peer); }),
       received_(pad.layout().words(), 0) {
   for (size_t i = 0; i < nPeers(); ++i) slotOf_[links_->peers()[i]] = static_cast<int>(i);
 }
@@ -38,6 +40,7 @@ ncclResult_t NetBackend::allocate() {
   countStage_ = static_cast<uint64_t*>(buf);
   CUDACHECK_AT(what, cudaHostAlloc(&buf, sizeof(uint64_t), cudaHostAllocPortable));
   inlineStage_ = static_cast<uint64_t*>(buf);
+  gin_.attach(stream_, inlineStage_);
   const size_t n = nPeers();
   if (n == 0) return ncclSuccess;  // GIN within the LSA team only: no buffers, no connections
   const ncclNet_v11_t& net = links_->net();
@@ -105,32 +108,14 @@ NetBackend::~NetBackend() {
 }
 
 void NetBackend::addWindow(uint64_t serial, std::shared_ptr<const WindowInfo> info) {
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  windows_[serial] = std::move(info);
+  windows_.add(serial, std::move(info));
 }
 
-void NetBackend::removeWindow(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  windows_.erase(serial);
-}
+void NetBackend::removeWindow(uint64_t serial) { windows_.remove(serial); }
 
-std::shared_ptr<const WindowInfo> NetBackend::findWindow(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  auto it = windows_.find(serial);
-  return it == windows_.end() ? nullptr : it->second;
-}
+void NetBackend::addGin(std::shared_ptr<GinComm> gin) { gin_.add(std::move(gin)); }
 
-void NetBackend::addGin(std::shared_ptr<GinComm> gin) {
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  gins_[gin->serial()] = std::move(gin);
-  ginsChanged_ = true;
-}
-
-void NetBackend::removeGin(uint64_t serial) {
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  gins_.erase(serial);
-  ginsChanged_ = true;
-}
+void NetBackend::removeGin(uint64_t serial) { gin_.remove(serial); }
 
 void NetBackend::releaseWaits() { requests_.releaseAll(); }
 
@@ -165,36 +150,7 @@ void NetBackend::writeHeader(char* buf) const {
     std::memcpy(buf, &h, sizeof(h));
     return;
   }
-  const GinOp& g = s.ginOp;
-  GinHeader h{};
-  h.magic = kGinMagic;
-  h.devComm = s.ginDevComm;
-  h.context = static_cast<uint32_t>(s.ginContext);
-  h.bytes = s.chunk;
-  if (s.ginFlags != 0) {  // a get's request (the op's source is the peer's) or a chunk of its reply
-    h.flags = s.ginFlags | (s.last ? kGinLast : 0);
-    h.tag = s.ginTag;
-    h.serial = s.ginFlags == kGinGetRequest ? g.srcHandle : 0;
-    h.offset = s.ginFlags == kGinGetRequest ? g.srcOffset : s.sent;
-    h.value = s.ginFlags == kGinGetRequest ? g.bytes : 0;
-    std::memcpy(buf, &h, sizeof(h));
-    return;
-  }
-  if (g.kind == GinOp::Kind::kVaSignal) {
-    h.serial = g.vaHandle;
-    h.offset = g.vaOffset;
-    h.flags = kGinVaSignal;
-  } else {
-    h.serial = g.dstHandle;
-    h.offset = g.dstOffset + s.sent;
-    h.signal = g.signalId;
-  }
-  if (s.last) {
-    h.flags |= kGinLast;
-    if (g.signal == GinOp::Signal::kInc) h.flags |= kGinSignalInc;
-    if (g.signal == GinOp::Signal::kAdd) h.flags |= kGinSignalAdd;
-    h.value = g.signal == GinOp::Signal::kAdd ? g.signalValue : 1;
-  }
+  const GinHeader h = GinService::header(*s.gin, s.sent, s.chunk, s.last);
   std::memcpy(buf, &h, sizeof(h));
 }
 
@@ -205,22 +161,8 @@ void NetBackend::finishStaging() {
     requests_.markRead(s.out);  // the stream that put it may go on
     return;
   }
-  if (s.ginFlags == kGinGetReply) return;  // served
-  if (s.ginFlags == kGinGetRequest) {      // asked: the GFD is done, its data comes later
-    s.gin->done(s.ginContext, s.peer);
-    return;
-  }
-  if (s.ginOp.hasCounter) {
-    SignalAdds adds{};
-    adds.add(s.gin->counter(s.ginContext, s.ginOp.counterId), 1);
-    if (launchSignalAdds(adds, stream_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
-      WARN("rank %d: GIN: raising counter %u failed: %s", ctx_.rank, s.ginOp.counterId,
-           cudaGetErrorString(cudaGetLastError()));
-      fail(ncclUnhandledCudaError);
-      return;
-    }
-  }
-  s.gin->done(s.ginContext, s.peer);
+  const ncclResult_t result = gin_.staged(*s.gin);
+  if (result != ncclSuccess) fail(result);
 }
 
 ncclResult_t NetBackend::stageChunk(int buffer) {
@@ -230,8 +172,8 @@ ncclResult_t NetBackend::stageChunk(int buffer) {
   s.last = s.sent + s.chunk == s.bytes;
   writeHeader(buf);
   const size_t header = s.streamPut() ? sizeof(ChunkHeader) : sizeof(GinHeader);
-  if (s.chunk > 0 && s.gin != nullptr && s.ginOp.hasInline) {
-    std::memcpy(buf + header, &s.ginOp.inlineValue, s.chunk);
+  if (s.chunk > 0 && !s.streamPut() && s.gin->op.hasInline) {
+    std::memcpy(buf + header, &s.gin->op.inlineValue, s.chunk);
   } else if (s.chunk > 0) {
     const std::string what = "one-sided put to rank " + std::to_string(s.peer);
     CUDACHECK_AT(what, cudaMemcpyAsync(buf + header, static_cast<const char*>(s.src) + s.sent, s.chunk,
@@ -271,19 +213,9 @@ bool NetBackend::postSends() {
   bool busy = false;
   while (true) {
     if (sending_ == nullptr) {
-      Outgoing next{};
-      if (nextServe()) {
-        // a reply to a peer's get: sending_ is set
-      } else if (requests_.next(&next)) {
-        sending_ = std::make_unique<Sending>();
-        sending_->out = next;
-        sending_->peer = next.op.peer;
-        sending_->src = next.op.src;
-        sending_->bytes = next.op.bytes;
-      } else if (!takeGin()) {
-        return busy;
-      } else if (sending_ == nullptr) {
-        busy = true;  // done here, or failed
+      if (!nextSending()) return busy;
+      if (sending_ == nullptr) {
+        busy = true;  // carried out here, or failed
         if (failed_) return false;
         continue;
       }
@@ -312,6 +244,39 @@ bool NetBackend::postSends() {
     busy = true;
     if (s.last) sending_.reset();
   }
+}
+
+bool NetBackend::nextSending() {
+  std::unique_ptr<GinSend> gin;
+  if (gin_.nextServe(&gin)) {
+    startSending(std::move(gin));
+    return true;
+  }
+  Outgoing next{};
+  if (requests_.next(&next)) {
+    sending_ = std::make_unique<Sending>();
+    sending_->out = next;
+    sending_->peer = next.op.peer;
+    sending_->src = next.op.src;
+    sending_->bytes = next.op.bytes;
+    return true;
+  }
+  ncclResult_t result = ncclSuccess;
+  if (!gin_.take(&result, &gin)) return false;
+  if (result != ncclSuccess) {
+    fail(result);
+  } else if (gin != nullptr) {
+    startSending(std::move(gin));
+  }
+  return true;
+}
+
+void NetBackend::startSending(std::unique_ptr<GinSend> gin) {
+  sending_ = std::make_unique<Sending>();
+  sending_->peer = gin->peer;
+  sending_->src = gin->src;
+  sending_->bytes = gin->bytes;
+  sending_->gin = std::move(gin);
 }
 
 bool NetBackend::progressSend() {
@@ -362,7 +327,7 @@ bool NetBackend::progressReceive(size_t i) {
 
 ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   const int peer = links_->peers()[i];
-  if (isGinMessage(message, size)) return deliverGin(peer, message, size);
+  if (isGinMessage(message, size)) return gin_.deliver(peer, message, size);
   const PadLayout& l = pad_.layout();
   ChunkHeader h{};
   std::string why;
@@ -372,7 +337,7 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
     return ncclRemoteError;
   }
   std::shared_ptr<const WindowInfo> w;
-  if (h.bytes > 0 && (w = awaitWindow(peer, h.serial)) == nullptr) return ncclInvalidUsage;
+  if (h.bytes > 0 && (w = windows_.await(peer, h.serial, stop_, "one-sided put")) == nullptr) return ncclInvalidUsage;
   const uint64_t bytes = w == nullptr ? 0 : w->userBytes;
   if (h.bytes > 0 && !chunkFits(h, bytes)) {
     WARN(
@@ -402,24 +367,6 @@ ncclResult_t NetBackend::deliver(size_t i, const char* message, size_t size) {
   return ncclSuccess;
 }
 
-std::shared_ptr<const WindowInfo> NetBackend::awaitWindow(int peer, uint64_t serial) {
-  // The window is registered here before the sender's registration returns, but entered in this
-  // table just after: a chunk may come in between.
-  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::shared_ptr<const WindowInfo> w;
-  while ((w = findWindow(serial)) == nullptr) {
-    if (std::chrono::steady_clock::now() > giveUp || stop_.load()) {
-      WARN(
-          "rank %d: one-sided put from rank %d into window %llu, which this rank does not have (deregistered?); "
-          "dropped",
-          ctx_.rank, peer, static_cast<unsigned long long>(serial));
-      return nullptr;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  return w;
-}
-
 void NetBackend::run() {
   if (cudaSetDevice(ctx_.cudaDev) != cudaSuccess) {
     WARN("rank %d: the one-sided operations' thread cannot use GPU %d", ctx_.rank, ctx_.cudaDev);
@@ -431,18 +378,15 @@ void NetBackend::run() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point lastBusy = Clock::now();
   while (!stop_.load()) {
-    refreshGins();  // also after a failure: a device communicator being destroyed waits for it
+    gin_.refresh();  // also after a failure: a device communicator being destroyed waits for it
     if (failed_) {
-      // No operation completes any more (GIN kernels stop at the communicator's abort); what the
-      // thread held of device communicators goes, so that destroying them does not wait for it.
+      // No operation completes any more (GIN kernels stop at the communicator's abort).
       sending_.reset();
-      flushes_.clear();
-      gets_.clear();
-      serves_.clear();
+      gin_.drop();
     }
     bool busy = false;
     if (!failed_) {
-      releaseFlushes();
+      gin_.releaseFlushes();
       busy = progressSend();
       for (size_t i = 0; i < receivers_.size() && !failed_; ++i) busy = progressReceive(i) || busy;
     }

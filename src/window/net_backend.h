@@ -1,6 +1,6 @@
 // One-sided operations with ranks on other hosts, through the communicator's network (net_links.h)
 // and a progress thread of their own; and the proxy GIN transport of device communicators
-// (gin_comm.h), whose operations to any peer the same thread carries out (net_gin.cc).
+// (gin_service.h), whose operations to any peer the same thread carries out.
 //
 // Send: streams hand puts over through put_requests.h (eager, or captured in a CUDA graph and sent
 //   at each replay). The thread takes a put once its stream got there, copies the source to pinned
@@ -30,15 +30,14 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cuda/cuda_driver.h"
-#include "window/gin_comm.h"
-#include "window/gin_wire.h"
+#include "window/gin_service.h"
+#include "window/local_windows.h"
 #include "window/net_links.h"
 #include "window/put_requests.h"
 #include "window/rma_wire.h"
@@ -83,19 +82,13 @@ class NetBackend {
     std::vector<void*> mhandles;
     void* request = nullptr;  // the posted send or receive, while there is one
   };
-  // The put whose chunks are being staged and posted: a stream's (out), or a GIN operation's (gin).
+  // The put whose chunks are being staged and posted: a stream's (out), or a GIN message (gin).
   struct Sending {
     Outgoing out{};
-    std::shared_ptr<GinComm> gin;
-    GinOp ginOp{};
-    int ginContext = 0;
-    uint32_t ginFlags = 0;  // a get's request or reply (gin_wire.h), else a put
-    uint64_t ginTag = 0;    // the get's tag
-    uint64_t ginDevComm = 0;
-    // A stream's put (rma_wire.h); anything else is GIN's (gin_wire.h).
-    bool streamPut() const { return gin == nullptr && ginFlags == 0; }
+    std::unique_ptr<GinSend> gin;
+    bool streamPut() const { return gin == nullptr; }
     int peer = 0;
-    const void* src = nullptr;  // device memory; a GIN inline value is in ginOp
+    const void* src = nullptr;  // device memory; a GIN inline value is in gin->op
     uint64_t bytes = 0;
     uint64_t sent = 0;   // payload bytes staged so far
     int staged = -1;     // the send buffer holding a staged chunk not yet posted
@@ -120,37 +113,12 @@ class NetBackend {
   void writeHeader(char* buf) const;
   void finishStaging();
   [[nodiscard]] ncclResult_t deliver(size_t i, const char* message, size_t size);
-  std::shared_ptr<const WindowInfo> findWindow(uint64_t serial);
-  // findWindow, waiting a little for a registration that is just ending (null: none came).
-  std::shared_ptr<const WindowInfo> awaitWindow(int peer, uint64_t serial);
+  // The next message to send: a reply to a peer's get, a stream's put, or a GIN GFD's (carried out
+  // at once when it stays on this host). False when there is none.
+  bool nextSending();
+  void startSending(std::unique_ptr<GinSend> gin);
   const ncclNet_v11_t& net() const { return links_->net(); }
   size_t nPeers() const { return links_ == nullptr ? 0 : links_->peers().size(); }
-
-  // net_gin.cc: GIN operations.
-  // Takes the next GFD of some device communicator: runs it here when its peer is in the LSA
-  // team, or makes it sending_ for another host. True when it did something.
-  bool takeGin();
-  // Renews ginsSeen_ after addGin or removeGin.
-  void refreshGins();
-  [[nodiscard]] ncclResult_t runLocal(GinComm& gin, int context, int peer, const GinOp& op);
-  [[nodiscard]] ncclResult_t startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
-  [[nodiscard]] ncclResult_t startGet(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op);
-  [[nodiscard]] ncclResult_t deliverGin(int peer, const char* message, size_t size);
-  [[nodiscard]] ncclResult_t serveGet(int peer, const GinHeader& h);
-  [[nodiscard]] ncclResult_t landReply(int peer, const GinHeader& h, const char* payload);
-  // A get's reply to send, the oldest first (null: none).
-  bool nextServe();
-  // Flush GFDs wait for every get to another host to land; those that came while some had not.
-  void releaseFlushes();
-  std::shared_ptr<GinComm> awaitGin(int peer, uint64_t serial);
-  // `bytes` at `offset` of window `serial`: LSA rank `lsa`'s copy (this rank's own included), checked
-  // against that rank's size (ncclInvalidUsage with a WARN naming `what`).
-  [[nodiscard]] ncclResult_t windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
-                                       char** out);
-  // windowPtr on this rank's own copy for a message from `peer`, waiting for a registration that
-  // is just ending (awaitWindow).
-  [[nodiscard]] ncclResult_t ownWindowPtr(int peer, uint64_t serial, uint64_t offset, uint64_t bytes, const char* what,
-                                          char** out);
   void fail(ncclResult_t error);
   [[nodiscard]] ncclResult_t checkNotFailed() const;
 
@@ -161,33 +129,9 @@ class NetBackend {
   std::vector<int> slotOf_;  // world rank -> index in links_->peers(), or -1
 
   PutRequests requests_;
-
-  std::mutex windowsMutex_;
-  std::map<uint64_t, std::shared_ptr<const WindowInfo>> windows_;  // serial -> this rank's window
-  std::map<uint64_t, std::shared_ptr<GinComm>> gins_;              // resource window serial -> GIN
-  std::atomic<bool> ginsChanged_{false};
-  std::vector<std::shared_ptr<GinComm>> ginsSeen_;  // the thread's copy of gins_ (taken without the lock)
-  // GIN gets from other hosts (the thread's own). This rank's: by tag, where the reply lands.
-  struct PendingGet {
-    int peer = 0;
-    char* dst = nullptr;
-    uint64_t bytes = 0, received = 0;
-  };
-  std::map<uint64_t, PendingGet> gets_;
-  uint64_t lastGetTag_ = 0;
-  struct ParkedFlush {
-    std::shared_ptr<GinComm> gin;
-    int context = 0, peer = 0;
-  };
-  std::vector<ParkedFlush> flushes_;
-  // Peers' gets this rank is to answer, in arrival order.
-  struct Serve {
-    int peer = 0;
-    uint64_t devComm = 0, tag = 0;
-    const char* src = nullptr;
-    uint64_t bytes = 0;
-  };
-  std::deque<Serve> serves_;
+  LocalWindows windows_;
+  std::atomic<bool> stop_{false};
+  GinService gin_;
 
   // The thread's own.
   cudaStream_t stream_ = nullptr;
@@ -200,7 +144,6 @@ class NetBackend {
   std::vector<uint64_t> received_;   // per (ctx, sig, peer): signals received over the network
   std::unique_ptr<Sending> sending_;
   std::atomic<bool> failed_{false};
-  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 

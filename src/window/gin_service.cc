@@ -1,19 +1,15 @@
-// The proxy GIN transport's side of the network thread (net_backend.h): the GFDs device code
-// posts (gin_comm.h) are carried out here. A put to a rank of this rank's LSA team is a copy into
-// the peer's window through this rank's mapping of it, then an atomic add on the peer's signal,
-// in one stream; a put to another host is staged and sent like a one-sided put's chunks, with a
-// GIN header (gin_wire.h), and its signal is added by the receiving thread after the data.
-// A get from another host is a request message; the peer's thread answers it with chunks of the
-// data, which land here by the get's tag. A flush GFD completes once every such get has landed.
+// The proxy GIN transport's side of the network thread (gin_service.h).
+#include "window/gin_service.h"
+
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "cuda/cuda_check.h"
 #include "device/signal_add.h"
 #include "util/check.h"
 #include "util/log.h"
-#include "window/net_backend.h"
 
 namespace braid::window {
 namespace {
@@ -33,74 +29,76 @@ ncclResult_t checkIds(const GinComm& gin, const GinOp& op, int rank) {
 
 }  // namespace
 
-ncclResult_t NetBackend::windowPtr(uint64_t serial, uint64_t offset, uint64_t bytes, int lsa, const char* what,
-                                   char** out) {
-  std::shared_ptr<const WindowInfo> w = findWindow(serial);
-  const int world = w == nullptr ? 0 : w->lsaBase() + lsa;
-  if (w == nullptr || !ginFits(offset, bytes, w->worldBytes[world])) {
-    WARN("rank %d: GIN: %s: %llu bytes at offset %llu of window %llu on rank %d, which %s", ctx_.rank, what,
-         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(offset),
-         static_cast<unsigned long long>(serial), world,
-         w == nullptr ? "this communicator does not have (deregistered?)" : "run past its end");
-    return ncclInvalidUsage;
-  }
-  *out = w->lsaPtr(lsa, offset);
-  return ncclSuccess;
+void GinService::add(std::shared_ptr<GinComm> gin) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  gins_[gin->serial()] = std::move(gin);
+  changed_ = true;
 }
 
-void NetBackend::refreshGins() {
-  if (!ginsChanged_.exchange(false)) return;
-  std::lock_guard<std::mutex> lock(windowsMutex_);
-  ginsSeen_.clear();
-  for (auto& [serial, gin] : gins_) ginsSeen_.push_back(gin);
+void GinService::remove(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  gins_.erase(serial);
+  changed_ = true;
 }
 
-ncclResult_t NetBackend::ownWindowPtr(int peer, uint64_t serial, uint64_t offset, uint64_t bytes, const char* what,
-                                      char** out) {
-  if (awaitWindow(peer, serial) == nullptr) return ncclInvalidUsage;
-  return windowPtr(serial, offset, bytes, ctx_.lsaRank, what, out);
+void GinService::refresh() {
+  if (!changed_.exchange(false)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  seen_.clear();
+  for (auto& [serial, gin] : gins_) seen_.push_back(gin);
 }
 
-bool NetBackend::takeGin() {
-  for (const std::shared_ptr<GinComm>& gin : ginsSeen_) {
+void GinService::drop() {
+  flushes_.clear();
+  gets_.clear();
+  serves_.clear();
+}
+
+ncclResult_t GinService::ownRange(int peer, uint64_t serial, uint64_t offset, uint64_t bytes, const char* what,
+                                  char** out) {
+  if (windows_.await(peer, serial, stop_, "GIN message") == nullptr) return ncclInvalidUsage;
+  return windows_.lsaRange(serial, offset, bytes, ctx_.lsaRank, what, out);
+}
+
+bool GinService::take(ncclResult_t* result, std::unique_ptr<GinSend>* send) {
+  for (const std::shared_ptr<GinComm>& gin : seen_) {
     int context = 0, peer = 0;
     GinOp op;
     std::string why;
     if (!gin->take(&context, &peer, &op, &why)) continue;
-    ncclResult_t result = ncclSuccess;
+    *result = ncclSuccess;
     if (!why.empty()) {
       WARN("rank %d: GIN: context %d wrote a descriptor for rank %d that no device code writes (%s)", ctx_.rank,
            context, peer, why.c_str());
-      result = ncclInvalidUsage;
+      *result = ncclInvalidUsage;
     } else if (op.kind == GinOp::Kind::kFlush) {
       flushes_.push_back(ParkedFlush{gin, context, peer});  // done once the gets before it landed
       releaseFlushes();
     } else if (ctx_.inLsa(peer)) {
-      result = runLocal(*gin, context, peer, op);
-    } else if (reaches(peer)) {
-      result = startRemote(gin, context, peer, op);
+      *result = runLocal(*gin, context, peer, op);
+    } else if (reachable_(peer)) {
+      *result = startRemote(gin, context, peer, op, send);
     } else {
       WARN("rank %d: GIN: rank %d is on another host, and the connections to other hosts failed (see above)", ctx_.rank,
            peer);
-      result = ncclRemoteError;
+      *result = ncclRemoteError;
     }
-    if (result != ncclSuccess) fail(result);
     return true;
   }
   return false;
 }
 
-ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const GinOp& op) {
+ncclResult_t GinService::runLocal(GinComm& gin, int context, int peer, const GinOp& op) {
   const int lsa = ctx_.lsaOf(peer);
   const std::string what = "GIN operation to rank " + std::to_string(peer);
   SignalAdds adds{};
   switch (op.kind) {
-    case GinOp::Kind::kFlush:  // parked by takeGin, never run here
+    case GinOp::Kind::kFlush:  // parked by take, never run here
       break;
     case GinOp::Kind::kGet: {
       char *src = nullptr, *dst = nullptr;
-      NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, lsa, "get source", &src));
-      NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
+      NCCLCHECK(windows_.lsaRange(op.srcHandle, op.srcOffset, op.bytes, lsa, "get source", &src));
+      NCCLCHECK(windows_.lsaRange(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
       if (op.bytes > 0) CUDACHECK_AT(what, cudaMemcpyAsync(dst, src, op.bytes, cudaMemcpyDefault, stream_));
       break;
     }
@@ -111,20 +109,20 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
         return ncclInvalidUsage;
       }
       char* word = nullptr;
-      NCCLCHECK(windowPtr(op.vaHandle, op.vaOffset, sizeof(uint64_t), lsa, "VA signal", &word));
+      NCCLCHECK(windows_.lsaRange(op.vaHandle, op.vaOffset, sizeof(uint64_t), lsa, "VA signal", &word));
       adds.add(reinterpret_cast<unsigned long long*>(word), op.signal == GinOp::Signal::kAdd ? op.signalValue : 1);
       break;
     }
     case GinOp::Kind::kPut: {
       if (op.bytes > 0) {
         char* dst = nullptr;
-        NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, lsa, "put destination", &dst));
+        NCCLCHECK(windows_.lsaRange(op.dstHandle, op.dstOffset, op.bytes, lsa, "put destination", &dst));
         const void* src = inlineStage_;
         if (op.hasInline) {
           std::memcpy(inlineStage_, &op.inlineValue, sizeof(op.inlineValue));
         } else {
           char* s = nullptr;
-          NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &s));
+          NCCLCHECK(windows_.lsaRange(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &s));
           src = s;
         }
         CUDACHECK_AT(what, cudaMemcpyAsync(dst, src, op.bytes, cudaMemcpyDefault, stream_));
@@ -144,61 +142,43 @@ ncclResult_t NetBackend::runLocal(GinComm& gin, int context, int peer, const Gin
   return ncclSuccess;
 }
 
-void NetBackend::releaseFlushes() {
+void GinService::releaseFlushes() {
   if (!gets_.empty()) return;
   for (ParkedFlush& f : flushes_) f.gin->done(f.context, f.peer);
   flushes_.clear();
 }
 
-ncclResult_t NetBackend::startGet(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
-  char* dst = nullptr;
-  NCCLCHECK(windowPtr(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
-  const uint64_t tag = ++lastGetTag_;
-  gets_[tag] = PendingGet{peer, dst, op.bytes, 0};
-  auto s = std::make_unique<Sending>();
-  s->gin = gin;
-  s->ginOp = op;
-  s->ginContext = context;
-  s->ginFlags = kGinGetRequest;
-  s->ginTag = tag;
-  s->ginDevComm = gin->serial();
-  s->peer = peer;
-  sending_ = std::move(s);
-  return ncclSuccess;
-}
-
-bool NetBackend::nextServe() {
+bool GinService::nextServe(std::unique_ptr<GinSend>* send) {
   if (serves_.empty()) return false;
-  const Serve& v = serves_.front();
-  auto s = std::make_unique<Sending>();
-  s->ginFlags = kGinGetReply;
-  s->ginTag = v.tag;
-  s->ginDevComm = v.devComm;
-  s->peer = v.peer;
-  s->src = v.src;
-  s->bytes = v.bytes;
+  *send = std::make_unique<GinSend>(std::move(serves_.front()));
   serves_.pop_front();
-  sending_ = std::move(s);
   return true;
 }
 
 // A peer's get: its data goes back in chunks, once the thread gets to it.
-ncclResult_t NetBackend::serveGet(int peer, const GinHeader& h) {
+ncclResult_t GinService::serveGet(int peer, const GinHeader& h) {
   constexpr size_t kMaxServes = size_t{1} << 16;  // more is no peer's rings, but a flood
   if (serves_.size() >= kMaxServes) {
     WARN("rank %d: GIN: rank %d asks for more than %zu gets at once; dropped", ctx_.rank, peer, kMaxServes);
     return ncclRemoteError;
   }
   char* src = nullptr;
-  if (ownWindowPtr(peer, h.serial, h.offset, h.value, "get from another host", &src) != ncclSuccess) {
+  if (ownRange(peer, h.serial, h.offset, h.value, "get from another host", &src) != ncclSuccess) {
     return ncclRemoteError;
   }
-  serves_.push_back(Serve{peer, h.devComm, h.tag, src, h.value});
+  GinSend reply;
+  reply.flags = kGinGetReply;
+  reply.tag = h.tag;
+  reply.devComm = h.devComm;
+  reply.peer = peer;
+  reply.src = src;
+  reply.bytes = h.value;
+  serves_.push_back(std::move(reply));
   return ncclSuccess;
 }
 
 // A chunk of the reply to one of this rank's gets: it must be that get's, from its peer, in order.
-ncclResult_t NetBackend::landReply(int peer, const GinHeader& h, const char* payload) {
+ncclResult_t GinService::landReply(int peer, const GinHeader& h, const char* payload) {
   auto it = gets_.find(h.tag);
   if (it == gets_.end() || it->second.peer != peer || h.offset != it->second.received ||
       h.bytes > it->second.bytes - it->second.received ||
@@ -221,31 +201,86 @@ ncclResult_t NetBackend::landReply(int peer, const GinHeader& h, const char* pay
   return ncclSuccess;
 }
 
-ncclResult_t NetBackend::startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op) {
-  if (op.kind == GinOp::Kind::kGet) return startGet(gin, context, peer, op);
-  if (op.kind == GinOp::Kind::kPut) NCCLCHECK(checkIds(*gin, op, ctx_.rank));
-  auto s = std::make_unique<Sending>();
+ncclResult_t GinService::startRemote(const std::shared_ptr<GinComm>& gin, int context, int peer, const GinOp& op,
+                                     std::unique_ptr<GinSend>* send) {
+  auto s = std::make_unique<GinSend>();
   s->gin = gin;
-  s->ginOp = op;
-  s->ginContext = context;
-  s->ginDevComm = gin->serial();
+  s->op = op;
+  s->context = context;
+  s->devComm = gin->serial();
   s->peer = peer;
+  if (op.kind == GinOp::Kind::kGet) {  // a request; the reply lands at the destination by the tag
+    char* dst = nullptr;
+    NCCLCHECK(windows_.lsaRange(op.dstHandle, op.dstOffset, op.bytes, ctx_.lsaRank, "get destination", &dst));
+    s->flags = kGinGetRequest;
+    s->tag = ++lastGetTag_;
+    gets_[s->tag] = PendingGet{peer, dst, op.bytes, 0};
+    *send = std::move(s);
+    return ncclSuccess;
+  }
+  if (op.kind == GinOp::Kind::kPut) NCCLCHECK(checkIds(*gin, op, ctx_.rank));
   s->bytes = op.kind == GinOp::Kind::kPut ? op.bytes : 0;
   if (s->bytes > 0 && !op.hasInline) {
     char* src = nullptr;
-    NCCLCHECK(windowPtr(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &src));
+    NCCLCHECK(windows_.lsaRange(op.srcHandle, op.srcOffset, op.bytes, ctx_.lsaRank, "put source", &src));
     s->src = src;
   }
-  sending_ = std::move(s);
+  *send = std::move(s);
   return ncclSuccess;
 }
 
-std::shared_ptr<GinComm> NetBackend::awaitGin(int peer, uint64_t serial) {
+GinHeader GinService::header(const GinSend& s, uint64_t sent, uint64_t chunk, bool last) {
+  const GinOp& g = s.op;
+  GinHeader h{};
+  h.magic = kGinMagic;
+  h.devComm = s.devComm;
+  h.context = static_cast<uint32_t>(s.context);
+  h.bytes = chunk;
+  if (s.flags != 0) {  // a get's request (the op's source is the peer's) or a chunk of its reply
+    h.flags = s.flags | (last ? kGinLast : 0);
+    h.tag = s.tag;
+    h.serial = s.flags == kGinGetRequest ? g.srcHandle : 0;
+    h.offset = s.flags == kGinGetRequest ? g.srcOffset : sent;
+    h.value = s.flags == kGinGetRequest ? g.bytes : 0;
+    return h;
+  }
+  if (g.kind == GinOp::Kind::kVaSignal) {
+    h.serial = g.vaHandle;
+    h.offset = g.vaOffset;
+    h.flags = kGinVaSignal;
+  } else {
+    h.serial = g.dstHandle;
+    h.offset = g.dstOffset + sent;
+    h.signal = g.signalId;
+  }
+  if (last) {
+    h.flags |= kGinLast;
+    if (g.signal == GinOp::Signal::kInc) h.flags |= kGinSignalInc;
+    if (g.signal == GinOp::Signal::kAdd) h.flags |= kGinSignalAdd;
+    h.value = g.signal == GinOp::Signal::kAdd ? g.signalValue : 1;
+  }
+  return h;
+}
+
+ncclResult_t GinService::staged(const GinSend& s) {
+  if (s.flags == kGinGetReply) return ncclSuccess;  // served
+  if (s.flags != kGinGetRequest && s.op.hasCounter) {
+    SignalAdds adds{};
+    adds.add(s.gin->counter(s.context, s.op.counterId), 1);
+    const std::string what = "GIN counter " + std::to_string(s.op.counterId);
+    CUDACHECK_AT(what, launchSignalAdds(adds, stream_));
+    CUDACHECK_AT(what, cudaStreamSynchronize(stream_));
+  }
+  s.gin->done(s.context, s.peer);  // a get's request: the GFD is done, its data comes later
+  return ncclSuccess;
+}
+
+std::shared_ptr<GinComm> GinService::awaitGin(int peer, uint64_t serial) {
   // The peer's device communicator may be ready before this rank's is entered here.
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(windowsMutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       auto it = gins_.find(serial);
       if (it != gins_.end()) return it->second;
     }
@@ -258,7 +293,7 @@ std::shared_ptr<GinComm> NetBackend::awaitGin(int peer, uint64_t serial) {
   }
 }
 
-ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) {
+ncclResult_t GinService::deliver(int peer, const char* message, size_t size) {
   GinHeader h{};
   std::string why;
   if (!parseGin(message, size, ~uint32_t{0}, &h, &why)) {
@@ -270,7 +305,12 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
   std::shared_ptr<GinComm> gin = awaitGin(peer, h.devComm);
   if (gin == nullptr) return ncclRemoteError;
   if ((h.flags & kGinGetRequest) != 0) return serveGet(peer, h);
-  const GinShape& shape = gin->shape();
+  return landPut(peer, *gin, h, message + sizeof(h));
+}
+
+// A chunk of a peer's put: its data into this rank's window, then (last chunk) its signal.
+ncclResult_t GinService::landPut(int peer, const GinComm& gin, const GinHeader& h, const char* payload) {
+  const GinShape& shape = gin.shape();
   const bool signal = (h.flags & (kGinSignalInc | kGinSignalAdd)) != 0;
   const bool va = (h.flags & kGinVaSignal) != 0;
   if (h.context >= static_cast<uint32_t>(shape.contexts) ||
@@ -282,22 +322,22 @@ ncclResult_t NetBackend::deliverGin(int peer, const char* message, size_t size) 
   const std::string what = "GIN put from rank " + std::to_string(peer);
   char* dst = nullptr;
   if (h.bytes > 0) {
-    if (ownWindowPtr(peer, h.serial, h.offset, h.bytes, "put from another host", &dst) != ncclSuccess) {
+    if (ownRange(peer, h.serial, h.offset, h.bytes, "put from another host", &dst) != ncclSuccess) {
       return ncclRemoteError;
     }
-    CUDACHECK_AT(what, cudaMemcpyAsync(dst, message + sizeof(h), h.bytes, cudaMemcpyHostToDevice, stream_));
+    CUDACHECK_AT(what, cudaMemcpyAsync(dst, payload, h.bytes, cudaMemcpyHostToDevice, stream_));
   }
   if (signal) {
     unsigned long long* word = nullptr;
     if (va) {
       char* w = nullptr;
       if (h.offset % sizeof(uint64_t) != 0 ||
-          ownWindowPtr(peer, h.serial, h.offset, sizeof(uint64_t), "VA signal from another host", &w) != ncclSuccess) {
+          ownRange(peer, h.serial, h.offset, sizeof(uint64_t), "VA signal from another host", &w) != ncclSuccess) {
         return ncclRemoteError;
       }
       word = reinterpret_cast<unsigned long long*>(w);
     } else {
-      word = gin->signal(static_cast<int>(h.context), h.signal, ctx_.lsaRank);
+      word = gin.signal(static_cast<int>(h.context), h.signal, ctx_.lsaRank);
     }
     SignalAdds adds{};
     adds.add(word, h.value);
