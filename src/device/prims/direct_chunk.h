@@ -1,6 +1,6 @@
 // One chunk of a direct operation, as the direct algorithms (coll/direct_colls.h) hand it to either
 // protocol's direct primitives (prims_direct_ll.h, prims_direct_simple.h). Peer slot k sends to
-// rank + k + 1 and receives from rank - k - 1 (DirectState::sendPeer, recvPeer).
+// rank + k + 1 and receives from rank - k - 1 (directSendPeer, directRecvPeer).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,16 @@ struct DirectChunk {
   bool sendsPeerBlock;
   bool recvsPeerBlock;
 };
+
+// The rank peer slot k sends to, and the one it receives from, on `n` ranks.
+__device__ __forceinline__ int directSendPeer(int rank, int n, int k) {
+  const int r = rank + k + 1;
+  return r >= n ? r - n : r;
+}
+__device__ __forceinline__ int directRecvPeer(int rank, int n, int k) {
+  const int r = rank - k - 1;
+  return r < 0 ? r + n : r;
+}
 
 // Rank q's share of a chunk, in elements (see DirectChunk).
 __device__ __forceinline__ int64_t shareOf(const DirectChunk& c, int q) {

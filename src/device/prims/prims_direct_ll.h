@@ -133,14 +133,8 @@ struct DirectState {
   }
 
   // The rank of peer slot k's receiver (sends) and sender (receives).
-  __device__ int sendPeer(int k) const {
-    const int r = rank + k + 1;
-    return r >= nranks ? r - nranks : r;
-  }
-  __device__ int recvPeer(int k) const {
-    const int r = rank - k - 1;
-    return r < 0 ? r + nranks : r;
-  }
+  __device__ int sendPeer(int k) const { return directSendPeer(rank, nranks, k); }
+  __device__ int recvPeer(int k) const { return directRecvPeer(rank, nranks, k); }
 };
 
 // Waits until peer slot k's FIFO has room for `step`. headSeen is shared: whichever thread read

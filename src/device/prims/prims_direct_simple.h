@@ -107,14 +107,8 @@ struct DirectSimpleState {
     if ((usedRecv >> k) & 1) storeRecvStep(&ch->recv[k], sharedSteps, sh->recvStep[k] + chunk);
   }
 
-  __device__ int sendPeer(int k) const {
-    const int r = rank + k + 1;
-    return r >= nranks ? r - nranks : r;
-  }
-  __device__ int recvPeer(int k) const {
-    const int r = rank - k - 1;
-    return r < 0 ? r + nranks : r;
-  }
+  __device__ int sendPeer(int k) const { return directSendPeer(rank, nranks, k); }
+  __device__ int recvPeer(int k) const { return directRecvPeer(rank, nranks, k); }
   __device__ char* outSlot(int k) const {
     return sh->out[k] + ((sh->sendStep[k] + chunk) % kFifoSlotsSimple) * sh->slotBytes;
   }
