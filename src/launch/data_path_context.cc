@@ -45,6 +45,7 @@ ncclResult_t KernelLaunch::withLaunchEvent(LaunchOptions base, cudaEvent_t event
                                            LaunchOptions* out) const {
   if (event != nullptr && launchEventAttr) {
     base.completionEvent = event;
+    base.pdl = false;
   } else if (event != nullptr) {
     CUDACHECK(cudaEventRecord(event, stream));
   }

@@ -1,7 +1,9 @@
-// The cluster shape a kernel launch asks for (device/launch_kernel.h).
+// The cluster shape a kernel launch asks for (device/launch_kernel.h), and what an operation's
+// launch-completion event changes in its launch (launch/data_path_context.h).
 #include <gtest/gtest.h>
 
 #include "device/launch_kernel.h"
+#include "launch/data_path_context.h"
 
 namespace braid {
 namespace {
@@ -16,6 +18,26 @@ TEST(LaunchOptions, ClusterIsTheLargestSizeUpToTheWantedOneThatDividesTheGrid) {
   EXPECT_EQ(1, clusterSizeFor(32, 0));  // cgaClusterSize 0 or 1: clusters off
   EXPECT_EQ(1, clusterSizeFor(32, 1));
   EXPECT_EQ(8, clusterSizeFor(64, 8));
+}
+
+// With the driver's launch-completion events, a launch that carries one goes without programmatic
+// dependent launch (with it the event would wait for the kernel's end); its clusters stay. A launch
+// without an event keeps every option. No CUDA call is made on these paths.
+TEST(LaunchOptions, ALaunchCompletionEventTurnsProgrammaticLaunchOff) {
+  KernelLaunch k;
+  k.launchEventAttr = true;
+  LaunchOptions base;
+  base.pdl = true;
+  base.clusterSize = 4;
+  auto* event = reinterpret_cast<cudaEvent_t>(0x1000);  // only passed on, never used here
+  LaunchOptions out;
+  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, event, nullptr, &out));
+  EXPECT_EQ(out.completionEvent, event);
+  EXPECT_FALSE(out.pdl);
+  EXPECT_EQ(out.clusterSize, 4);
+  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, nullptr, nullptr, &out));
+  EXPECT_EQ(out.completionEvent, nullptr);
+  EXPECT_TRUE(out.pdl);
 }
 
 }  // namespace
