@@ -75,6 +75,14 @@ for op in ${PERF_OPS:-all_reduce all_gather reduce_scatter broadcast reduce send
   # shellcheck disable=SC2086 # PERF_RANGE is a list of options
   run_perf "$op-p$ngpu" "$op" -p -N "$ngpu" ${PERF_RANGE:--b 8 -e 1G -f 8} -w 5 -n 20 -c 0 --runs 3
 done
+# Mid sizes on the Direct algorithm's Simple FIFOs (one-shot, and the two-shot AllReduce where the
+# cost model takes it), checked, eager and replayed from a graph, against NVIDIA NCCL.
+for op in all_reduce all_gather reduce_scatter; do
+  BRAID_DIRECT_SIMPLE_BUFFSIZE=262144 run_perf "$op-direct-simple-p$ngpu" "$op" -p -N "$ngpu" -b 64K -e 16M -f 4 -w 5 -n 20 \
+    -c 1 --runs 3
+done
+BRAID_DIRECT_SIMPLE_BUFFSIZE=262144 run_perf "all_reduce-direct-simple-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 64K \
+  -e 16M -f 4 -w 20 -n 50 -G 10 -c 0 --runs 3
 # Small AllReduce inside a replayed CUDA graph (nccl-tests -G).
 run_perf "all_reduce-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 8 -e 64K -f 8 -w 20 -n 100 -G 20 -c 0 --runs 3
 for n in 2; do
