@@ -148,12 +148,23 @@ uint64_t directPeerBytes(CollId coll, int nranks, size_t bytes) {
   return perRank ? ceilDiv(bytes, static_cast<uint64_t>(nranks)) : bytes;
 }
 
+// Direct on Simple: what each connection carries in a phase (the two-shot's block, else
+// directPeerBytes), and the phases (two for the two-shot AllReduce, else one).
+struct DirectSimpleLoad {
+  uint64_t peerBytes;
+  int phases;
+  uint64_t recvBytes(int nranks) const { return peerBytes * (nranks - 1) * phases; }  // the rank's busiest port
+};
+DirectSimpleLoad directSimpleLoad(const CommModel& model, CollId coll, size_t bytes, bool twoShot) {
+  if (twoShot && coll == CollId::kAllReduce) return {ceilDiv(bytes, static_cast<uint64_t>(model.nranks)), 2};
+  return {directPeerBytes(coll, model.nranks, bytes), 1};
+}
+
 // Direct on Simple: a CTA per kDirectSimpleBytesPerCta its rank receives, up to every direct
 // channel; the full Simple CTA once each thread would move a few packs; chunks of a whole slot.
 void fitDirectSimple(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
-  uint64_t recvBytes = d->twoShot ? 2 * ceilDiv(bytes, static_cast<uint64_t>(model.nranks)) * (model.nranks - 1)
-                                  : directPeerBytes(coll, model.nranks, bytes) * (model.nranks - 1);
-  recvBytes = std::max<uint64_t>(recvBytes, 1);
+  const uint64_t recvBytes =
+      std::max<uint64_t>(directSimpleLoad(model, coll, bytes, d->twoShot).recvBytes(model.nranks), 1);
   uint64_t channels = ceilDiv(recvBytes, kDirectSimpleBytesPerCta);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
   nc = std::max(nc, std::clamp(minChannels, 1, model.maxDirectChannels));
@@ -394,18 +405,15 @@ double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels
   if (model.nranks < 1 || !directUsable(model) || !directProtoUsable(model, kProtoSimple)) return -1.0;
   if (model.nranks == 1) return 0.0;
   if (model.bwPerChannelGBps <= 0) return -1.0;
-  const bool twoPhases = twoShot && coll == CollId::kAllReduce;
-  const int phases = twoPhases ? 2 : 1;
-  const uint64_t peerBytes =
-      twoPhases ? ceilDiv(bytes, static_cast<uint64_t>(model.nranks)) : directPeerBytes(coll, model.nranks, bytes);
-  const double wireBytes = static_cast<double>(peerBytes) * (model.nranks - 1) * phases;
+  const DirectSimpleLoad load = directSimpleLoad(model, coll, bytes, twoShot);
   const int channels = std::max(nChannels, 1);
   // A CTA hands its peers one slot per handshake and waits for theirs before the next.
   const uint64_t handshakes =
-      std::max<uint64_t>(ceilDiv(peerBytes, uint64_t{model.directSimpleSlotBytes} * channels), 1);
+      std::max<uint64_t>(ceilDiv(load.peerBytes, uint64_t{model.directSimpleSlotBytes} * channels), 1);
   const double handshakeUs = std::max(model.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
   const double bw = ringBusBwGBps(model, kProtoSimple, channels);
-  return kRingBaseLatencyUs[kProtoSimple] + phases * handshakes * handshakeUs + wireBytes / (1000.0 * bw);
+  return kRingBaseLatencyUs[kProtoSimple] + load.phases * handshakes * handshakeUs +
+         static_cast<double>(load.recvBytes(model.nranks)) / (1000.0 * bw);
 }
 
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {
