@@ -32,6 +32,8 @@
 
 namespace braid {
 
+constexpr int kDirectReduceUnroll = 4;
+
 // What every thread of the CTA uses, loaded at the kernel's start (thread k: peer slot k).
 struct DirectSimpleShared {
   char* out[kMaxDirectPeers];             // peer slot k's FIFO (in its memory)
@@ -140,7 +142,10 @@ __device__ __forceinline__ T loadElem(const char* p, int64_t i) {
 }
 
 // dst = post(pre(x_0) op ... op pre(x_{n-1})) over nelem elements, x_q = sh->source[q]. 16-byte
-// packs, kSimpleUnroll of them per source in flight, when every pointer allows; else elements.
+// packs, kDirectReduceUnroll of them per source in flight, when every pointer allows; else
+// elements. Every source but the caller's own input is in this GPU's memory, so fewer packs in flight
+// than the ring's kSimpleUnroll suffice, and each of the 57 (T, Fn) copies stays small (the library
+// keeps within 15 MB per architecture).
 template <typename T, typename Fn>
 __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s, const Fn& fn, char* dst,
                                                       int64_t nelem) {
@@ -150,7 +155,7 @@ __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s
   for (int q = 0; q < n; q++) bits |= reinterpret_cast<uintptr_t>(src[q]);
   int64_t done = 0;
   if (bits % 16 == 0) {
-    constexpr int kU = kSimpleUnroll;
+    constexpr int kU = kDirectReduceUnroll;
     const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
     for (int64_t base = s.tid; base < nPacks; base += static_cast<int64_t>(kU) * s.nthreads) {
       uint4 acc[kU];
