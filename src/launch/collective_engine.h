@@ -65,7 +65,7 @@ class CollectiveEngine {
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);
   [[nodiscard]] ncclResult_t connectDirect(transport::Context ctx, DevComm* dev);
   [[nodiscard]] ncclResult_t connectTrees(transport::Context ctx, DevComm* dev);  // tree_connect.cc
-  plan::CommModel commModel(const uint32_t slotBytes[kNumProtos]) const;
+  plan::CommModel commModel(const DevComm& dev) const;  // of the connected channels dev describes
 
   const DataPathContext& ctx_;
   plan::Filter filter_{};

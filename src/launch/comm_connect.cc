@@ -46,7 +46,7 @@ bool CollectiveEngine::needsConnect(const std::vector<CollTask>& queue) const {
   return false;
 }
 
-plan::CommModel CollectiveEngine::commModel(const uint32_t slotBytes[kNumProtos]) const {
+plan::CommModel CollectiveEngine::commModel(const DevComm& dev) const {
   plan::CommModel model{};
   model.nranks = ctx_.comm->nranks_;
   model.nNodes = topo_.nNodes;
@@ -62,16 +62,15 @@ plan::CommModel CollectiveEngine::commModel(const uint32_t slotBytes[kNumProtos]
   model.ll128Ok = topo_.ll128Ok;
   model.llOk = topo_.llOk;
   model.maxDirectChannels = topo_.nDirectChannels;
-  const bool directSimple = topo_.nDirectChannels > 0 && topo_.nNodes == 1;
-  model.directSimpleSlotBytes = directSimple ? static_cast<uint32_t>(directSimpleFifoBytes() / kFifoSlotsSimple) : 0;
+  model.directSimpleSlotBytes = dev.directSlotBytes;
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
   const int clusterSize = ctx_.comm->config_.cgaClusterSize;
   model.cgaClusterSize = clusterSize == NCCL_CONFIG_UNDEF_INT ? plan::kAutoClusterSize : clusterSize;
   // Payload per slot: LL carries 8 data bytes per 16-byte line, LL128 120 per 128-byte line.
-  model.slotPayloadBytes[kProtoSimple] = slotBytes[kProtoSimple];
-  model.slotPayloadBytes[kProtoLL] = slotBytes[kProtoLL] / 2;
-  model.slotPayloadBytes[kProtoLL128] = slotBytes[kProtoLL128] / 128 * 120;
+  model.slotPayloadBytes[kProtoSimple] = dev.slotBytes[kProtoSimple];
+  model.slotPayloadBytes[kProtoLL] = dev.slotBytes[kProtoLL] / 2;
+  model.slotPayloadBytes[kProtoLL128] = dev.slotBytes[kProtoLL128] / 128 * 120;
   return model;
 }
 
@@ -185,7 +184,7 @@ ncclResult_t CollectiveEngine::connectAll() {
   NCCLCHECK(connectTrees(ctx, &dev));
   NCCLCHECK(ctx_.device->upload(dev, topo_.rings));
   ctx_.share->publishOffers();
-  model_ = commModel(dev.slotBytes);
+  model_ = commModel(dev);
   return ncclSuccess;
 }
 
