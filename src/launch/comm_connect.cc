@@ -63,6 +63,7 @@ plan::CommModel CollectiveEngine::commModel(const DevComm& dev) const {
   model.llOk = topo_.llOk;
   model.maxDirectChannels = topo_.nDirectChannels;
   model.directSimpleSlotBytes = dev.directSlotBytes;
+  model.directAllReduceHops = static_cast<int>(paramInt(ParamId::kDirectAllReduceHops));
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
   const int clusterSize = ctx_.comm->config_.cgaClusterSize;

@@ -312,8 +312,11 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
     offer(kAlgoDirect, kProtoLL, estimateDirectUs(model, coll, model.maxDirectChannels, bytes));
   }
   if (allowed(kAlgoDirect, kProtoSimple)) {
-    offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, false));
-    if (coll == CollId::kAllReduce && model.nranks > 2) {
+    const bool twoShotUsable = coll == CollId::kAllReduce && model.nranks > 2;
+    if (!twoShotUsable || model.directAllReduceHops != 2) {
+      offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, false));
+    }
+    if (twoShotUsable && model.directAllReduceHops != 1) {
       offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, true), true);
     }
   }

@@ -66,6 +66,7 @@ struct CommModel {
   int maxChannels;                       // channels connected (topo's nChannels), 1..kMaxChannels
   int maxDirectChannels;                 // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
   uint32_t directSimpleSlotBytes;        // Simple slot of the direct connections (0: Direct runs LL only)
+  int directAllReduceHops;               // Direct/Simple AllReduce: 1 one-shot only, 2 two-shot only, 0 by cost
   double bwPerChannelGBps;               // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];       // topo: per-hop latency by protocol (see tuning_constants.h)
   double localHopLatencyUs[kNumProtos];  // topo: the same for a hop inside a host (tree edges)

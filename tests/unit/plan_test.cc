@@ -412,6 +412,24 @@ TEST(PlanDecide, DirectSimpleNeedsItsFifos) {
   }
 }
 
+// BRAID_DIRECT_ALLREDUCE_HOPS pins the Direct/Simple AllReduce to one or two hops at every size;
+// other collectives and two ranks have only the one.
+TEST(PlanDecide, DirectAllReduceHopsPinsTheShape) {
+  const Filter directSimple = parse("Direct", "Simple");
+  for (int n : {2, 4}) {
+    CommModel m = directModel(n);
+    m.directSimpleSlotBytes = 64 << 10;
+    for (size_t bytes : {size_t{64} << 10, size_t{16} << 20}) {
+      SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(bytes) + " bytes");
+      m.directAllReduceHops = 1;
+      EXPECT_FALSE(decideOk(m, directSimple, CollId::kAllReduce, bytes).twoShot);
+      m.directAllReduceHops = 2;
+      EXPECT_EQ(decideOk(m, directSimple, CollId::kAllReduce, bytes).twoShot, n > 2);
+      EXPECT_FALSE(decideOk(m, directSimple, CollId::kAllGather, bytes).twoShot);
+    }
+  }
+}
+
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {
