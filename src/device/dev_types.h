@@ -214,6 +214,17 @@ struct DevWaitNotes {
 // the channels' trees (AllReduce, LL or Simple).
 enum class DevAlgo : uint8_t { kRing = 0, kDirect = 1, kTree = 2 };
 
+// The buffers of a collective whose send and receive buffers lie in NCCL_WIN_COLL_SYMMETRIC
+// windows that every rank of the communicator maps: rank q's copy of the send buffer is at
+// send + q * sendStride in this process (and of the receive buffer at recv + q * recvStride), so a
+// kernel loads and stores its peers' buffers themselves (coll/symmetric_colls.h).
+struct DevSymmetric {
+  const char* send;
+  char* recv;
+  uint64_t sendStride;
+  uint64_t recvStride;
+};
+
 // One collective. Counts are in elements of dtype.
 struct DevWork {
   const void* sendbuff;
@@ -231,11 +242,14 @@ struct DevWork {
   uint8_t captured;       // 1: captured in a CUDA graph (seq is its capture number)
   uint8_t sharedSteps;    // 1: the connections' steps are a share group's words (see DevSendConn)
   uint8_t twoShot;        // kDirect AllReduce on Simple: reduce-scatter then all-gather (else one hop)
-  int32_t nChannels;      // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
-  uint32_t chunkBytes;    // payload bytes moved per step per connection (<= a slot's payload)
-  uint64_t seq;           // the collective's sequence number on its communicator (captured: its capture
-                          // number); 0: not counted
+  uint8_t symmetric;      // kDirect on Simple: on the peers' buffers themselves (`sym`), not the FIFOs
+  uint8_t pad[3];
+  int32_t nChannels;        // CTAs launched; CTA b drives channels[b] (ring), direct[b] or tree[b]
+  uint32_t chunkBytes;      // payload bytes moved per step per connection (<= a slot's payload)
+  uint64_t seq;             // the collective's sequence number on its communicator (captured: its capture
+                            // number); 0: not counted
   DevWaitNotes* waitNotes;  // host-mapped; where its long waits are noted (null: no progress board)
+  DevSymmetric sym;         // symmetric: every rank's buffers
 };
 
 // Point-to-point (ncclSend/ncclRecv): a rank's connections to one peer, made the first time the two

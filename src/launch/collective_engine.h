@@ -47,8 +47,10 @@ class CollectiveEngine {
   transport::Context transportContext() const { return ctx_.transportContext(topo_.llOk); }
 
   // The plan of `task` on the model of the connected rings, within its options (the zero-copy
-  // variant when zeroCopy, plan::zeroCopyModel): the planner's one caller.
-  [[nodiscard]] ncclResult_t decide(const CollTask& task, bool zeroCopy, plan::Decision* out) const;
+  // variant when zeroCopy, plan::zeroCopyModel; the symmetric kernels where `symmetric` names
+  // buffers in symmetric windows): the planner's one caller.
+  [[nodiscard]] ncclResult_t decide(const CollTask& task, bool zeroCopy, plan::Decision* out,
+                                    const plan::SymmetricBuffers& symmetric = {}) const;
   // `task` planned once at its group's end (collective_plan.cc, planned_coll.h), taking the
   // zero-copy plan `registered` when it goes direct. *out refers to task.
   [[nodiscard]] ncclResult_t plan(const CollTask& task, const RegisteredLaunch& registered, PlannedColl* out) const;
@@ -60,6 +62,8 @@ class CollectiveEngine {
   [[nodiscard]] ncclResult_t launch(const PlannedColl& op, reg::Registry* registry);
 
  private:
+  // After a symmetric kernel's launch: its windows are noted as in use until it has run.
+  [[nodiscard]] ncclResult_t noteSymmetricUse(const PlannedColl& op, bool graph) const;
   [[nodiscard]] ncclResult_t buildRings();
   [[nodiscard]] ncclResult_t connectAll();
   [[nodiscard]] ncclResult_t connectRings(const transport::Context& ctx, DevComm* dev);

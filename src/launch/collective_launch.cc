@@ -25,6 +25,16 @@ void CollectiveEngine::logCall(const CollTask& task) const {
        static_cast<void*>(task.stream));
 }
 
+ncclResult_t CollectiveEngine::noteSymmetricUse(const PlannedColl& op, bool graph) const {
+  CommWindowsBase* windows = ctx_.comm->windows_.get();
+  const CollTask& task = *op.task;
+  if (op.work.sym.send != nullptr) NCCLCHECK(windows->noteCollectiveUse(task.sendbuff, graph, task.stream));
+  if (op.work.sym.recv != nullptr && task.recvbuff != task.sendbuff) {
+    NCCLCHECK(windows->noteCollectiveUse(task.recvbuff, graph, task.stream));
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* registry) {
   if (op.path == PlannedColl::Path::kNothing) return ncclSuccess;
   const CollTask& task = *op.task;
@@ -67,6 +77,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
     CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,
                                      registered.direct ? &registered.peers : nullptr));
     if (registered.direct) NCCLCHECK(registered.noteUse(registry, task.stream));
+    if (args.work.symmetric != 0) NCCLCHECK(noteSymmetricUse(op, order.launchCaptured()));
   }
   NCCLCHECK(order.after(task.stream));
   if (!order.launchCaptured()) ctx_.watch->noteRecorded();

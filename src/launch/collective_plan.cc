@@ -27,6 +27,22 @@ DevWork workOf(const CollTask& task, int nranks) {
   return work;
 }
 
+// Where the operation's buffers are in symmetric windows (the symmetric kernels' peers), and which
+// of them are: each buffer as the collective's peers reach it (collSendBytes / collRecvBytes).
+struct SymmetricLookup {
+  plan::SymmetricBuffers buffers;
+  SymmetricCopies send;
+  SymmetricCopies recv;
+};
+SymmetricLookup lookUpSymmetric(const CommWindowsBase* windows, const CollTask& task, int nranks) {
+  SymmetricLookup out;
+  if (windows == nullptr || nranks < 2) return out;
+  out.buffers.send = windows->symmetricCopies(task.sendbuff, collSendBytes(task, nranks), &out.send);
+  out.buffers.recv = windows->symmetricCopies(task.recvbuff, collRecvBytes(task, nranks), &out.recv);
+  out.buffers.inPlace = task.sendbuff == task.recvbuff;
+  return out;
+}
+
 }  // namespace
 
 DevReduction resolveReduction(const CollTask& task, int nranks) {
@@ -79,14 +95,17 @@ DevAlgo devAlgoOf(plan::AlgoId algo) {
   return algo >= 0 && algo < plan::kNumAlgos ? kTable[algo] : DevAlgo::kRing;
 }
 
-ncclResult_t CollectiveEngine::decide(const CollTask& task, bool zeroCopy, plan::Decision* out) const {
+ncclResult_t CollectiveEngine::decide(const CollTask& task, bool zeroCopy, plan::Decision* out,
+                                      const plan::SymmetricBuffers& symmetric) const {
   plan::CommModel model = model_;
   if (zeroCopy) {
     model = plan::zeroCopyModel(model_, task.coll);
   } else {
     model.userPreMulSum = hasUserOp(task);  // the plan offers no Direct for a user PreMulSum op
   }
-  return plan::decide(model, filter_, task.options.plan, task.coll, collBytes(task, ctx_.comm->nranks_), out);
+  plan::OpConstraints op = task.options.plan;
+  op.symmetric = symmetric;
+  return plan::decide(model, filter_, op, task.coll, collBytes(task, ctx_.comm->nranks_), out);
 }
 
 ncclResult_t CollectiveEngine::plan(const CollTask& task, const RegisteredLaunch& registered, PlannedColl* out) const {
@@ -102,9 +121,18 @@ ncclResult_t CollectiveEngine::plan(const CollTask& task, const RegisteredLaunch
     op.path = PlannedColl::Path::kKernel;
     op.registered = registered;
     op.decision = registered.decision;
-    if (!registered.direct) NCCLCHECK(decide(task, /*zeroCopy=*/false, &op.decision));
+    SymmetricLookup symmetric;
+    if (!registered.direct) {
+      symmetric = lookUpSymmetric(ctx_.comm->windows_.get(), task, nranks);
+      NCCLCHECK(decide(task, /*zeroCopy=*/false, &op.decision, symmetric.buffers));
+    }
     DevWork& work = op.work;
     work = workOf(task, nranks);
+    if (op.decision.symmetric) {
+      work.symmetric = 1;
+      work.sym = DevSymmetric{symmetric.send.rank0, const_cast<char*>(symmetric.recv.rank0), symmetric.send.stride,
+                              symmetric.recv.stride};
+    }
     work.proto = static_cast<uint8_t>(op.decision.proto);
     work.algo = static_cast<uint8_t>(devAlgoOf(op.decision.algo));
     work.twoShot = op.decision.twoShot ? 1 : 0;

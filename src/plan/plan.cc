@@ -160,6 +160,35 @@ DirectSimpleLoad directSimpleLoad(const CommModel& model, CollId coll, size_t by
   return {directPeerBytes(coll, model.nranks, bytes), 1};
 }
 
+// The bytes a rank of a symmetric kernel loads from or stores to its peers (see
+// device/coll/symmetric_colls.h).
+uint64_t symmetricRemoteBytes(CollId coll, int nranks, size_t bytes, bool twoShot) {
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  switch (coll) {
+    case CollId::kAllReduce:
+      return twoShot ? 2 * ceilDiv(bytes, n) * (n - 1) : bytes * (n - 1);
+    case CollId::kAllGather:
+    case CollId::kReduceScatter:
+      return ceilDiv(bytes, n) * (n - 1);
+    default:  // the root of a Reduce loads, that of a Broadcast is loaded from, every peer's copy
+      return bytes * (n - 1);
+  }
+}
+
+// The symmetric kernels: a CTA per kSymmetricBytesPerCta its rank moves across, up to every
+// direct channel, threads as Direct/Simple; no chunks (one grain, which nothing reads).
+void fitSymmetric(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
+  const uint64_t remote = std::max<uint64_t>(symmetricRemoteBytes(coll, model.nranks, bytes, d->twoShot), 1);
+  const uint64_t channels = ceilDiv(remote, kSymmetricBytesPerCta);
+  int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
+  nc = std::max(nc, std::clamp(minChannels, 1, model.maxDirectChannels));
+  int nt = kMaxThreads[kProtoSimple];
+  while (nt > kMinAutoThreads && remote < static_cast<uint64_t>(nc) * nt * kThreadThresholdBytes[kProtoSimple]) nt /= 2;
+  d->nChannels = nc;
+  d->nThreads = nt;
+  d->chunkBytes = kChunkGrainBytes[kProtoSimple];
+}
+
 // Direct on Simple: a CTA per kDirectSimpleBytesPerCta its rank receives, up to every direct
 // channel; the full Simple CTA once each thread would move a few packs; chunks of a whole slot.
 void fitDirectSimple(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
@@ -177,6 +206,10 @@ void fitDirectSimple(const CommModel& model, CollId coll, size_t bytes, int minC
 }
 
 void fitDirect(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
+  if (d->symmetric) {
+    fitSymmetric(model, coll, bytes, minChannels, d);
+    return;
+  }
   if (d->proto == kProtoSimple) {
     fitDirectSimple(model, coll, bytes, minChannels, d);
     return;
@@ -286,15 +319,35 @@ std::string usableSummary(const CommModel& model, const Filter& filter, CollId c
 
 // The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
 // when there is none.
-bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, CollId coll, size_t bytes,
-                   Decision* d) {
+// The symmetric kernels' candidates for an operation whose buffers `sym` describes: offer(twoShot)
+// for each kernel those buffers allow.
+template <typename Offer>
+void offerSymmetric(const CommModel& model, const SymmetricBuffers& sym, CollId coll, Offer offer) {
+  switch (coll) {
+    case CollId::kAllReduce:
+      if (sym.send && !sym.inPlace && model.directAllReduceHops != 2) offer(false);
+      if (sym.send && sym.recv && model.directAllReduceHops != 1) offer(true);
+      break;
+    case CollId::kReduceScatter:
+    case CollId::kReduce:
+      if (sym.send) offer(false);
+      break;
+    default:
+      if (sym.recv) offer(false);
+      break;
+  }
+}
+
+bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, const SymmetricBuffers& sym,
+                   CollId coll, size_t bytes, Decision* d) {
   bool found = false;
-  auto offer = [&](AlgoId algo, ProtoId proto, double us, bool twoShot = false) {
-    if (found && us >= d->estimatedUs) return;
+  auto offer = [&](AlgoId algo, ProtoId proto, double us, bool twoShot = false, bool symmetric = false) {
+    if (us < 0 || (found && us >= d->estimatedUs)) return;
     d->algo = algo;
     d->proto = proto;
     d->estimatedUs = us;
     d->twoShot = twoShot;
+    d->symmetric = symmetric;
     found = true;
   };
   auto allowed = [&](AlgoId algo, ProtoId proto) { return candidateAllowed(model, filter, rows, coll, algo, proto); };
@@ -319,6 +372,14 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
     if (twoShotUsable && model.directAllReduceHops != 1) {
       offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, true), true);
     }
+  }
+  const int c = static_cast<int>(coll);
+  if (directUsable(model) && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoSimple] &&
+      (rows == 0 || selectionAllows(rows, kAlgoDirect, kProtoSimple))) {
+    offerSymmetric(model, sym, coll, [&](bool twoShot) {
+      offer(kAlgoDirect, kProtoSimple, estimateSymmetricUs(model, coll, model.maxDirectChannels, bytes, twoShot),
+            twoShot, true);
+    });
   }
   return found;
 }
@@ -419,6 +480,16 @@ double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels
          static_cast<double>(load.recvBytes(model.nranks)) / (1000.0 * bw);
 }
 
+double estimateSymmetricUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot) {
+  if (model.nranks < 1 || !directUsable(model)) return -1.0;
+  if (model.nranks == 1) return 0.0;
+  if (model.bwPerChannelGBps <= 0) return -1.0;
+  const double barrierUs = std::max(model.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
+  const double bw = ringBusBwGBps(model, kProtoSimple, std::max(nChannels, 1));
+  return kRingBaseLatencyUs[kProtoSimple] + 2 * barrierUs +
+         static_cast<double>(symmetricRemoteBytes(coll, model.nranks, bytes, twoShot)) / (1000.0 * bw);
+}
+
 ncclResult_t decide(const CommModel& model, const Filter& filter, CollId coll, size_t bytes, Decision* out) {
   return decide(model, filter, OpConstraints{}, coll, bytes, out);
 }
@@ -433,7 +504,7 @@ ncclResult_t decide(const CommModel& commModel, const Filter& filter, const OpCo
   }
   const CommModel model = constrainedModel(commModel, op);
   Decision d{};
-  bool found = pickCandidate(model, filter, op.selectionRows, coll, bytes, &d);
+  bool found = pickCandidate(model, filter, op.selectionRows, op.symmetric, coll, bytes, &d);
   if (!found && op.selectionRows != 0) {
     if (op.forceSelection) {
       WARN(
@@ -446,7 +517,7 @@ ncclResult_t decide(const CommModel& commModel, const Filter& filter, const OpCo
     }
     INFO(kLogTuning, "config->algSelection \"%s\" leaves %s no usable algorithm here; automatic choice instead",
          op.selectionText.c_str(), collName(coll));
-    found = pickCandidate(model, filter, 0, coll, bytes, &d);
+    found = pickCandidate(model, filter, 0, op.symmetric, coll, bytes, &d);
   }
   const int c = static_cast<int>(coll);
   if (!found && !filter.algoNamed[c] &&

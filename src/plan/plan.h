@@ -99,12 +99,23 @@ struct Decision {
   double estimatedUs;   // the cost the choice was made on (all maxChannels, as NCCL's table)
   int clusterSize;      // thread-block clusters of this many CTAs where the GPU has them (0: none)
   bool twoShot;         // Direct/Simple AllReduce: reduce-scatter then all-gather (device/coll/direct_simple_colls.h)
+  bool symmetric;       // Direct/Simple on the peers' buffers in symmetric windows (device/coll/symmetric_colls.h)
 };
 
 // What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
 // nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
 // nothing, so decide() without them is the plain call's decision.
 constexpr int kClusterOfComm = -2;  // OpConstraints::cgaClusterSize: CommModel::cgaClusterSize decides
+// Which of an operation's buffers lie in symmetric windows that every rank maps (the caller looks
+// them up on its own rank and every rank is expected to register alike, as NCCL asks): the send
+// buffer (its peers may load it), the receive buffer (its peers may store into it), and whether
+// they are one buffer.
+struct SymmetricBuffers {
+  bool send = false;
+  bool recv = false;
+  bool inPlace = false;
+};
+
 struct OpConstraints {
   // Channels (CTAs) of the operation: at least minChannels where the chosen algorithm and protocol
   // have that many (else all they have), at most maxChannels; both >= 1.
@@ -118,6 +129,7 @@ struct OpConstraints {
   uint64_t selectionRows = 0;
   bool forceSelection = true;
   std::string selectionText;
+  SymmetricBuffers symmetric;  // the symmetric kernels' candidates (Direct/Simple; no FIFO needed)
 };
 
 // bytes = the operation's nccl-tests "size": count*elemsize for AllReduce/Broadcast/Reduce,
@@ -159,6 +171,11 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
 // port go at the Simple ring's bandwidth: a model from the Simple ring's measured figures, not yet
 // fitted to the direct kernels.
 double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot);
+
+// The same for the symmetric kernels (Direct/Simple on the peers' buffers, twoShot for the two-hop
+// AllReduce): two barriers of one handshake each, and the bytes this rank loads from and stores to
+// its peers (Broadcast: all its root sends) at the Simple ring's bandwidth. Not yet fitted.
+double estimateSymmetricUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot);
 
 // The same for Tree AllReduce with LL or Simple on `nChannels` tree channels: up and down the
 // deepest path, the two phases one after the other; -1 when the communicator has no trees.

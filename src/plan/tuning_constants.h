@@ -91,6 +91,9 @@ constexpr uint64_t kDirectBytesPerCta = 2 << 10;
 // Direct on Simple: one CTA per this many bytes its rank receives (each CTA copies its share to
 // every peer; a Simple ring channel moves ~20 GB/s), up to every direct channel. Not yet fitted.
 constexpr uint64_t kDirectSimpleBytesPerCta = 64 << 10;
+// Symmetric kernels: one CTA per this many bytes its rank loads from or stores to its peers, up to
+// every direct channel. Not yet fitted.
+constexpr uint64_t kSymmetricBytesPerCta = 64 << 10;
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every
 // thread has at least this much work. Ring LL multiplies it by nranks (NCCL's rule): an LL thread

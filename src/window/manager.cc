@@ -109,7 +109,7 @@ Window* Manager::findOwn(ncclWindow_t handle) {
   return nullptr;
 }
 
-Window* Manager::windowHolding(const void* ptr, uint64_t bytes) {
+Window* Manager::windowHolding(const void* ptr, uint64_t bytes) const {
   // The same memory may be in several windows: one registered with NCCL_WIN_COLL_SYMMETRIC wins.
   Window* any = nullptr;
   for (const auto& w : windows_) {

@@ -41,6 +41,9 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] static ncclResult_t create(WindowContext ctx, std::unique_ptr<Manager>* out);
   ~Manager() override;
   void release(bool abort, bool peerFailed) override;
+  // collective_use.cc
+  bool symmetricCopies(const void* ptr, uint64_t bytes, SymmetricCopies* out) const override;
+  [[nodiscard]] ncclResult_t noteCollectiveUse(const void* ptr, bool graph, cudaStream_t stream) override;
 
   // ncclCommWindowRegister. `refusal` is a local error found before (a bad argument): the rank
   // still takes part, so that its peers fail with it instead of waiting. Collective.
@@ -99,7 +102,7 @@ class Manager final : public CommWindowsBase {
 
   // manager.cc
   Window* findOwn(ncclWindow_t handle);
-  Window* windowHolding(const void* ptr, uint64_t bytes);
+  Window* windowHolding(const void* ptr, uint64_t bytes) const;
   void destroyWindow(Window* w);
   void collectGraphReleases();
   std::string me() const;

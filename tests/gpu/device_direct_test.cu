@@ -123,6 +123,96 @@ TEST(DeviceDirect, SimpleTypeOpSweep) {
   ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
 }
 
+// The symmetric kernels (coll/symmetric_colls.h): every collective, the one- and two-hop
+// AllReduce (one hop out of place only, as the planner offers it), counts from one element to
+// several per CTA and ones n does not divide, in and out of place, 1 and 3 CTAs, aligned and
+// misaligned buffers (the same offset on every rank, as in a symmetric window), float Sum.
+TEST(DeviceDirect, SymmetricSweepFloatSum) {
+  Buffers buffers;
+  int checked = 0;
+  for (int n : {2, 3, 4, 8}) {
+    for (int nChannels : {1, 3}) {
+      RingEmulation ring(n, nChannels);
+      int variant = 0;
+      for (bool twoShot : {false, true}) {
+        for (CollId coll : kColls) {
+          if (twoShot && coll != CollId::kAllReduce) continue;
+          for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{100003}, int64_t{1} << 20}) {
+            for (int inPlace = 0; inPlace < 2; inPlace++) {
+              if (coll == CollId::kAllReduce && !twoShot && inPlace) continue;
+              OpSpec op;
+              op.coll = coll;
+              op.algo = DevAlgo::kDirect;
+              op.proto = kProtoSimple;
+              op.symmetric = true;
+              op.twoShot = twoShot;
+              op.count = count;
+              op.inPlace = inPlace != 0;
+              op.nChannels = nChannels;
+              op.root = variant % n;
+              op.misalign = variant % 3 == 1;
+              op.seed = 5000 * n + variant;
+              variant++;
+              ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
+              checked++;
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("checked %d operations\n", checked);
+}
+
+// The symmetric kernels' reductions: every type with Sum, every op (Avg included) on float, int32,
+// bfloat16 and fp8, a PreMulSum scalar; buffers at every element offset within a 16-byte pack.
+TEST(DeviceDirect, SymmetricTypeOpSweep) {
+  Buffers buffers;
+  RingEmulation ring(4, 2);
+  const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
+                                   ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+  int seed = 0;
+  for (bool twoShot : {false, true}) {
+    for (ncclDataType_t t : kTypes) {
+      std::vector<ncclRedOp_t> ops = {ncclSum};
+      if (t == ncclFloat32 || t == ncclInt32 || t == ncclBfloat16 || t == ncclFloat8e4m3) {
+        ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+      }
+      for (ncclRedOp_t redOp : ops) {
+        for (CollId coll : {CollId::kAllReduce, CollId::kReduceScatter, CollId::kReduce}) {
+          if (twoShot && coll != CollId::kAllReduce) continue;
+          OpSpec op;
+          op.coll = coll;
+          op.dtype = t;
+          op.op = redOp;
+          op.algo = DevAlgo::kDirect;
+          op.proto = kProtoSimple;
+          op.symmetric = true;
+          op.twoShot = twoShot;
+          op.count = 50001;
+          op.inPlace = twoShot && seed % 2 == 0;
+          op.nChannels = 2;
+          op.root = seed % 4;
+          op.offsetElems = seed % 16;
+          op.seed = 177 + seed++;
+          ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
+        }
+      }
+    }
+  }
+  OpSpec op;
+  op.coll = CollId::kAllReduce;
+  op.dtype = ncclFloat32;
+  op.preMulScalar = 0.375;
+  op.algo = DevAlgo::kDirect;
+  op.proto = kProtoSimple;
+  op.symmetric = true;
+  op.twoShot = true;
+  op.count = 20000;
+  op.nChannels = 2;
+  ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
+}
+
 // Direct and ring operations of both protocols back to back without host synchronization: the
 // direct connections' steps carry over between kernels and protocols, as the rings' do.
 TEST(DeviceDirect, BackToBackMixedWithRings) {
@@ -136,6 +226,9 @@ TEST(DeviceDirect, BackToBackMixedWithRings) {
       op.algo = k % 3 == 2 ? DevAlgo::kRing : DevAlgo::kDirect;
       op.proto = k % 2 == 0 ? kProtoSimple : kProtoLL;
       op.twoShot = op.coll == CollId::kAllReduce && op.proto == kProtoSimple && k % 4 == 0;
+      // Two direct Simple operations of each round on the symmetric kernels, between FIFO ones.
+      op.symmetric = op.algo == DevAlgo::kDirect && op.proto == kProtoSimple && k % 4 == 0 &&
+                     !(op.coll == CollId::kAllReduce && !op.twoShot && k % 2 == 1);
       op.count = k % 4 == 0 ? 300001 : 1 + 517 * k;
       op.inPlace = k % 2 == 1;
       op.nChannels = 1 + (k + round) % 3;

@@ -45,7 +45,10 @@ struct OpSpec {
   int proto = kProtoSimple;
   DevAlgo algo = DevAlgo::kRing;  // kDirect: LL or Simple, on the emulation's direct channels
   bool twoShot = false;           // kDirect AllReduce on Simple: reduce-scatter then all-gather
-  int64_t count = 0;              // AllGather: per-rank send count; ReduceScatter: per-rank recv count
+  // kDirect on Simple: the symmetric kernels, on the ranks' buffers themselves (every rank's area
+  // is one stride after the previous rank's, as a window's flat mapping; rankStep must be 0).
+  bool symmetric = false;
+  int64_t count = 0;  // AllGather: per-rank send count; ReduceScatter: per-rank recv count
   bool inPlace = false;
   bool misalign = false;  // user pointers offset by one element from a 256-byte boundary
   // Or, when >= 0: the send and receive pointers of rank r offset by (offsetElems + r * rankStep)
@@ -139,7 +142,9 @@ inline const char* collName(CollId c) {
 inline std::string OpSpec::describe(int nranks) const {
   static const char* kProtoNames[] = {"LL", "LL128", "Simple"};
   static const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
-  const char* algoText = algo == DevAlgo::kRing ? "ring" : (twoShot ? "direct two-shot" : "direct");
+  const char* algoText = algo == DevAlgo::kRing ? "ring"
+                         : symmetric            ? (twoShot ? "symmetric two-shot" : "symmetric")
+                                                : (twoShot ? "direct two-shot" : "direct");
   char text[320];
   std::snprintf(text, sizeof(text),
                 "%s nranks=%d %s proto=%s dtype=%d op=%s%s count=%lld %s%s offsets=%d/%d+%d*rank nChannels=%d "
@@ -263,20 +268,24 @@ inline RingEmulation::~RingEmulation() {
 }
 
 inline Buffers::~Buffers() {
-  for (char* p : send_) cudaFree(p);
-  for (char* p : recv_) cudaFree(p);
+  if (!send_.empty()) cudaFree(send_[0]);
+  if (!recv_.empty()) cudaFree(recv_[0]);
 }
 
+// Every rank's area `bytes` after the previous rank's in one allocation (the symmetric kernels
+// address a peer's buffer as rank 0's plus a stride).
 inline bool Buffers::reserve(int nranks, size_t bytes) {
   if (static_cast<int>(send_.size()) >= nranks && bytes_ >= bytes) return true;
-  for (char* p : send_) cudaFree(p);
-  for (char* p : recv_) cudaFree(p);
+  if (!send_.empty()) cudaFree(send_[0]);
+  if (!recv_.empty()) cudaFree(recv_[0]);
   send_.assign(nranks, nullptr);
   recv_.assign(nranks, nullptr);
   bytes_ = bytes;
-  for (int r = 0; r < nranks; r++) {
-    DEVTEST_CUDA(cudaMalloc(&send_[r], bytes));
-    DEVTEST_CUDA(cudaMalloc(&recv_[r], bytes));
+  DEVTEST_CUDA(cudaMalloc(&send_[0], bytes * nranks));
+  DEVTEST_CUDA(cudaMalloc(&recv_[0], bytes * nranks));
+  for (int r = 1; r < nranks; r++) {
+    send_[r] = send_[0] + bytes * r;
+    recv_[r] = recv_[0] + bytes * r;
   }
   return true;
 }
@@ -432,6 +441,12 @@ inline bool launchRank(RingEmulation& ring, const PreparedOp& P, int r) {
   w.proto = static_cast<uint8_t>(op.proto);
   w.algo = static_cast<uint8_t>(op.algo);
   w.twoShot = op.twoShot ? 1 : 0;
+  if (op.symmetric && P.n > 1) {
+    w.symmetric = 1;
+    w.sym = DevSymmetric{P.ranks[0].sendPtr, P.ranks[0].recvPtr,
+                         static_cast<uint64_t>(P.ranks[1].sendPtr - P.ranks[0].sendPtr),
+                         static_cast<uint64_t>(P.ranks[1].recvPtr - P.ranks[0].recvPtr)};
+  }
   w.nChannels = op.nChannels;
   w.chunkBytes = op.chunkBytes;
   const int threads = op.nThreads != 0 ? op.nThreads : (op.proto == kProtoLL128 ? 640 : 512);
@@ -526,12 +541,17 @@ inline bool runBatchAndCheck(RingEmulation& ring, const std::vector<OpSpec>& ops
   std::vector<PreparedOp> prepared(ops.size());
   bool ok = true;
   for (size_t k = 0; k < ops.size() && ok; k++) {
+    // Each rank's areas one stride apart, as Buffers lays them out.
+    const size_t area = (areaBytes(ops[k], n) + 255) / 256 * 256;
+    char* sendAll = nullptr;
+    char* recvAll = nullptr;
+    ok = cudaMalloc(&sendAll, area * n) == cudaSuccess && cudaMalloc(&recvAll, area * n) == cudaSuccess;
+    allocs.push_back(sendAll);
+    allocs.push_back(recvAll);
     std::vector<char*> sendBase(n), recvBase(n);
     for (int r = 0; r < n && ok; r++) {
-      ok = cudaMalloc(&sendBase[r], areaBytes(ops[k], n)) == cudaSuccess &&
-           cudaMalloc(&recvBase[r], areaBytes(ops[k], n)) == cudaSuccess;
-      allocs.push_back(sendBase[r]);
-      allocs.push_back(recvBase[r]);
+      sendBase[r] = sendAll + area * r;
+      recvBase[r] = recvAll + area * r;
     }
     ok = ok && prepare(prepared[k], ops[k], n, sendBase, recvBase);
   }

@@ -430,6 +430,71 @@ TEST(PlanDecide, DirectAllReduceHopsPinsTheShape) {
   }
 }
 
+Decision decideSymmetric(const CommModel& m, const Filter& f, const SymmetricBuffers& sym, CollId coll, size_t bytes) {
+  OpConstraints op;
+  op.symmetric = sym;
+  Decision d{};
+  EXPECT_EQ(decide(m, f, op, coll, bytes, &d), ncclSuccess) << collName(coll) << " " << bytes;
+  return d;
+}
+
+// The symmetric kernels need no Direct/Simple FIFO, only the direct channels and the buffers that
+// each collective's peers touch: the send buffers where peers load (AllReduce's one hop,
+// ReduceScatter, Reduce), the receive buffers where they store (AllGather, Broadcast), both for the
+// two-hop AllReduce, which alone runs in place.
+TEST(PlanDecide, SymmetricKernelsTakeTheBuffersTheirPeersTouch) {
+  const Filter directSimple = parse("Direct", "Simple");
+  const SymmetricBuffers none{}, sendOnly{true, false, false}, recvOnly{false, true, false}, both{true, true, false},
+      bothInPlace{true, true, true};
+  for (int n : {2, 4, 8}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    const CommModel m = directModel(n);
+    ASSERT_EQ(m.directSimpleSlotBytes, 0u);
+    const size_t bytes = size_t{1} << 20;
+    OpConstraints op;
+    Decision d{};
+    EXPECT_EQ(decide(m, directSimple, op, CollId::kAllReduce, bytes, &d), ncclInvalidUsage);  // no FIFO, no window
+    for (CollId coll : {CollId::kReduceScatter, CollId::kReduce}) {
+      d = decideSymmetric(m, directSimple, sendOnly, coll, bytes);
+      EXPECT_TRUE(d.symmetric && d.algo == kAlgoDirect && d.proto == kProtoSimple && !d.twoShot);
+      op.symmetric = recvOnly;
+      EXPECT_EQ(decide(m, directSimple, op, coll, bytes, &d), ncclInvalidUsage);
+    }
+    for (CollId coll : {CollId::kAllGather, CollId::kBroadcast}) {
+      EXPECT_TRUE(decideSymmetric(m, directSimple, recvOnly, coll, bytes).symmetric);
+      op.symmetric = sendOnly;
+      EXPECT_EQ(decide(m, directSimple, op, coll, bytes, &d), ncclInvalidUsage);
+    }
+    d = decideSymmetric(m, directSimple, sendOnly, CollId::kAllReduce, bytes);
+    EXPECT_TRUE(d.symmetric && !d.twoShot);
+    d = decideSymmetric(m, directSimple, bothInPlace, CollId::kAllReduce, bytes);
+    EXPECT_TRUE(d.symmetric && d.twoShot);
+    op.symmetric = SymmetricBuffers{true, false, true};  // in place, one window: no kernel is safe
+    EXPECT_EQ(decide(m, directSimple, op, CollId::kAllReduce, bytes, &d), ncclInvalidUsage);
+    CommModel pinned = m;
+    pinned.directAllReduceHops = 1;
+    EXPECT_FALSE(decideSymmetric(pinned, directSimple, both, CollId::kAllReduce, bytes).twoShot);
+    pinned.directAllReduceHops = 2;
+    EXPECT_TRUE(decideSymmetric(pinned, directSimple, both, CollId::kAllReduce, bytes).twoShot);
+    // Fit: within the direct channels, a Simple CTA's threads.
+    d = decideSymmetric(m, directSimple, both, CollId::kAllReduce, size_t{64} << 20);
+    EXPECT_LE(d.nChannels, m.maxDirectChannels);
+    EXPECT_GE(d.nChannels, 1);
+    EXPECT_EQ(d.nThreads, 512);
+    EXPECT_LT(decideSymmetric(m, directSimple, both, CollId::kAllReduce, 64).nThreads, 512);
+    // No direct channels (a host of PCIe peers): nothing symmetric.
+    CommModel noDirect = m;
+    noDirect.maxDirectChannels = 0;
+    op.symmetric = both;
+    EXPECT_EQ(decide(noDirect, directSimple, op, CollId::kAllGather, bytes, &d), ncclInvalidUsage);
+    // Every algorithm allowed: never the symmetric kernels without the buffers.
+    for (CollId coll : kColls) {
+      EXPECT_FALSE(decideSymmetric(m, allowAll(), none, coll, size_t{4} << 20).symmetric);
+      EXPECT_FALSE(decideSymmetric(m, allowAll(), none, coll, 64).symmetric);
+    }
+  }
+}
+
 TEST(PlanDecide, SmallIsLlLargeIsSimple) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {

@@ -9,12 +9,14 @@
 // Each rank sends 2 (n - 1) / n of the data instead of the one-shot's n - 1 times, in two hops
 // instead of the ring's 2 (n - 1). Blocks are ceil(count / n) elements rounded up to 16 bytes (the
 // last ones short or empty), and every rank computes the same chunks of them, so empty shares still
-// take their steps.
+// take their steps. On buffers in symmetric windows (DevWork::symmetric) it runs the symmetric
+// kernels instead (coll/symmetric_colls.h).
 #pragma once
 
 #include <cstdint>
 
 #include "device/coll/direct_colls.h"
+#include "device/coll/symmetric_colls.h"
 #include "device/prims/prims_direct_simple.h"
 
 namespace braid {
@@ -78,6 +80,12 @@ __device__ __forceinline__ void runDirectSimpleWork(const DevKernelArgs& args, P
   DirectSimpleState::load(ch, args.comm, shared, &direct, workScalar(work), work.sharedSteps != 0);
   DirectSimpleState s(&direct);
   const int64_t es = picker.elemSize;
+  if (work.symmetric != 0) {
+    runSymmetricWork(work, s, picker.reduce, es, count);
+    const uint32_t everyPeer = (1u << (s.nranks - 1)) - 1;
+    s.finish(ch, everyPeer, everyPeer, work.sharedSteps != 0);
+    return;
+  }
   const int64_t chunkElems = clampChunkBytes(static_cast<int64_t>(direct.slotBytes), work.chunkBytes) / es;
   DirectChunk c{};
   if (coll == CollId::kAllReduce && work.twoShot != 0 && s.nranks > 1) {

@@ -285,6 +285,18 @@ __device__ __forceinline__ void directSimpleMoveBytes(DirectSimpleState& s, cons
   }
 }
 
+// A barrier with the same CTA of every peer: a chunk with no payload on every connection (steps
+// 1, 3 and 5). What this CTA's threads stored before it is visible to the peers' CTAs after theirs,
+// and what they loaded was performed. Every rank's CTA takes the same barriers.
+__device__ __forceinline__ void simpleDirectBarrier(DirectSimpleState& s) {
+  const uint32_t everyPeer = (1u << (s.nranks - 1)) - 1;
+  directSimpleWaitRoom(s, everyPeer);
+  directSimplePostAndWait(s, everyPeer, everyPeer);
+  const int k = s.tid;
+  if (k < s.nranks - 1 && !s.abort.aborted()) stRelaxedSys(s.sh->recvHead[k], s.sh->recvStep[k] + s.chunk + 1);
+  s.chunk++;
+}
+
 // One chunk (every share at most a slot's payload): the five steps of the header comment.
 // `reduce` is the (T, Fn) one for the reduce form.
 __device__ __forceinline__ void simpleDirectChunk(DirectSimpleState& s, const DirectChunk& c, int64_t elemSize,
