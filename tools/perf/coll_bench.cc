@@ -151,6 +151,7 @@ class Worker {
   std::vector<Rank> ranks_;
   std::vector<uint8_t> hostIn_, hostOut_;
   const bool oneSided_ = isOneSided(opt_.coll);
+  const bool windows_ = oneSided_ || opt_.registration == 2;  // both buffers are symmetric windows
   // While a one-sided row is captured: the library's refusal is noted in refusal_ (the row is then
   // reported refused) instead of failing the run.
   bool capturing_ = false;
@@ -164,7 +165,7 @@ bool Worker::allocate(Rank& r, size_t sendBytes, size_t recvBytes) {
   r.recvAllocBytes = recvBytes + 2 * kGuardBytes;
   PERF_CUDA(r.rank, cudaSetDevice(r.dev));
   PERF_CUDA(r.rank, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-  if (opt_.registerBuffers || oneSided_) {
+  if (opt_.registration != 0 || windows_) {
     r.memAlloc = true;
     PERF_NCCL(r.rank, ncclMemAlloc(reinterpret_cast<void**>(&r.send), sendBytes));
     PERF_NCCL(r.rank, ncclMemAlloc(reinterpret_cast<void**>(&r.recvAlloc), r.recvAllocBytes));
@@ -189,7 +190,11 @@ bool Worker::setup(const IdSource& ids) {
     printError("rank %d: %s", info_.firstRank, noOneSidedText(missing).c_str());
     return false;
   }
-  if (oneSided_) {
+  if (windows_ && loadedOneSided(nullptr).windowRegister == nullptr) {
+    printError("rank %d: -R 2: the library has no windows (NCCL < 2.27: no ncclCommWindowRegister)", info_.firstRank);
+    return false;
+  }
+  if (windows_) {
     sendBytes = roundUp(sendBytes, NCCL_WIN_REQUIRED_ALIGNMENT);
     recvBytes = roundUp(recvBytes, NCCL_WIN_REQUIRED_ALIGNMENT);
   }
@@ -212,8 +217,8 @@ bool Worker::setup(const IdSource& ids) {
     PERF_NCCL(r.rank, ncclCommInitRank(&r.comm, info_.nranks, id, r.rank));
   }
   if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupEnd());
-  if (oneSided_) return registerWindows(sendBytes);
-  if (!opt_.registerBuffers) return true;
+  if (windows_) return registerWindows(sendBytes);
+  if (opt_.registration != 1) return true;
   for (Rank& r : ranks_) {
     PERF_CUDA(r.rank, cudaSetDevice(r.dev));
     PERF_NCCL(r.rank, ncclCommRegister(r.comm, r.send, sendBytes, &r.sendHandle));
@@ -239,7 +244,7 @@ bool Worker::registerWindows(size_t sendBytes) {
 // After the last row: every put into this rank's window has landed (each was waited for), so the
 // windows go before the communicators (in a group, where the library makes deregistration collective).
 bool Worker::releaseWindows() {
-  if (!oneSided_) return true;
+  if (!windows_) return true;
   if (!syncAll()) return false;
   const OneSidedApi& api = loadedOneSided(nullptr);
   if (info_.gpus > 1) PERF_NCCL(info_.firstRank, ncclGroupStart());

@@ -174,7 +174,7 @@ bool Parser::one(int code, const char* a, const char* v) {
     case 'c':
       return boolFlag(a, v, &o.check);
     case 'R':
-      return boolFlag(a, v, &o.registerBuffers);
+      return intFlag(a, v, 0, 2, &o.registration);
     case 'a':
       return intFlag(a, v, 0, 3, &o.average);
     case 'z': {
@@ -258,8 +258,9 @@ void printUsage(const char* argv0) {
       "                  LAUNCHES replays of it (0: eager launches, the default); a size the library\n"
       "                  refuses to capture (putsignal) is reported as refused\n"
       "  -c 0|1          check results, counting wrong elements (1)\n"
-      "  -R 0|1          allocate the buffers with ncclMemAlloc and register them with ncclCommRegister\n"
-      "                  (user buffer registration: zero-copy where the library has it) (0)\n"
+      "  -R 0|1|2        allocate the buffers with ncclMemAlloc and register them: 1 with ncclCommRegister\n"
+      "                  (user buffer registration: zero-copy where the library has it), 2 as windows\n"
+      "                  (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC: symmetric kernels) (0)\n"
       "  -a 0|1|2|3      time reported over ranks: rank 0, mean, min, max (3)\n"
       "  --timeout SEC   fail when no rank reports for SEC seconds (0: wait forever)\n"
       "  --hosts H       emulate H hosts: the processes, in rank order, split into H equal groups, each\n"

@@ -54,8 +54,8 @@ struct Options {
   int warmup = -1;                                 // -w (default 5; comm: 1 cycle)
   int graphLaunches = 0;                           // -G: capture the -n iterations in a CUDA graph, launch it G times
   bool check = true;                               // -c
-  bool registerBuffers = false;                    // -R: ncclMemAlloc + ncclCommRegister the buffers
-  int average = 3;                                 // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
+  int registration = 0;  // -R: 1 ncclMemAlloc + ncclCommRegister the buffers, 2 ncclMemAlloc + symmetric windows
+  int average = 3;       // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
 
   bool csv = false;        // machine-readable rows for --compare
   std::string compareLib;  // --compare PATH: also run against this libnccl.so.2 and print ratios
