@@ -83,6 +83,11 @@ for op in all_reduce all_gather reduce_scatter; do
 done
 BRAID_DIRECT_SIMPLE_BUFFSIZE=262144 run_perf "all_reduce-direct-simple-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 64K \
   -e 16M -f 4 -w 20 -n 50 -G 10 -c 0 --runs 3
+# Symmetric windows (nccl-tests -R 2): both buffers registered with NCCL_WIN_COLL_SYMMETRIC, where
+# Braid runs its symmetric kernels, against NVIDIA NCCL's own on the same windows; checked.
+for op in all_reduce all_gather reduce_scatter; do
+  run_perf "$op-symmetric-p$ngpu" "$op" -p -N "$ngpu" -R 2 -b 8 -e 16M -f 4 -w 5 -n 20 -c 1 --runs 3
+done
 # Small AllReduce inside a replayed CUDA graph (nccl-tests -G).
 run_perf "all_reduce-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 8 -e 64K -f 8 -w 20 -n 100 -G 20 -c 0 --runs 3
 for n in 2; do

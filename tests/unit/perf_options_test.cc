@@ -95,7 +95,8 @@ TEST(PerfOptions, CommandLines) {
                    Args{"all_reduce", "-b", "8", "-e", "4"}, Args{"all_reduce", "-f", "2", "-i", "1M"},
                    Args{"all_reduce", "-c", "2"}, Args{"all_reduce", "-z", "1"}, Args{"all_reduce", "-b"},
                    Args{"all_reduce", "-d", "float128"}, Args{"all_reduce", "--bogus"}, Args{"all_reduce", "-n", "0"},
-                   Args{"all_reduce", "-G", "-1"}, Args{"all_reduce", "-a", "4"}, Args{"-b", "8"}}) {
+                   Args{"all_reduce", "-G", "-1"}, Args{"all_reduce", "-R", "3"}, Args{"all_reduce", "-a", "4"},
+                   Args{"-b", "8"}}) {
     Options x;
     EXPECT_FALSE(parse(bad, &x)) << *bad.begin() << " ...";
   }
@@ -107,7 +108,7 @@ TEST(PerfOptions, EveryFlagAndOnlyWholeWords) {
   Options o;
   ASSERT_TRUE(parse({"reduce",    "-N",        "2",   "-b",      "1K", "-e",    "1M",        "-i",      "4K", "-d",
                      "int8,half", "-o",        "max", "-r",      "1",  "-n",    "3",         "-w",      "0",  "-G",
-                     "2",         "-c",        "0",   "-R",      "1",  "-a",    "1",         "-z",      "0",  "--runs",
+                     "2",         "-c",        "0",   "-R",      "2",  "-a",    "1",         "-z",      "0",  "--runs",
                      "5",         "--timeout", "60",  "--hosts", "2",  "--csv", "--compare", "-lib.so", "-t", "-p"},
                     &o));
   EXPECT_EQ(o.nranks, 2);
@@ -121,7 +122,7 @@ TEST(PerfOptions, EveryFlagAndOnlyWholeWords) {
   EXPECT_EQ(o.warmup, 0);
   EXPECT_EQ(o.graphLaunches, 2);
   EXPECT_FALSE(o.check);
-  EXPECT_TRUE(o.registerBuffers);
+  EXPECT_EQ(o.registration, 2);
   EXPECT_EQ(o.average, 1);
   EXPECT_EQ(o.runs, 5);
   EXPECT_EQ(o.timeoutSec, 60);
