@@ -75,9 +75,11 @@ TEST(DeviceDirect, CollectiveSweepFloatSum) {
   std::printf("checked %d operations\n", checked);
 }
 
-// The reductions of the Simple direct path: every type with Sum, every op (Avg included) on float,
-// int32, bfloat16 and fp8, a PreMulSum scalar, one-shot and two-shot, in and out of place.
-TEST(DeviceDirect, SimpleTypeOpSweep) {
+// Every type with Sum, every op (Avg included) on float, int32, bfloat16 and fp8, and a PreMulSum
+// scalar, one-shot and two-shot, on 4 ranks: the reductions of the Simple direct path (FIFOs: in and
+// out of place, offsets that differ by rank) or of the symmetric kernels (the same offset on every
+// rank, at every element of a 16-byte pack; in place on two hops only).
+void typeOpSweep(bool symmetric) {
   Buffers buffers;
   RingEmulation ring(4, 2);
   const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
@@ -98,14 +100,15 @@ TEST(DeviceDirect, SimpleTypeOpSweep) {
           op.op = redOp;
           op.algo = DevAlgo::kDirect;
           op.proto = kProtoSimple;
+          op.symmetric = symmetric;
           op.twoShot = twoShot;
           op.count = 50001;
-          op.inPlace = seed % 2 == 0;
+          op.inPlace = seed % 2 == 0 && (!symmetric || twoShot);
           op.nChannels = 2;
           op.root = seed % 4;
-          op.offsetElems = seed % 3 == 0 ? 1 : 0;
-          op.rankStep = seed % 2;
-          op.seed = 77 + seed++;
+          op.offsetElems = symmetric ? seed % 16 : (seed % 3 == 0 ? 1 : 0);
+          op.rankStep = symmetric ? 0 : seed % 2;
+          op.seed = (symmetric ? 177 : 77) + seed++;
           ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
         }
       }
@@ -117,11 +120,16 @@ TEST(DeviceDirect, SimpleTypeOpSweep) {
   op.preMulScalar = 0.375;
   op.algo = DevAlgo::kDirect;
   op.proto = kProtoSimple;
+  op.symmetric = symmetric;
   op.twoShot = true;
   op.count = 20000;
   op.nChannels = 2;
   ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
 }
+
+TEST(DeviceDirect, SimpleTypeOpSweep) { typeOpSweep(false); }
+
+TEST(DeviceDirect, SymmetricTypeOpSweep) { typeOpSweep(true); }
 
 // The symmetric kernels (coll/symmetric_colls.h): every collective, the one- and two-hop
 // AllReduce (one hop out of place only, as the planner offers it), counts from one element to
@@ -162,55 +170,6 @@ TEST(DeviceDirect, SymmetricSweepFloatSum) {
     }
   }
   std::printf("checked %d operations\n", checked);
-}
-
-// The symmetric kernels' reductions: every type with Sum, every op (Avg included) on float, int32,
-// bfloat16 and fp8, a PreMulSum scalar; buffers at every element offset within a 16-byte pack.
-TEST(DeviceDirect, SymmetricTypeOpSweep) {
-  Buffers buffers;
-  RingEmulation ring(4, 2);
-  const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
-                                   ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-  int seed = 0;
-  for (bool twoShot : {false, true}) {
-    for (ncclDataType_t t : kTypes) {
-      std::vector<ncclRedOp_t> ops = {ncclSum};
-      if (t == ncclFloat32 || t == ncclInt32 || t == ncclBfloat16 || t == ncclFloat8e4m3) {
-        ops = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
-      }
-      for (ncclRedOp_t redOp : ops) {
-        for (CollId coll : {CollId::kAllReduce, CollId::kReduceScatter, CollId::kReduce}) {
-          if (twoShot && coll != CollId::kAllReduce) continue;
-          OpSpec op;
-          op.coll = coll;
-          op.dtype = t;
-          op.op = redOp;
-          op.algo = DevAlgo::kDirect;
-          op.proto = kProtoSimple;
-          op.symmetric = true;
-          op.twoShot = twoShot;
-          op.count = 50001;
-          op.inPlace = twoShot && seed % 2 == 0;
-          op.nChannels = 2;
-          op.root = seed % 4;
-          op.offsetElems = seed % 16;
-          op.seed = 177 + seed++;
-          ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
-        }
-      }
-    }
-  }
-  OpSpec op;
-  op.coll = CollId::kAllReduce;
-  op.dtype = ncclFloat32;
-  op.preMulScalar = 0.375;
-  op.algo = DevAlgo::kDirect;
-  op.proto = kProtoSimple;
-  op.symmetric = true;
-  op.twoShot = true;
-  op.count = 20000;
-  op.nChannels = 2;
-  ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(4);
 }
 
 // Direct and ring operations of both protocols back to back without host synchronization: the
