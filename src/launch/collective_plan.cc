@@ -39,7 +39,6 @@ SymmetricLookup lookUpSymmetric(const CommWindowsBase* windows, const CollTask& 
   if (windows == nullptr || nranks < 2) return out;
   out.buffers.send = windows->symmetricCopies(task.sendbuff, collSendBytes(task, nranks), &out.send);
   out.buffers.recv = windows->symmetricCopies(task.recvbuff, collRecvBytes(task, nranks), &out.recv);
-  out.buffers.inPlace = task.sendbuff == task.recvbuff;
   return out;
 }
 

@@ -319,14 +319,15 @@ std::string usableSummary(const CommModel& model, const Filter& filter, CollId c
 
 // The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
 // when there is none.
-// The symmetric kernels' candidates for an operation whose buffers `sym` describes: offer(twoShot)
-// for each kernel those buffers allow.
+// The symmetric kernel for an operation whose buffers `sym` describes, if any: offer(twoShot).
 template <typename Offer>
-void offerSymmetric(const CommModel& model, const SymmetricBuffers& sym, CollId coll, Offer offer) {
+void offerSymmetric(const SymmetricBuffers& sym, CollId coll, Offer offer) {
   switch (coll) {
     case CollId::kAllReduce:
-      if (sym.send && !sym.inPlace && model.directAllReduceHops != 2) offer(false);
-      if (sym.send && sym.recv && model.directAllReduceHops != 1) offer(true);
+      // Two hops where peers may store into the receive buffers: safe in place, where one hop is
+      // not (a rank would overwrite the input its peers are still loading). One hop where only
+      // the send buffers are windows, which cannot be in place.
+      if (sym.send) offer(sym.recv);
       break;
     case CollId::kReduceScatter:
     case CollId::kReduce:
@@ -376,7 +377,7 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
   const int c = static_cast<int>(coll);
   if (directUsable(model) && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoSimple] &&
       (rows == 0 || selectionAllows(rows, kAlgoDirect, kProtoSimple))) {
-    offerSymmetric(model, sym, coll, [&](bool twoShot) {
+    offerSymmetric(sym, coll, [&](bool twoShot) {
       offer(kAlgoDirect, kProtoSimple, estimateSymmetricUs(model, coll, model.maxDirectChannels, bytes, twoShot),
             twoShot, true);
     });

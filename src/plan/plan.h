@@ -106,14 +106,14 @@ struct Decision {
 // nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
 // nothing, so decide() without them is the plain call's decision.
 constexpr int kClusterOfComm = -2;  // OpConstraints::cgaClusterSize: CommModel::cgaClusterSize decides
-// Which of an operation's buffers lie in symmetric windows that every rank maps (the caller looks
-// them up on its own rank and every rank is expected to register alike, as NCCL asks): the send
-// buffer (its peers may load it), the receive buffer (its peers may store into it), and whether
-// they are one buffer.
+// Which of an operation's buffers lie in symmetric windows that every rank maps: the send buffer
+// (its peers may load it) and the receive buffer (its peers may store into it). The caller looks
+// them up on its own rank; every rank is expected to register alike, as NCCL asks. Nothing else
+// of the call may steer the choice: ranks may differ in what they know of each other (one may run
+// an AllReduce in place while another does not, as NCCL allows), and must still agree.
 struct SymmetricBuffers {
   bool send = false;
   bool recv = false;
-  bool inPlace = false;
 };
 
 struct OpConstraints {

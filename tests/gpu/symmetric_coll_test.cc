@@ -2,10 +2,11 @@
 // ncclMemAlloc registered as NCCL_WIN_COLL_SYMMETRIC windows on every rank, every GPU of this
 // machine, one rank per thread, per process and all in one thread. NCCL_ALGO=Direct NCCL_PROTO=Simple
 // without Direct/Simple FIFOs leaves an operation nothing but the symmetric kernels, so each one
-// below either ran on them or failed. Inputs differ per rank, operation and element; outputs are
-// poisoned first and compared exactly (int32 Sum and Max, float Sum of integer values), in and out
-// of place, at counts of one element to several per CTA and ones the rank count does not divide;
-// then the same operations captured in a CUDA graph and replayed on new inputs.
+// below either ran on them or failed. AllReduce runs on two hops (both buffers windows, in and out
+// of place) and on one (the receive buffer cudaMalloc memory). Inputs differ per rank, operation and element; outputs
+// are poisoned first and compared exactly (int32 Sum and Max, float Sum of integer values), in and out of place, at
+// counts of one element to several per CTA and ones the rank count does not divide; then the same operations captured
+// in a CUDA graph and replayed on new inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ struct Op {
   bool inPlace;
   int root;
   int seed;
+  bool plainRecv = false;  // out of place into cudaMalloc memory (AllReduce then takes one hop)
 };
 
 size_t sendElems(const Op& op, int n) { return op.coll == Coll::kReduceScatter ? op.count * n : op.count; }
@@ -100,6 +102,7 @@ std::vector<uint32_t> expectedRecv(const Op& op, int n, int r) {
 struct RankBuffers {
   char* send = nullptr;
   char* recv = nullptr;
+  char* plain = nullptr;  // cudaMalloc memory: no window
   ncclWindow_t sendWin = nullptr;
   ncclWindow_t recvWin = nullptr;
 };
@@ -110,6 +113,7 @@ const char* opSend(const Op& op, const RankBuffers& b, int r) {
   return b.recv;  // ReduceScatter in place: the receive block is inside the send buffer, at block r
 }
 char* opRecv(const Op& op, const RankBuffers& b, int r) {
+  if (op.plainRecv) return b.plain;
   if (op.inPlace && op.coll == Coll::kReduceScatter) return b.recv + r * op.count * 4;
   return b.recv;
 }
@@ -142,7 +146,8 @@ int prepare(const Op& op, int n, std::vector<Rank>& ranks, std::vector<RankBuffe
     std::vector<uint32_t> in(inElems);
     for (size_t i = 0; i < inElems; i++) in[i] = inputBits(op, r, i);
     const size_t recvBytes = std::max(recvElems(op, n), sendElems(op, n)) * 4;
-    CHILD_CUDA(gputest::poisonSync(bufs[k].recv, 0xA5, recvBytes));
+    CHILD_CUDA(
+        gputest::poisonSync(opRecv(op, bufs[k], r) == bufs[k].plain ? bufs[k].plain : bufs[k].recv, 0xA5, recvBytes));
     CHILD_CUDA(gputest::uploadSync(const_cast<char*>(opSend(op, bufs[k], r)), in.data(), inElems * 4));
   }
   return 0;
@@ -191,6 +196,7 @@ int allocateAndRegister(int n, std::vector<Rank>& ranks, std::vector<RankBuffers
     CHILD_NCCL(ncclMemAlloc(&recvs[k], bytes));
     (*bufs)[k].send = static_cast<char*>(sends[k]);
     (*bufs)[k].recv = static_cast<char*>(recvs[k]);
+    CHILD_CUDA(cudaMalloc(&(*bufs)[k].plain, bytes));
   }
   std::vector<size_t> sizes(ranks.size(), bytes);
   std::vector<ncclWindow_t> sendWins, recvWins;
@@ -211,6 +217,7 @@ int release(std::vector<Rank>& ranks, std::vector<RankBuffers>& bufs) {
     CHILD_NCCL(ncclCommWindowDeregister(ranks[k].comm, bufs[k].recvWin));
     CHILD_NCCL(ncclMemFree(bufs[k].send));
     CHILD_NCCL(ncclMemFree(bufs[k].recv));
+    CHILD_CUDA(cudaFree(bufs[k].plain));
   }
   return 0;
 }
@@ -225,8 +232,13 @@ int everyCollective(std::vector<Rank>& ranks, int n) {
         for (ncclDataType_t type : {ncclInt32, ncclFloat32}) {
           const bool reduces = coll != Coll::kAllGather && coll != Coll::kBroadcast;
           const ncclRedOp_t red = type == ncclInt32 && seed % 2 == 1 && reduces ? ncclMax : ncclSum;
-          const Op op{coll, type, red, count, inPlace != 0, seed % n, ++seed};
+          Op op{coll, type, red, count, inPlace != 0, seed % n, ++seed};
           if (runOne(op, n, ranks, bufs) != 0) return 1;
+          if (coll == Coll::kAllReduce && inPlace == 0) {  // the one-hop kernel: peers touch send buffers only
+            op.plainRecv = true;
+            op.seed = ++seed;
+            if (runOne(op, n, ranks, bufs) != 0) return 1;
+          }
         }
       }
     }

@@ -439,13 +439,13 @@ Decision decideSymmetric(const CommModel& m, const Filter& f, const SymmetricBuf
 }
 
 // The symmetric kernels need no Direct/Simple FIFO, only the direct channels and the buffers that
-// each collective's peers touch: the send buffers where peers load (AllReduce's one hop,
-// ReduceScatter, Reduce), the receive buffers where they store (AllGather, Broadcast), both for the
-// two-hop AllReduce, which alone runs in place.
+// each collective's peers touch: the send buffers where peers load (ReduceScatter, Reduce), the
+// receive buffers where they store (AllGather, Broadcast). AllReduce takes two hops where both are
+// windows (in place is safe there) and one where only the send buffers are; nothing else steers it
+// (ranks may differ in whether they run in place).
 TEST(PlanDecide, SymmetricKernelsTakeTheBuffersTheirPeersTouch) {
   const Filter directSimple = parse("Direct", "Simple");
-  const SymmetricBuffers none{}, sendOnly{true, false, false}, recvOnly{false, true, false}, both{true, true, false},
-      bothInPlace{true, true, true};
+  const SymmetricBuffers none{}, sendOnly{true, false}, recvOnly{false, true}, both{true, true};
   for (int n : {2, 4, 8}) {
     SCOPED_TRACE(std::to_string(n) + " ranks");
     const CommModel m = directModel(n);
@@ -465,16 +465,17 @@ TEST(PlanDecide, SymmetricKernelsTakeTheBuffersTheirPeersTouch) {
       op.symmetric = sendOnly;
       EXPECT_EQ(decide(m, directSimple, op, coll, bytes, &d), ncclInvalidUsage);
     }
-    d = decideSymmetric(m, directSimple, sendOnly, CollId::kAllReduce, bytes);
-    EXPECT_TRUE(d.symmetric && !d.twoShot);
-    d = decideSymmetric(m, directSimple, bothInPlace, CollId::kAllReduce, bytes);
-    EXPECT_TRUE(d.symmetric && d.twoShot);
-    op.symmetric = SymmetricBuffers{true, false, true};  // in place, one window: no kernel is safe
+    for (size_t size : {size_t{64}, bytes, size_t{256} << 20}) {
+      d = decideSymmetric(m, directSimple, sendOnly, CollId::kAllReduce, size);
+      EXPECT_TRUE(d.symmetric && !d.twoShot);
+      d = decideSymmetric(m, directSimple, both, CollId::kAllReduce, size);
+      EXPECT_TRUE(d.symmetric && d.twoShot);
+    }
+    op.symmetric = recvOnly;
     EXPECT_EQ(decide(m, directSimple, op, CollId::kAllReduce, bytes, &d), ncclInvalidUsage);
+    // BRAID_DIRECT_ALLREDUCE_HOPS pins the FIFO path only: the windows decide here.
     CommModel pinned = m;
     pinned.directAllReduceHops = 1;
-    EXPECT_FALSE(decideSymmetric(pinned, directSimple, both, CollId::kAllReduce, bytes).twoShot);
-    pinned.directAllReduceHops = 2;
     EXPECT_TRUE(decideSymmetric(pinned, directSimple, both, CollId::kAllReduce, bytes).twoShot);
     // Fit: within the direct channels, a Simple CTA's threads.
     d = decideSymmetric(m, directSimple, both, CollId::kAllReduce, size_t{64} << 20);

@@ -12,9 +12,9 @@
 //     peer still loads from its send buffer or stores into its receive buffer.
 // Between them (a rank's own buffers are its DevWork::sendbuff / recvbuff; only the peers' come
 // from `sym`, and only those a collective names below need be in windows):
-//   AllReduce, one hop (out of place; peers' send buffers): reduce part b of every rank's send
-//     buffer into this rank's receive buffer.
-//   AllReduce, two hops (in place too; peers' send and receive buffers): reduce part b of block
+//   AllReduce, one hop (peers' send buffers only, so never in place): reduce part b of every
+//     rank's send buffer into this rank's receive buffer.
+//   AllReduce, two hops (peers' send and receive buffers; in place too): reduce part b of block
 //     `rank` (blocks of ceil(count / n), 16-byte multiples) from every rank's send buffer into this
 //     rank's receive buffer, then store it into every peer's receive buffer. Block `rank` of a
 //     peer's buffers is touched by this rank only, so a peer's send buffer may be its receive buffer.
