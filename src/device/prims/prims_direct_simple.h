@@ -142,9 +142,10 @@ __device__ __forceinline__ T loadElem(const char* p, int64_t i) {
 }
 
 // dst = post(pre(x_0) op ... op pre(x_{n-1})) over nelem elements, x_q = sh->source[q]. 16-byte
-// packs, kDirectReduceUnroll of them per source and two sources in flight, when every pointer
-// allows; else elements. Fewer packs in flight than the ring's kSimpleUnroll keep each of the 57
-// (T, Fn) copies small (the library keeps within 15 MB per architecture).
+// packs, kDirectReduceUnroll of them per source in flight, when every pointer allows; else
+// elements. Every source but the caller's own input is in this GPU's memory, so fewer packs in flight
+// than the ring's kSimpleUnroll suffice, and each of the 57 (T, Fn) copies stays small (the library
+// keeps within 15 MB per architecture).
 template <typename T, typename Fn>
 __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s, const Fn& fn, char* dst,
                                                       int64_t nelem) {
@@ -156,25 +157,16 @@ __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s
   if (bits % 16 == 0) {
     constexpr int kU = kDirectReduceUnroll;
     const int64_t nPacks = nelem * static_cast<int64_t>(sizeof(T)) / 16;
-    auto load = [&](int q, int64_t base, uint4* v) {
-      const uint4* in = reinterpret_cast<const uint4*>(src[q]);
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        const int64_t i = base + static_cast<int64_t>(u) * s.nthreads;
-        v[u] = i < nPacks ? ldVolatile16(in + i) : uint4{};
-      }
-    };
     for (int64_t base = s.tid; base < nPacks; base += static_cast<int64_t>(kU) * s.nthreads) {
       uint4 acc[kU];
-      uint4 next[kU];
-      load(0, base, next);
       for (int q = 0; q < n; q++) {
-        // Source q + 1's packs are in flight while source q's are reduced (a peer's buffer, in
-        // the symmetric kernels, is a round trip over NVLink away).
+        const uint4* in = reinterpret_cast<const uint4*>(src[q]);
         uint4 v[kU];
 #pragma unroll
-        for (int u = 0; u < kU; u++) v[u] = next[u];
-        if (q + 1 < n) load(q + 1, base, next);
+        for (int u = 0; u < kU; u++) {
+          const int64_t i = base + static_cast<int64_t>(u) * s.nthreads;
+          v[u] = i < nPacks ? ldVolatile16(in + i) : uint4{};
+        }
 #pragma unroll
         for (int u = 0; u < kU; u++) {
           if (Fn::kHasPreOp) v[u] = applyPreOp<Fn, T, uint4>(fn, v[u]);
