@@ -28,7 +28,7 @@ struct DirectPicker {
   int64_t elemSize = 1;
   template <typename T, typename Fn>
   __device__ void run() {
-    reduce = &llDirectReduce<T, Fn>;
+    reduce = &llDirectReduceRound<T, Fn>;
     elemSize = sizeof(T);
   }
 };

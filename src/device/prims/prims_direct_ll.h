@@ -234,52 +234,71 @@ __device__ __forceinline__ void directPoll(DirectState& s, int base, int items, 
   }
 }
 
-// dst = post(pre(x_0) op pre(x_1) op ... op pre(x_{n-1})), x_rank = own, the others from the FIFOs,
-// in rounds of kDirectStageLines lines of all peers together.
+// The reduction's lines [first, first + lines) of every peer, polled from the FIFOs into the
+// shared stage (peer slot k's line first + r at (k * lines + r)).
+__device__ __forceinline__ void directStageRound(DirectState& s, int first, int lines) {
+  const int items = (s.nranks - 1) * lines;
+  uint64_t* stage = s.sh->stage;
+  for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
+    uint64_t v[kLLUnroll];
+    bool active[kLLUnroll];
+    directPoll(s, base, items, lines, first, v, active);
+#pragma unroll
+    for (int u = 0; u < kLLUnroll; u++) {
+      if (active[u]) stage[base + u * s.nthreads] = v[u];
+    }
+  }
+  namedBarrierSync(kLLBarrier, s.nthreads);
+}
+
+// dst = post(pre(x_0) op pre(x_1) op ... op pre(x_{n-1})) over lines [first, first + lines), x_rank
+// = own, the others from the stage (directStageRound). The one part of the reduction that depends
+// on (T, Fn): not inlined, one copy per pair, its state rebuilt from shared memory.
 template <typename T, typename Fn>
-__device__ __forceinline__ void directReduceAll(DirectState& s, const Fn& fn, const char* own, char* dst,
-                                                int64_t nbytes, int nlines) {
+__device__ __noinline__ void llDirectReduceRound(DirectShared* sh, const char* own, char* dst, int64_t nbytes,
+                                                 int first, int lines) {
+  const DirectState s(sh, 0);
+  const Fn fn(sh->scalar);
   const int n = s.nranks;
-  const int roundLines = kDirectStageLines / (n - 1);
   const bool ownAligned = aligned8(own);
   const bool dstAligned = aligned8(dst);
-  uint64_t* stage = s.sh->stage;
+  const uint64_t* stage = sh->stage;
+  for (int base = s.tid; base < lines; base += kLLUnroll * s.nthreads) {
+    uint64_t acc[kLLUnroll];
+#pragma unroll
+    for (int u = 0; u < kLLUnroll; u++) {
+      const int r = base + u * s.nthreads;
+      const int l = first + r;
+      acc[u] = r < lines ? loadPack8<T>(own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kLLUnroll; u++) {
+      const int r = base + u * s.nthreads;
+      if (r >= lines) break;
+      const uint64_t mine = acc[u];
+      for (int q = 0; q < n; q++) {
+        uint64_t x = q == s.rank ? mine : stage[((s.rank - q + n) % n - 1) * lines + r];
+        if (Fn::kHasPreOp) x = applyPreOp<Fn, T, uint64_t>(fn, x);
+        acc[u] = q == 0 ? x : applyReduce<Fn, T, uint64_t>(fn, acc[u], x);
+      }
+      if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint64_t>(fn, acc[u]);
+      const int l = first + r;
+      storePack8<T>(dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
+    }
+  }
+}
+
+using DirectReduceFn = void (*)(DirectShared*, const char* own, char* dst, int64_t nbytes, int first, int lines);
+
+// dst = the reduction of own and the peers' lines from the FIFOs, in rounds of kDirectStageLines
+// lines of all peers together; `reduce` is the (T, Fn) one.
+__device__ __forceinline__ void directReduceAll(DirectState& s, DirectReduceFn reduce, const char* own, char* dst,
+                                                int64_t nbytes, int nlines) {
+  const int roundLines = kDirectStageLines / (s.nranks - 1);
   for (int first = 0; first < nlines; first += roundLines) {
     const int lines = min(roundLines, nlines - first);
-    const int items = (n - 1) * lines;
-    for (int base = s.tid; base < items; base += kLLUnroll * s.nthreads) {
-      uint64_t v[kLLUnroll];
-      bool active[kLLUnroll];
-      directPoll(s, base, items, lines, first, v, active);
-#pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        if (active[u]) stage[base + u * s.nthreads] = v[u];
-      }
-    }
-    namedBarrierSync(kLLBarrier, s.nthreads);
-    for (int base = s.tid; base < lines; base += kLLUnroll * s.nthreads) {
-      uint64_t acc[kLLUnroll];
-#pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        const int r = base + u * s.nthreads;
-        const int l = first + r;
-        acc[u] = r < lines ? loadPack8<T>(own + 8 * l, llLineBytes(nbytes, l), ownAligned) : 0;
-      }
-#pragma unroll
-      for (int u = 0; u < kLLUnroll; u++) {
-        const int r = base + u * s.nthreads;
-        if (r >= lines) break;
-        const uint64_t mine = acc[u];
-        for (int q = 0; q < n; q++) {
-          uint64_t x = q == s.rank ? mine : stage[((s.rank - q + n) % n - 1) * lines + r];
-          if (Fn::kHasPreOp) x = applyPreOp<Fn, T, uint64_t>(fn, x);
-          acc[u] = q == 0 ? x : applyReduce<Fn, T, uint64_t>(fn, acc[u], x);
-        }
-        if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint64_t>(fn, acc[u]);
-        const int l = first + r;
-        storePack8<T>(dst + 8 * l, acc[u], llLineBytes(nbytes, l), dstAligned);
-      }
-    }
+    directStageRound(s, first, lines);
+    reduce(s.sh, own, dst, nbytes, first, lines);
     if (first + lines < nlines) namedBarrierSync(kLLBarrier, s.nthreads);  // the stage is refilled
   }
 }
@@ -322,18 +341,6 @@ __device__ __forceinline__ void directPostHeads(DirectState& s) {
 // The reduce form's receives for one (T, Fn). Not inlined: one copy per (T, Fn); the sends and
 // copies move bits and are inlined once per element size. Its arguments are scalars and its state
 // is rebuilt from shared memory, so that no caller state goes to local memory.
-template <typename T, typename Fn>
-__device__ __noinline__ void llDirectReduce(DirectShared* sh, uint64_t chunk, uint32_t recvMask, const char* own,
-                                            char* dst, int64_t nbytes, int nlines) {
-  DirectState s(sh, chunk);
-  s.recvMask = recvMask;
-  const Fn fn(sh->scalar);
-  directReduceAll<T, Fn>(s, fn, own, dst, nbytes, nlines);
-}
-
-using DirectReduceFn = void (*)(DirectShared*, uint64_t chunk, uint32_t recvMask, const char* own, char* dst,
-                                int64_t nbytes, int nlines);
-
 template <int kBytes>
 __device__ __forceinline__ void llDirectMove(DirectState& s, const DirectChunk& c, int64_t nbytes, int nlines) {
   using U = typename UintOfSize<kBytes>::Type;
@@ -364,7 +371,7 @@ __device__ __forceinline__ void llDirectChunk(DirectState& s, const DirectChunk&
       llDirectMove<8>(s, c, nbytes, nlines);
       break;
   }
-  if (c.reduceAll && s.recvMask != 0) reduce(s.sh, s.chunk, s.recvMask, c.own, c.dst, nbytes, nlines);
+  if (c.reduceAll && s.recvMask != 0) directReduceAll(s, reduce, c.own, c.dst, nbytes, nlines);
   directPostHeads(s);
   s.chunk++;
 }
