@@ -37,6 +37,7 @@
 #include <cstdint>
 
 #include "device/prims/direct_chunk.h"
+#include "device/prims/direct_conns.h"
 #include "device/prims/prims_ll.h"
 
 namespace braid {
@@ -45,23 +46,10 @@ namespace braid {
 constexpr int kDirectStageLines = 2048;
 
 // What every thread of the CTA uses, the same for the whole kernel: the direct channel as this
-// kernel sees it (loaded at its start), the communicator's figures, and the reduction stage.
-struct DirectShared {
-  char* out[kMaxDirectPeers];             // peer slot k's LL FIFO (in its memory)
-  const char* in[kMaxDirectPeers];        // our LL FIFO for peer slot k
-  const uint64_t* head[kMaxDirectPeers];  // how far peer slot k has consumed our sends (our memory)
-  uint64_t* recvHead[kMaxDirectPeers];    // where we return slots to peer slot k (its memory)
-  uint64_t sendStep[kMaxDirectPeers];     // at the kernel's start
-  uint64_t recvStep[kMaxDirectPeers];     // at the kernel's start
-  uint64_t headSeen[kMaxDirectPeers];     // a lower bound of *head[k]: any head a thread read
-  uint32_t* netSizes[kMaxDirectPeers];    // NET peer slot k: the step sizes for the proxy (else null)
-  uint32_t netSendMask;                   // DevDirectChannel::netSendMask
-  const volatile int* abortFlag;
-  PrimsShared* prims;
-  uint64_t slotBytes;
-  uint64_t scalar;
-  int rank;
-  int nranks;
+// kernel sees it (DirectConns, the LL FIFOs), the NET peers' step sizes, and the reduction stage.
+struct DirectShared : DirectConns {
+  uint32_t* netSizes[kMaxDirectPeers];  // NET peer slot k: the step sizes for the proxy (else null)
+  uint32_t netSendMask;                 // DevDirectChannel::netSendMask
   uint64_t stage[kDirectStageLines];
 };
 
@@ -90,46 +78,18 @@ struct DirectState {
         chunk(chunkIndex),
         recvMask(0) {}
 
-  // Called by every thread at the kernel's start. Thread k loads peer slot k's connection (every
-  // slot exists in DevComm; those past nranks - 1 are never used), so the loads take one round
-  // trip, not one per peer.
+  // Called by every thread at the kernel's start.
   static __device__ void load(const DevDirectChannel* ch, const DevComm* comm, PrimsShared* prims, DirectShared* sh,
                               uint64_t scalar, bool sharedSteps) {
+    loadDirectConns(ch, comm, prims, sh, kProtoLL, comm->slotBytes[kProtoLL], scalar, sharedSteps);
     const int k = static_cast<int>(threadIdx.x);
-    if (k < kMaxDirectPeers) {
-      const DevSendConn& send = ch->send[k];
-      const DevRecvConn& recv = ch->recv[k];
-      sh->out[k] = send.buffs[kProtoLL];
-      sh->head[k] = send.head;
-      const SendSteps steps = loadSendSteps(&send, sharedSteps);
-      sh->sendStep[k] = steps.step;
-      sh->headSeen[k] = steps.headSeen;
-      sh->netSizes[k] = send.sizes;
-      sh->in[k] = recv.buffs[kProtoLL];
-      sh->recvHead[k] = recv.head;
-      sh->recvStep[k] = loadRecvStep(&recv, sharedSteps);
-    } else if (k == kMaxDirectPeers) {
-      sh->abortFlag = comm->abortFlag;
-      sh->prims = prims;
-      sh->slotBytes = comm->slotBytes[kProtoLL];
-      sh->scalar = scalar;
-      sh->rank = comm->rank;
-      sh->nranks = comm->nranks;
-      sh->netSendMask = ch->netSendMask;
-    }
+    if (k < kMaxDirectPeers) sh->netSizes[k] = ch->send[k].sizes;
+    if (k == kMaxDirectPeers) sh->netSendMask = ch->netSendMask;
     namedBarrierSync(kLLBarrier, static_cast<int>(blockDim.x));
   }
 
-  // Steps go back to DevComm for the next kernel: thread k stores peer slot k's. masks: the slots
-  // the operation used (every chunk uses the same).
   __device__ void finish(DevDirectChannel* ch, uint32_t usedSend, uint32_t usedRecv, bool sharedSteps) const {
-    const int k = tid;
-    if (k >= nranks - 1) return;
-    if ((usedSend >> k) & 1) {
-      storeSendSteps(&ch->send[k], sharedSteps, sh->sendStep[k] + chunk,
-                     *reinterpret_cast<volatile uint64_t*>(&sh->headSeen[k]));
-    }
-    if ((usedRecv >> k) & 1) storeRecvStep(&ch->recv[k], sharedSteps, sh->recvStep[k] + chunk);
+    storeDirectSteps(ch, sh, chunk, usedSend, usedRecv, sharedSteps);
   }
 
   // The rank of peer slot k's receiver (sends) and sender (receives).

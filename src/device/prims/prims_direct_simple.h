@@ -28,30 +28,19 @@
 #include <cstdint>
 
 #include "device/prims/direct_chunk.h"
+#include "device/prims/direct_conns.h"
 #include "device/prims/prims_simple.h"
 
 namespace braid {
 
 constexpr int kDirectReduceUnroll = 4;
 
-// What every thread of the CTA uses, loaded at the kernel's start (thread k: peer slot k).
-struct DirectSimpleShared {
-  char* out[kMaxDirectPeers];             // peer slot k's FIFO (in its memory)
-  uint64_t* outTail[kMaxDirectPeers];     // its tail (its memory)
-  const uint64_t* head[kMaxDirectPeers];  // how far peer slot k has consumed our sends (our memory)
-  const char* in[kMaxDirectPeers];        // our FIFO for peer slot k
-  const uint64_t* inTail[kMaxDirectPeers];
-  uint64_t* recvHead[kMaxDirectPeers];  // where we return slots to peer slot k (its memory)
-  uint64_t sendStep[kMaxDirectPeers];   // at the kernel's start
-  uint64_t headSeen[kMaxDirectPeers];   // kept for the next kernel (the LL direct path's bound)
-  uint64_t recvStep[kMaxDirectPeers];
+// What every thread of the CTA uses: the direct channel as this kernel sees it (DirectConns, the
+// Simple FIFOs), the tails, and a reduction's inputs.
+struct DirectSimpleShared : DirectConns {
+  uint64_t* outTail[kMaxDirectPeers];       // peer slot k's tail (its memory)
+  const uint64_t* inTail[kMaxDirectPeers];  // ours for peer slot k
   const char* source[kMaxDirectPeers + 1];  // a reduction's inputs in rank order (per chunk)
-  const volatile int* abortFlag;
-  PrimsShared* prims;
-  uint64_t slotBytes;
-  uint64_t scalar;
-  int rank;
-  int nranks;
 };
 
 struct DirectSimpleState {
@@ -75,38 +64,17 @@ struct DirectSimpleState {
   // Called by every thread at the kernel's start.
   static __device__ void load(const DevDirectChannel* ch, const DevComm* comm, PrimsShared* prims,
                               DirectSimpleShared* sh, uint64_t scalar, bool sharedSteps) {
+    loadDirectConns(ch, comm, prims, sh, kProtoSimple, comm->directSlotBytes, scalar, sharedSteps);
     const int k = static_cast<int>(threadIdx.x);
     if (k < kMaxDirectPeers) {
-      const DevSendConn& send = ch->send[k];
-      const DevRecvConn& recv = ch->recv[k];
-      sh->out[k] = send.buffs[kProtoSimple];
-      sh->outTail[k] = send.tail;
-      sh->head[k] = send.head;
-      const SendSteps steps = loadSendSteps(&send, sharedSteps);
-      sh->sendStep[k] = steps.step;
-      sh->headSeen[k] = steps.headSeen;
-      sh->in[k] = recv.buffs[kProtoSimple];
-      sh->inTail[k] = recv.tail;
-      sh->recvHead[k] = recv.head;
-      sh->recvStep[k] = loadRecvStep(&recv, sharedSteps);
-    } else if (k == kMaxDirectPeers) {
-      sh->abortFlag = comm->abortFlag;
-      sh->prims = prims;
-      sh->slotBytes = comm->directSlotBytes;
-      sh->scalar = scalar;
-      sh->rank = comm->rank;
-      sh->nranks = comm->nranks;
+      sh->outTail[k] = ch->send[k].tail;
+      sh->inTail[k] = ch->recv[k].tail;
     }
     namedBarrierSync(kSimpleBarrier, static_cast<int>(blockDim.x));
   }
 
-  // Steps go back to DevComm for the next kernel: thread k stores peer slot k's. masks: the slots
-  // the operation used (every chunk uses the same).
   __device__ void finish(DevDirectChannel* ch, uint32_t usedSend, uint32_t usedRecv, bool sharedSteps) const {
-    const int k = tid;
-    if (k >= nranks - 1) return;
-    if ((usedSend >> k) & 1) storeSendSteps(&ch->send[k], sharedSteps, sh->sendStep[k] + chunk, sh->headSeen[k]);
-    if ((usedRecv >> k) & 1) storeRecvStep(&ch->recv[k], sharedSteps, sh->recvStep[k] + chunk);
+    storeDirectSteps(ch, sh, chunk, usedSend, usedRecv, sharedSteps);
   }
 
   __device__ int sendPeer(int k) const { return directSendPeer(rank, nranks, k); }
