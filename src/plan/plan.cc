@@ -317,8 +317,6 @@ std::string usableSummary(const CommModel& model, const Filter& filter, CollId c
   return names.empty() ? "nothing" : names;
 }
 
-// The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
-// when there is none.
 // The symmetric kernel for an operation whose buffers `sym` describes, if any: offer(twoShot).
 template <typename Offer>
 void offerSymmetric(const SymmetricBuffers& sym, CollId coll, Offer offer) {
@@ -339,6 +337,8 @@ void offerSymmetric(const SymmetricBuffers& sym, CollId coll, Offer offer) {
   }
 }
 
+// The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
+// when there is none.
 bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, const SymmetricBuffers& sym,
                    CollId coll, size_t bytes, Decision* d) {
   bool found = false;

@@ -102,10 +102,6 @@ struct Decision {
   bool symmetric;       // Direct/Simple on the peers' buffers in symmetric windows (device/coll/symmetric_colls.h)
 };
 
-// What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
-// nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
-// nothing, so decide() without them is the plain call's decision.
-constexpr int kClusterOfComm = -2;  // OpConstraints::cgaClusterSize: CommModel::cgaClusterSize decides
 // Which of an operation's buffers lie in symmetric windows that every rank maps: the send buffer
 // (its peers may load it) and the receive buffer (its peers may store into it). The caller looks
 // them up on its own rank; every rank is expected to register alike, as NCCL asks. Nothing else
@@ -116,6 +112,10 @@ struct SymmetricBuffers {
   bool recv = false;
 };
 
+// What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
+// nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
+// nothing, so decide() without them is the plain call's decision.
+constexpr int kClusterOfComm = -2;  // OpConstraints::cgaClusterSize: CommModel::cgaClusterSize decides
 struct OpConstraints {
   // Channels (CTAs) of the operation: at least minChannels where the chosen algorithm and protocol
   // have that many (else all they have), at most maxChannels; both >= 1.
