@@ -144,6 +144,30 @@ __device__ __forceinline__ void reduceCopyElems(const Fn& fn, int tid, int nthre
   }
 }
 
+// The last few elements [begin, end) (fewer than one 16-byte pack's), one per thread: not unrolled,
+// so that each (T, Fn) carries one small loop for them.
+template <typename T, typename Fn>
+__device__ __forceinline__ void reduceCopyTail(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
+                                               T* userOut, T* fifoOut, int64_t begin, int64_t end, bool pre, bool preIn,
+                                               bool post) {
+  const bool hasFifoIn = fifoIn != nullptr;
+  const bool hasUserIn = userIn != nullptr;
+  for (int64_t i = begin + tid; i < end; i += nthreads) {
+    const T v = reduceElem<T, Fn>(fn, hasFifoIn, hasFifoIn ? fifoIn[i] : T(), hasUserIn, hasUserIn ? userIn[i] : T(),
+                                  pre, preIn, post);
+    if (userOut != nullptr) userOut[i] = v;
+    if (fifoOut != nullptr) fifoOut[i] = v;
+  }
+}
+
+// copyWords' words: the same for every element type, so not inlined (one copy per word size).
+template <typename W>
+__device__ __noinline__ void copyWordRange(int tid, int nthreads, const W* fifoIn, const W* userIn, W* userOut,
+                                           W* fifoOut, int64_t words) {
+  reduceCopyElems<W, FuncSum<W>>(FuncSum<W>(), tid, nthreads, fifoIn, userIn, userOut, fifoOut, 0, words, false, false,
+                                 false);
+}
+
 // A copy (one source, no pre- or post-op) of elements narrower than the alignment every pointer
 // has: the bytes move unchanged in words of W bytes, then the tail as elements. A point-to-point
 // operation moves bytes, so a buffer at a 4-byte offset goes by 4-byte words, not byte by byte.
@@ -151,11 +175,10 @@ template <typename W, typename T, typename Fn>
 __device__ __forceinline__ void copyWords(const Fn& fn, int tid, int nthreads, const T* fifoIn, const T* userIn,
                                           T* userOut, T* fifoOut, int64_t nelem) {
   const int64_t words = nelem * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(W));
-  reduceCopyElems<W, FuncSum<W>>(FuncSum<W>(), tid, nthreads, reinterpret_cast<const W*>(fifoIn),
-                                 reinterpret_cast<const W*>(userIn), reinterpret_cast<W*>(userOut),
-                                 reinterpret_cast<W*>(fifoOut), 0, words, false, false, false);
+  copyWordRange<W>(tid, nthreads, reinterpret_cast<const W*>(fifoIn), reinterpret_cast<const W*>(userIn),
+                   reinterpret_cast<W*>(userOut), reinterpret_cast<W*>(fifoOut), words);
   const int64_t done = words * static_cast<int64_t>(sizeof(W) / sizeof(T));
-  reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, done, nelem, false, false, false);
+  reduceCopyTail<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, done, nelem, false, false, false);
 }
 
 template <typename T, typename Fn>
@@ -171,7 +194,7 @@ __device__ __forceinline__ void simpleReduceCopy(const Fn& fn, int tid, int nthr
                            reinterpret_cast<const uint4*>(userIn), reinterpret_cast<uint4*>(userOut),
                            reinterpret_cast<uint4*>(fifoOut), nPacks, pre, preIn, post);
     const int64_t vecElems = nPacks * 16 / static_cast<int64_t>(sizeof(T));
-    reduceCopyElems<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, preIn, post);
+    reduceCopyTail<T, Fn>(fn, tid, nthreads, fifoIn, userIn, userOut, fifoOut, vecElems, nelem, pre, preIn, post);
     return;
   }
   const bool copyOnly =
