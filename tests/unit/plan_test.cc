@@ -842,6 +842,31 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   EXPECT_EQ(estimateUs(hopperModel(0), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), -1.0);
 }
 
+// The symmetric kernels: two barriers at 0 bytes, then the bytes a rank moves across: AllReduce's
+// one hop loads n - 1 whole buffers, its two hops load and store (n - 1) / n of one each, and
+// ReduceScatter moves a quarter of what the one-hop AllReduce does on 4 ranks; nondecreasing.
+TEST(PlanEstimate, SymmetricPricesTheBytesMovedAcross) {
+  const CommModel m = directModel(4);
+  const double barrier = std::max(m.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
+  for (CollId coll : kColls) {
+    EXPECT_DOUBLE_EQ(estimateSymmetricUs(m, coll, 16, 0, false), kRingBaseLatencyUs[kProtoSimple] + 2 * barrier);
+    double last = 0;
+    for (size_t bytes : sweepSizes()) {
+      const double us = estimateSymmetricUs(m, coll, 16, bytes, coll == CollId::kAllReduce);
+      EXPECT_GE(us, last);
+      last = us;
+    }
+  }
+  auto bytesUs = [&](CollId coll, bool twoShot) {
+    return estimateSymmetricUs(m, coll, 16, 1 << 20, twoShot) - estimateSymmetricUs(m, coll, 16, 0, twoShot);
+  };
+  EXPECT_NEAR(bytesUs(CollId::kAllReduce, false), 4 * bytesUs(CollId::kReduceScatter, false), 1e-9);
+  EXPECT_NEAR(bytesUs(CollId::kAllReduce, true), 2 * bytesUs(CollId::kReduceScatter, false), 1e-9);
+  EXPECT_NEAR(bytesUs(CollId::kAllGather, false), bytesUs(CollId::kReduceScatter, false), 1e-9);
+  EXPECT_EQ(estimateSymmetricUs(hopperModel(4), CollId::kAllReduce, 16, 8, true), -1.0);  // no direct channels
+  EXPECT_EQ(estimateSymmetricUs(directModel(1), CollId::kAllReduce, 16, 8, true), 0.0);
+}
+
 TEST(PlanEstimate, DirectIsOneHopOverTheBusiestPort) {
   CommModel m = directModel(4);
   // One hop whatever the collective, and the reduction where the receivers reduce.
