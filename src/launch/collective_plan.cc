@@ -5,6 +5,7 @@
 #include "launch/collective_engine.h"
 #include "launch/planned_coll.h"
 #include "launch/share_membership.h"
+#include "launch/symmetric_lookup.h"
 #include "util/check.h"
 #include "util/dtype.h"
 
@@ -25,21 +26,6 @@ DevWork workOf(const CollTask& task, int nranks) {
   work.scalar = reduction.scalar;
   work.scalarPtr = reduction.scalarPtr;
   return work;
-}
-
-// Where the operation's buffers are in symmetric windows (the symmetric kernels' peers), and which
-// of them are: each buffer as the collective's peers reach it (collSendBytes / collRecvBytes).
-struct SymmetricLookup {
-  plan::SymmetricBuffers buffers;
-  SymmetricCopies send;
-  SymmetricCopies recv;
-};
-SymmetricLookup lookUpSymmetric(const CommWindowsBase* windows, const CollTask& task, int nranks) {
-  SymmetricLookup out;
-  if (windows == nullptr || nranks < 2) return out;
-  out.buffers.send = windows->symmetricCopies(task.sendbuff, collSendBytes(task, nranks), &out.send);
-  out.buffers.recv = windows->symmetricCopies(task.recvbuff, collRecvBytes(task, nranks), &out.recv);
-  return out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "launch/buffer_registration.h"
 #include "launch/collective_engine.h"
 #include "launch/share_membership.h"
+#include "launch/symmetric_lookup.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -28,6 +29,12 @@ void* sharedBuffer(const CollTask& task) {
 }
 size_t sharedBytes(const CollTask& task, int nranks) {
   return readsPeerSendBuffers(task.coll) ? collSendBytes(task, nranks) : collRecvBytes(task, nranks);
+}
+
+// Buffers in symmetric windows are the symmetric kernels', not the exchange's: every rank
+// registered them alike, so every rank skips the same operations.
+bool onSymmetricWindows(const CollTask& task, const CommWindowsBase* windows, int nranks) {
+  return plan::symmetricKernelFits(lookUpSymmetric(windows, task, nranks).buffers, task.coll);
 }
 
 }  // namespace
@@ -89,6 +96,7 @@ bool BufferRegistration::needsExchange(const std::vector<CollTask>& queue) const
   // 5.5-7.7 without, 4 H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue) {
+    if (onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) continue;
     if (local && collBytes(task, nranks) >= kZeroCopyMinBytes &&
         (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
          registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr)) {
@@ -113,6 +121,7 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
     const CollTask& task = queue[i];
     RegisteredLaunch& r = plans_[i];
     if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsExchange)
+    if (onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) continue;
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);

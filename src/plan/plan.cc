@@ -317,24 +317,13 @@ std::string usableSummary(const CommModel& model, const Filter& filter, CollId c
   return names.empty() ? "nothing" : names;
 }
 
-// The symmetric kernel for an operation whose buffers `sym` describes, if any: offer(twoShot).
+// The symmetric kernel for an operation whose buffers `sym` describes, if any: offer(twoShot). For
+// AllReduce two hops where peers may store into the receive buffers: safe in place, where one hop
+// is not (a rank would overwrite the input its peers are still loading). One hop where only the
+// send buffers are windows, which cannot be in place.
 template <typename Offer>
 void offerSymmetric(const SymmetricBuffers& sym, CollId coll, Offer offer) {
-  switch (coll) {
-    case CollId::kAllReduce:
-      // Two hops where peers may store into the receive buffers: safe in place, where one hop is
-      // not (a rank would overwrite the input its peers are still loading). One hop where only
-      // the send buffers are windows, which cannot be in place.
-      if (sym.send) offer(sym.recv);
-      break;
-    case CollId::kReduceScatter:
-    case CollId::kReduce:
-      if (sym.send) offer(false);
-      break;
-    default:
-      if (sym.recv) offer(false);
-      break;
-  }
+  if (symmetricKernelFits(sym, coll)) offer(coll == CollId::kAllReduce && sym.recv);
 }
 
 // The candidate of least estimated time (algorithm, protocol, estimate) among those allowed; false
@@ -479,6 +468,17 @@ double estimateDirectSimpleUs(const CommModel& model, CollId coll, int nChannels
   const double bw = ringBusBwGBps(model, kProtoSimple, channels);
   return kRingBaseLatencyUs[kProtoSimple] + load.phases * handshakes * handshakeUs +
          static_cast<double>(load.recvBytes(model.nranks)) / (1000.0 * bw);
+}
+
+bool symmetricKernelFits(const SymmetricBuffers& sym, CollId coll) {
+  switch (coll) {
+    case CollId::kAllReduce:
+    case CollId::kReduceScatter:
+    case CollId::kReduce:
+      return sym.send;
+    default:
+      return sym.recv;
+  }
 }
 
 double estimateSymmetricUs(const CommModel& model, CollId coll, int nChannels, size_t bytes, bool twoShot) {

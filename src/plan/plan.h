@@ -112,6 +112,10 @@ struct SymmetricBuffers {
   bool recv = false;
 };
 
+// Whether the symmetric kernels can run `coll` on such buffers (the peers' side of each buffer
+// they touch is a window); where they can, the planner offers them beside the other candidates.
+bool symmetricKernelFits(const SymmetricBuffers& sym, CollId coll);
+
 // What one operation asks beyond its communicator's model: ncclCollConfig_t's fields as a
 // nccl*Config call gives them (launch/coll_config.h reads and checks them). The defaults ask
 // nothing, so decide() without them is the plain call's decision.
