@@ -46,7 +46,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
   const KernelLaunch& kernels = ctx_.launch;
   if (op.path == PlannedColl::Path::kOneRankKernel) {
     LaunchOptions launch;
-    NCCLCHECK(kernels.withLaunchEvent(kernels.plain, launchEvent, task.stream, &launch));
+    NCCLCHECK(kernels.withLaunchEvent(kernels.plain, launchEvent, task.stream, order.launchCaptured(), &launch));
     CUDACHECK(launchOneRankKernel(op.work, launch, task.stream));
   } else if (op.path == PlannedColl::Path::kCopy) {
     // No kernel: a launch event is recorded where the copy begins, as NCCL records one without
@@ -71,7 +71,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
           plan::protoName(decision.proto), decision.nChannels, decision.nThreads, decision.chunkBytes,
           decision.estimatedUs, task.options.ctaPolicy);
     LaunchOptions launch;
-    NCCLCHECK(kernels.withLaunchEvent(kernels.coll, launchEvent, task.stream, &launch));
+    NCCLCHECK(kernels.withLaunchEvent(kernels.coll, launchEvent, task.stream, order.launchCaptured(), &launch));
     launch.clusterSize = kernels.clusters ? decision.clusterSize : 0;
     const RegisteredLaunch& registered = op.registered;
     CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,

@@ -41,11 +41,11 @@ ncclResult_t KernelLaunch::init(bool hopper) {
   return ncclSuccess;
 }
 
-ncclResult_t KernelLaunch::withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
+ncclResult_t KernelLaunch::withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream, bool captured,
                                            LaunchOptions* out) const {
   if (event != nullptr && launchEventAttr) {
     base.completionEvent = event;
-    base.pdl = false;
+    base.pdl = base.pdl && captured;
   } else if (event != nullptr) {
     CUDACHECK(cudaEventRecord(event, stream));
   }

@@ -62,14 +62,16 @@ struct KernelLaunch {
   // (KernelArch in device/launch_kernel.h). Reads the driver's version.
   [[nodiscard]] ncclResult_t init(bool hopper);
   // `base` with an operation's launch-completion event (null: none) for its kernel on `stream`.
-  // Such a launch goes without programmatic dependent launch: with it, the driver records the
-  // event only once the kernel has ended, not once its CTAs began (one H200, CUDA 13.0 driver: a
-  // kernel that spins with a launch-completion event and programmatic stream serialization still
-  // had its event pending after 500 ms, with or without clusters and with the kernel's trigger at
-  // its start; without it, the event completed in 0.2 ms). Where the driver has no
+  // An eager launch with one goes without programmatic dependent launch: with it, the driver
+  // records the event only once the kernel has ended, not once its CTAs began (one H200, CUDA 13.0
+  // driver: a kernel that spins with a launch-completion event and programmatic stream
+  // serialization still had its event pending after 500 ms, with or without clusters and with the
+  // kernel's trigger at its start; without it, the event completed in 0.2 ms). A `captured` one
+  // keeps it: captured without it, the event was no longer valid after the graph's replays
+  // (cudaEventQuery: invalid argument; 2 H200, CUDA 13.0 driver). Where the driver has no
   // launch-completion events (before CUDA 12.3) the event is recorded on the stream now, before
   // the launch, as NCCL does there.
-  [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream,
+  [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream, bool captured,
                                              LaunchOptions* out) const;
 };
 

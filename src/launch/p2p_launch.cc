@@ -358,7 +358,10 @@ ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Q
       ctx_.watch->noteP2pLaunch(noted, args.nCtas(), &seq, &waitNotes);
     }
     LaunchOptions launch = ctx_.launch.plain;
-    if (last) NCCLCHECK(ctx_.launch.withLaunchEvent(ctx_.launch.plain, launchEvent, stream, &launch));
+    if (last) {
+      NCCLCHECK(ctx_.launch.withLaunchEvent(ctx_.launch.plain, launchEvent, stream,
+                                            ctx_.share->order().launchCaptured(), &launch));
+    }
     CUDACHECK(args.launch(ctx_.device->deviceAbortFlag(), slotBytes_, ctx_.device->p2pTickets(), waitNotes, seq,
                           ctx_.share->stepsInGroupWords(), launch, stream));
     return ncclSuccess;

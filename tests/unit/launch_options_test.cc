@@ -20,9 +20,10 @@ TEST(LaunchOptions, ClusterIsTheLargestSizeUpToTheWantedOneThatDividesTheGrid) {
   EXPECT_EQ(8, clusterSizeFor(64, 8));
 }
 
-// With the driver's launch-completion events, a launch that carries one goes without programmatic
-// dependent launch (with it the event would wait for the kernel's end); its clusters stay. A launch
-// without an event keeps every option. No CUDA call is made on these paths.
+// With the driver's launch-completion events, an eager launch that carries one goes without
+// programmatic dependent launch (with it the event would wait for the kernel's end); its clusters
+// stay. A captured one keeps it (without it the event was invalid after replays). A launch without
+// an event keeps every option. No CUDA call is made on these paths.
 TEST(LaunchOptions, ALaunchCompletionEventTurnsProgrammaticLaunchOff) {
   KernelLaunch k;
   k.launchEventAttr = true;
@@ -31,11 +32,14 @@ TEST(LaunchOptions, ALaunchCompletionEventTurnsProgrammaticLaunchOff) {
   base.clusterSize = 4;
   auto* event = reinterpret_cast<cudaEvent_t>(0x1000);  // only passed on, never used here
   LaunchOptions out;
-  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, event, nullptr, &out));
+  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, event, nullptr, /*captured=*/false, &out));
   EXPECT_EQ(out.completionEvent, event);
   EXPECT_FALSE(out.pdl);
   EXPECT_EQ(out.clusterSize, 4);
-  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, nullptr, nullptr, &out));
+  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, event, nullptr, /*captured=*/true, &out));
+  EXPECT_EQ(out.completionEvent, event);
+  EXPECT_TRUE(out.pdl);
+  ASSERT_EQ(ncclSuccess, k.withLaunchEvent(base, nullptr, nullptr, /*captured=*/false, &out));
   EXPECT_EQ(out.completionEvent, nullptr);
   EXPECT_TRUE(out.pdl);
 }
