@@ -13,7 +13,7 @@ namespace braid {
 // Where every rank's copy of a buffer in a symmetric window is in this process: rank q's at
 // rank0 + q * stride.
 struct SymmetricCopies {
-  const char* rank0 = nullptr;
+  char* rank0 = nullptr;
   uint64_t stride = 0;
 };
 

@@ -115,8 +115,7 @@ ncclResult_t CollectiveEngine::plan(const CollTask& task, const RegisteredLaunch
     work = workOf(task, nranks);
     if (op.decision.symmetric) {
       work.symmetric = 1;
-      work.sym = DevSymmetric{symmetric.send.rank0, const_cast<char*>(symmetric.recv.rank0), symmetric.send.stride,
-                              symmetric.recv.stride};
+      work.sym = DevSymmetric{symmetric.send.rank0, symmetric.recv.rank0, symmetric.send.stride, symmetric.recv.stride};
     }
     work.proto = static_cast<uint8_t>(op.decision.proto);
     work.algo = static_cast<uint8_t>(devAlgoOf(op.decision.algo));

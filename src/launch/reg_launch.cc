@@ -96,13 +96,12 @@ bool BufferRegistration::needsExchange(const std::vector<CollTask>& queue) const
   // 5.5-7.7 without, 4 H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue) {
-    if (onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) continue;
-    if (local && collBytes(task, nranks) >= kZeroCopyMinBytes &&
-        (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
-         registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr)) {
+    const bool registered = local && collBytes(task, nranks) >= kZeroCopyMinBytes &&
+                            (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
+                             registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr);
+    if ((registered || graphRegisters(task)) && !onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) {
       return true;
     }
-    if (graphRegisters(task)) return true;
   }
   return false;
 }
@@ -121,11 +120,14 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
     const CollTask& task = queue[i];
     RegisteredLaunch& r = plans_[i];
     if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsExchange)
-    if (onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) continue;
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
     if (r.recv == nullptr && r.send == nullptr && !graph) continue;
+    if (onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) {
+      r.recv = r.send = nullptr;
+      continue;
+    }
     const bool peersRead = readsPeerSendBuffers(task.coll);
     // A rank that reads a peer's input premultiplies it with its own scalar: wrong for a PreMulSum
     // op, whose ranks each have their own. Those take the copy path.

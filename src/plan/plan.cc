@@ -292,16 +292,20 @@ CommModel constrainedModel(const CommModel& model, const OpConstraints& op) {
   return m;
 }
 
+// Whether the filter and `rows` (0: any) select (algo, proto) for coll.
+bool selected(const Filter& filter, uint64_t rows, CollId coll, AlgoId algo, ProtoId proto) {
+  const int c = static_cast<int>(coll);
+  return filter.algo[c][algo] && filter.proto[c][proto] && (rows == 0 || selectionAllows(rows, algo, proto));
+}
+
 // Whether the filter, the communicator and `rows` (0: any) allow (algo, proto) for coll.
 bool candidateAllowed(const CommModel& model, const Filter& filter, uint64_t rows, CollId coll, AlgoId algo,
                       ProtoId proto) {
-  const int c = static_cast<int>(coll);
-  if (!filter.algo[c][algo] || !filter.proto[c][proto] || !protoUsable(model, proto)) return false;
+  if (!selected(filter, rows, coll, algo, proto) || !protoUsable(model, proto)) return false;
   if (algo == kAlgoTree && (coll != CollId::kAllReduce || model.nTreeChannels <= 0 || proto == kProtoLL128)) {
     return false;
   }
-  if (algo == kAlgoDirect && (!directUsable(model) || !directProtoUsable(model, proto))) return false;
-  return rows == 0 || selectionAllows(rows, algo, proto);
+  return algo != kAlgoDirect || (directUsable(model) && directProtoUsable(model, proto));
 }
 
 // The Ring, Tree and Direct candidates the filter and the communicator allow, by name (for WARNs).
@@ -363,9 +367,8 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
       offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, true), true);
     }
   }
-  const int c = static_cast<int>(coll);
-  if (directUsable(model) && filter.algo[c][kAlgoDirect] && filter.proto[c][kProtoSimple] &&
-      (rows == 0 || selectionAllows(rows, kAlgoDirect, kProtoSimple))) {
+  // The symmetric kernels need the direct channels but none of their FIFOs.
+  if (directUsable(model) && selected(filter, rows, coll, kAlgoDirect, kProtoSimple)) {
     offerSymmetric(sym, coll, [&](bool twoShot) {
       offer(kAlgoDirect, kProtoSimple, estimateSymmetricUs(model, coll, model.maxDirectChannels, bytes, twoShot),
             twoShot, true);

@@ -146,8 +146,7 @@ int prepare(const Op& op, int n, std::vector<Rank>& ranks, std::vector<RankBuffe
     std::vector<uint32_t> in(inElems);
     for (size_t i = 0; i < inElems; i++) in[i] = inputBits(op, r, i);
     const size_t recvBytes = std::max(recvElems(op, n), sendElems(op, n)) * 4;
-    CHILD_CUDA(
-        gputest::poisonSync(opRecv(op, bufs[k], r) == bufs[k].plain ? bufs[k].plain : bufs[k].recv, 0xA5, recvBytes));
+    CHILD_CUDA(gputest::poisonSync(op.plainRecv ? bufs[k].plain : bufs[k].recv, 0xA5, recvBytes));
     CHILD_CUDA(gputest::uploadSync(const_cast<char*>(opSend(op, bufs[k], r)), in.data(), inElems * 4));
   }
   return 0;

@@ -9,8 +9,7 @@
 //   T postOp(T x)             applied once to each fully reduced element
 //   kHasPreOp, kHasPostOp     false when the op is the identity (callers skip it)
 //
-// Arithmetic is NVIDIA NCCL 2.28's (src/device/reduce_kernel.h, src/enqueue.cc hostToDevRedOp of
-// github.com/NVIDIA/nccl, read through the code search tool):
+// Arithmetic is NVIDIA NCCL 2.28's (its device reductions and its mapping of ncclRedOp_t to them):
 //   - Integers: Sum and Prod wrap (computed in the unsigned type). Max/Min compare as signed for
 //     the signed types (NCCL maps them to the unsigned function with an xor mask on the sign bit;
 //     same results). Avg is SumPostDiv: sum, then one division by nranks truncating toward zero,
