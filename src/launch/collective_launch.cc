@@ -48,6 +48,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
     LaunchOptions launch;
     NCCLCHECK(kernels.withLaunchEvent(kernels.plain, launchEvent, task.stream, order.launchCaptured(), &launch));
     CUDACHECK(launchOneRankKernel(op.work, launch, task.stream));
+    NCCLCHECK(kernels.afterCapturedLaunch(launchEvent, task.stream, order.launchCaptured()));
   } else if (op.path == PlannedColl::Path::kCopy) {
     // No kernel: a launch event is recorded where the copy begins, as NCCL records one without
     // launch-completion events.
@@ -56,6 +57,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
       CUDACHECK(cudaMemcpyAsync(task.recvbuff, task.sendbuff, task.count * dtypeSize(task.dtype),
                                 cudaMemcpyDeviceToDevice, task.stream));
     }
+    NCCLCHECK(kernels.afterCapturedLaunch(launchEvent, task.stream, order.launchCaptured()));
   } else {
     const plan::Decision& decision = op.decision;
     DevKernelArgs args{};
@@ -76,6 +78,7 @@ ncclResult_t CollectiveEngine::launch(const PlannedColl& op, reg::Registry* regi
     const RegisteredLaunch& registered = op.registered;
     CUDACHECK(launchCollectiveKernel(args, decision.nThreads, launch, task.stream,
                                      registered.direct ? &registered.peers : nullptr));
+    NCCLCHECK(kernels.afterCapturedLaunch(launchEvent, task.stream, order.launchCaptured()));
     if (registered.direct) NCCLCHECK(registered.noteUse(registry, task.stream));
     if (args.work.symmetric != 0) NCCLCHECK(noteSymmetricUse(op, order.launchCaptured()));
   }

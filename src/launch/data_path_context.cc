@@ -45,11 +45,18 @@ ncclResult_t KernelLaunch::withLaunchEvent(LaunchOptions base, cudaEvent_t event
                                            LaunchOptions* out) const {
   if (event != nullptr && launchEventAttr) {
     base.completionEvent = event;
-    base.pdl = base.pdl && captured;
+    base.pdl = base.pdl && captured;  // captured: recorded by a node behind the kernel (afterCapturedLaunch)
   } else if (event != nullptr) {
     CUDACHECK(cudaEventRecord(event, stream));
   }
   *out = base;
+  return ncclSuccess;
+}
+
+ncclResult_t KernelLaunch::afterCapturedLaunch(cudaEvent_t event, cudaStream_t stream, bool captured) const {
+  if (event != nullptr && captured) {
+    CUDACHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
+  }
   return ncclSuccess;
 }
 

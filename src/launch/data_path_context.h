@@ -66,13 +66,17 @@ struct KernelLaunch {
   // records the event only once the kernel has ended, not once its CTAs began (one H200, CUDA 13.0
   // driver: a kernel that spins with a launch-completion event and programmatic stream
   // serialization still had its event pending after 500 ms, with or without clusters and with the
-  // kernel's trigger at its start; without it, the event completed in 0.2 ms). A `captured` one
-  // keeps it: captured without it, the event was no longer valid after the graph's replays
-  // (cudaEventQuery: invalid argument; 2 H200, CUDA 13.0 driver). Where the driver has no
-  // launch-completion events (before CUDA 12.3) the event is recorded on the stream now, before
+  // kernel's trigger at its start; without it, the event completed in 0.2 ms). Where the driver has
+  // no launch-completion events (before CUDA 12.3) the event is recorded on the stream now, before
   // the launch, as NCCL does there.
   [[nodiscard]] ncclResult_t withLaunchEvent(LaunchOptions base, cudaEvent_t event, cudaStream_t stream, bool captured,
                                              LaunchOptions* out) const;
+  // After a captured launch (or copy) that carried `event`: an external record of it behind the
+  // work. The launch attribute (or a record before the work) alone orders the capture's own waits
+  // on the event, but leaves it a captured event, which cudaEventQuery refuses after the graph's
+  // replays (invalid argument; 2 H200, CUDA 13.0 driver); with the external record each replay
+  // also records it where the work ends, so waits and queries outside the graph work too.
+  [[nodiscard]] ncclResult_t afterCapturedLaunch(cudaEvent_t event, cudaStream_t stream, bool captured) const;
 };
 
 // Owned by the coordinator, which outlives every part that holds this context.

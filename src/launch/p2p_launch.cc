@@ -364,6 +364,7 @@ ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Q
     }
     CUDACHECK(args.launch(ctx_.device->deviceAbortFlag(), slotBytes_, ctx_.device->p2pTickets(), waitNotes, seq,
                           ctx_.share->stepsInGroupWords(), launch, stream));
+    if (last) NCCLCHECK(ctx_.launch.afterCapturedLaunch(launchEvent, stream, ctx_.share->order().launchCaptured()));
     return ncclSuccess;
   };
 
@@ -391,6 +392,8 @@ ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Q
       CUDACHECK(cudaMemcpyAsync(recv->buff, send->buff, send->bytes, cudaMemcpyDeviceToDevice, stream));
     }
   }
+  if (rounds == 0)
+    NCCLCHECK(ctx_.launch.afterCapturedLaunch(launchEvent, stream, ctx_.share->order().launchCaptured()));
   return ncclSuccess;
 }
 

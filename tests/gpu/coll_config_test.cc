@@ -723,3 +723,10 @@ TEST(CollConfigOneRank, EveryOperationWithAnEvent) {
               return 0;
             }));
 }
+
+// One rank, captured: the copies that stand for the kernel record the event too, and it stays
+// valid after the graph's replays.
+TEST(CollConfigOneRank, LaunchEventInACapturedGraph) {
+  if (gputest::gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
+  EXPECT_EQ(0, withRanks(1, Mode::kProcesses, [](std::vector<Rank>& ranks) { return capturedWithEvent(ranks, true); }));
+}
