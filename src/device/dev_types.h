@@ -262,14 +262,17 @@ struct DevP2pPeer {
 };
 
 // One CTA of a point-to-point kernel: one connection (send xor recv) and its segments, in the order
-// the operations were issued. A segment is one operation's part on that channel. A CTA with neither
-// connection copies self sends into their receives: each segment's direct into its buff.
+// the operations were issued. A segment is one operation's part on that channel. A self-copy CTA
+// (no connection) copies self sends into their receives: each segment's direct into its buff.
+// 16 bytes, so that the medium work list holds a pair's 32 channels both ways and the self copies.
+enum DevP2pRole : int16_t { kP2pSelfCopy = 0, kP2pSend = 1, kP2pRecv = 2 };
 struct DevP2pCta {
-  DevSendConn* send;
-  DevRecvConn* recv;
+  void* conn;  // DevSendConn* (kP2pSend), DevRecvConn* (kP2pRecv), null (kP2pSelfCopy)
   int32_t firstSeg;
-  int32_t nSegs;
+  int16_t nSegs;
+  int16_t role;  // DevP2pRole
 };
+static_assert(sizeof(DevP2pCta) == 16, "a point-to-point CTA's entry of the work list");
 // direct (registered buffers): a send's destination in the peer's receive buffer, or, on the
 // receiving side, buff itself (the peer writes it); null for the FIFO path.
 // balancedPages (nonzero: a balanced operation, device/prims/p2p_balanced.h): the segment is the
@@ -287,10 +290,11 @@ struct DevP2pSeg {
 
 // The kernel's whole work list travels in its parameters (no device memory to manage per launch):
 // a small variant for the usual few operations, whose parameters cost little to launch, a medium
-// one within 4 KiB (one peer both ways on up to 24 channels, or several small operations), and a large one
-// (about 31 KiB, within CUDA's 32 KiB parameter limit) for big groups. Parameters over 4 KiB cost
-// the first launches dearly: 2 H200, a 512 KiB all-to-all on the large variant took 15.9 us with
-// 10 warm-up launches and 10.2 us with 100.
+// one within 4 KiB (one peer both ways on all 32 channels with the self copies, or several small
+// operations), and a large one (about 30 KiB, within CUDA's 32 KiB parameter limit) for big groups.
+// Parameters over 4 KiB cost every eager launch: 2 H200, sendrecv of 1 MiB (32 channels each way)
+// took 21.5 us on the large variant against 15.4 for NVIDIA NCCL, and an all-to-all of 2 MiB 22.0
+// against 15.4 (braid-perf -p -N 2, 2026-11-29); captured in a graph, 14.4 us.
 template <int kCtas, int kSegs>
 struct DevP2pArgs {
   static constexpr int kMaxCtas = kCtas;
@@ -310,7 +314,7 @@ struct DevP2pArgs {
   DevP2pSeg segs[kSegs];
 };
 using DevP2pArgsSmall = DevP2pArgs<16, 32>;
-using DevP2pArgsMedium = DevP2pArgs<48, 88>;
+using DevP2pArgsMedium = DevP2pArgs<72, 88>;
 using DevP2pArgsLarge = DevP2pArgs<kMaxP2pKernelCtas, 896>;
 static_assert(sizeof(DevP2pArgsMedium) <= 4096, "the medium variant stays within 4 KiB of parameters");
 static_assert(sizeof(DevP2pArgsLarge) <= 32764, "a kernel's parameters are limited to 32764 bytes");

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
   notePeerOpsStarted(args.waitNotes, args.seq, &shared);
-  if (cta.send == nullptr && cta.recv == nullptr) {
+  if (cta.role == kP2pSelfCopy) {
     // A self copy (see DevP2pCta): every thread copies, nobody is waited for.
     for (int i = 0; i < cta.nSegs; i++) {
       const DevP2pSeg seg = args.segs[cta.firstSeg + i];
@@ -40,14 +40,16 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
     }
     return;
   }
+  DevSendConn* send = cta.role == kP2pSend ? static_cast<DevSendConn*>(cta.conn) : nullptr;
+  DevRecvConn* recv = cta.role == kP2pRecv ? static_cast<DevRecvConn*>(cta.conn) : nullptr;
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   const bool sharedSteps = args.sharedSteps != 0;
-  if (!simpleCtaStart(args.abortFlag, cta.send, cta.recv, &shared, nWorkers, sharedSteps)) return;
+  if (!simpleCtaStart(args.abortFlag, send, recv, &shared, nWorkers, sharedSteps)) return;
   const int tid = static_cast<int>(threadIdx.x);
-  ProtoState state = makeConnState(cta.send, cta.recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple,
-                                   args.slotBytes, 0, sharedSteps);
+  ProtoState state =
+      makeConnState(send, recv, args.abortFlag, &shared, tid, nWorkers, kProtoSimple, args.slotBytes, 0, sharedSteps);
   const int64_t chunk = static_cast<int64_t>(args.slotBytes);
-  const int flags = cta.send != nullptr ? kStepSend : kStepRecv;
+  const int flags = send != nullptr ? kStepSend : kStepRecv;
   for (int i = 0; i < cta.nSegs; i++) {
     const DevP2pSeg seg = args.segs[cta.firstSeg + i];
     if (seg.direct != nullptr) {

@@ -54,6 +54,8 @@ constexpr uint64_t kP2pMaxThreads = 512;
 using SelfPairs = P2pSelfPairs;
 using Queues = P2pQueues;
 
+static_assert(DevP2pArgsMedium::kMaxCtas >= 2 * kMaxP2pChannels + plan::kP2pSelfCopyCtas,
+              "one peer both ways on every channel, with the self copies, fits the medium work list");
 static_assert(plan::kP2pOpsPerRound * DevP2pArgsLarge::kMaxCtas <= DevP2pArgsLarge::kMaxSegs,
               "a round's segments (at most kP2pOpsPerRound per CTA) fit the large work list");
 
@@ -108,8 +110,8 @@ bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, Args* args, in
             bool* balanced, const SegmentFor& segmentFor) {
   if (args->nCtas == Args::kMaxCtas) return false;
   DevP2pCta& cta = args->ctas[args->nCtas++];
-  cta.send = send;
-  cta.recv = recv;
+  cta.conn = send != nullptr ? static_cast<void*>(send) : static_cast<void*>(recv);
+  cta.role = static_cast<int16_t>(send != nullptr ? kP2pSend : recv != nullptr ? kP2pRecv : kP2pSelfCopy);
   cta.firstSeg = *nSegs;
   cta.nSegs = 0;
   for (size_t i = 0; i < ops.size(); i++) {
