@@ -24,21 +24,15 @@
 #include "util/params.h"
 
 namespace braid {
-namespace {
-
-// An eager send or receive goes zero-copy from this size: the exchange, a bootstrap round trip per
-// group, costs smaller ones more than they save (2 H200, registered sendrecv of 1 MiB: 34 us with
-// the exchange, 16 us without). A captured one exchanges once, at capture, so kZeroCopyMinBytes.
-constexpr size_t kEagerP2pZeroCopyMinBytes = 16 << 20;
-
-}  // namespace
-
-// Both ranks of a pair see the same sizes (and, as with collectives, both capture or neither), so
-// they count the same operations.
+// An eager send or receive exchanges every time, so only from BRAID_ZERO_COPY_EAGER_BYTES (as
+// collectives, reg_launch.cc; in one process that drives both ranks a registered sendrecv of 16 MiB
+// took 333 us with the exchange, NVIDIA NCCL's 62, nccl-tests sendrecv_perf -g 2 -R 1 on 2 H200); a
+// captured one exchanges once, at capture. Both ranks of a pair see the same sizes (and, as with
+// collectives, both capture or neither), so they count the same operations.
 bool BufferRegistration::p2pZeroCopySize(const P2pTask& task) const {
   if (task.peer == ctx_.comm->rank_ || task.bytes < kZeroCopyMinBytes) return false;
   if (!p2p_.directPair(task.peer)) return false;
-  return task.bytes >= kEagerP2pZeroCopyMinBytes || streamCapturing(task.stream);
+  return streamCapturing(task.stream) || static_cast<int64_t>(task.bytes) >= paramInt(ParamId::kZeroCopyEagerBytes);
 }
 
 bool BufferRegistration::p2pMeetsPeer(const P2pTask& task) const {

@@ -45,8 +45,8 @@ ncclResult_t BufferRegistration::add(void* buff, size_t size, void** handle) {
   NCCLCHECK(registry_.add(buff, size, &reg));
   const char* use =
       "used zero-copy by every collective when every pair of ranks is NVLink P2P (peers write into receive "
-      "buffers, and read ReduceScatter's and Reduce's send buffers), and by sends into it from P2P peers (16 MiB "
-      "or more, 64 KiB in a CUDA graph)";
+      "buffers, and read ReduceScatter's and Reduce's send buffers; BRAID_ZERO_COPY_EAGER_BYTES or more, 64 KiB in "
+      "a CUDA graph), and by sends into it from P2P peers (as large, or 64 KiB in a CUDA graph)";
   if (paramInt(ParamId::kLocalRegister) == 0) {
     use = "not used (NCCL_LOCAL_REGISTER=0)";
   } else if (ctx_.comm->nranks_ == 1) {
@@ -61,6 +61,15 @@ ncclResult_t BufferRegistration::add(void* buff, size_t size, void** handle) {
        reg::sharingSummary(*reg).c_str(), use);
   *handle = reg;
   return ncclSuccess;
+}
+
+// An eager collective exchanges every time, so only from BRAID_ZERO_COPY_EAGER_BYTES (its
+// description has the figures); a captured one exchanges once, at capture. Every rank sees the same
+// size and, as NCCL requires of graphs, captures it or not alike.
+bool BufferRegistration::collZeroCopySize(const CollTask& task) const {
+  const size_t bytes = collBytes(task, ctx_.comm->nranks_);
+  if (bytes < kZeroCopyMinBytes) return false;
+  return streamCapturing(task.stream) || static_cast<int64_t>(bytes) >= paramInt(ParamId::kZeroCopyEagerBytes);
 }
 
 bool BufferRegistration::graphRegisters(size_t bytes, cudaStream_t stream) const {
@@ -91,12 +100,12 @@ bool BufferRegistration::needsExchange(const std::vector<CollTask>& queue) const
   if (nranks == 1 || nranks > kMaxRegRanks) return false;
   if (collectives_.connected() && !collectives_.topology().allNvlinkP2p) return false;
   // Every eager operation asks: without local registrations that is one check per operation. An
-  // operation smaller than kZeroCopyMinBytes takes the copy path however its buffers are
-  // registered, so it costs no exchange (a registered 8-byte AllReduce took 15.6 us with one,
-  // 5.5-7.7 without, 4 H200).
+  // operation below the zero-copy size takes the copy path however its buffers are registered, so
+  // it costs no exchange (a registered 8-byte AllReduce took 15.6 us with one, 5.5-7.7 without, 4
+  // H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue) {
-    const bool registered = local && collBytes(task, nranks) >= kZeroCopyMinBytes &&
+    const bool registered = local && collZeroCopySize(task) &&
                             (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
                              registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr);
     if ((registered || graphRegisters(task)) && !onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) {
@@ -119,7 +128,7 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
   for (size_t i = 0; i < queue.size(); i++) {
     const CollTask& task = queue[i];
     RegisteredLaunch& r = plans_[i];
-    if (collBytes(task, nranks) < kZeroCopyMinBytes) continue;  // the copy path (needsExchange)
+    if (!collZeroCopySize(task)) continue;  // the copy path (needsExchange)
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);

@@ -548,10 +548,11 @@ TEST_P(AlltoAllInPlace, GroupedWithOtherAlltoAlls) {
 }
 
 // A buffer from ncclMemAlloc registered with ncclCommRegister, blocks above the eager zero-copy
-// size (16 MiB): peers write their blocks straight into it, and the default budget (64 MiB) makes
-// eight ranks move their peers in several kernels.
+// size (set to 16 MiB): peers write their blocks straight into it, and the default budget (64 MiB)
+// makes eight ranks move their peers in several kernels.
 TEST_P(AlltoAllInPlace, RegisteredBuffer) {
   SKIP_AGAINST_REFERENCE();
+  colltest::ScopedSetenv eagerZeroCopy("BRAID_ZERO_COPY_EAGER_BYTES", "16777216");
   const int n = this->n();
   EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
               Rank& r = ranks[0];

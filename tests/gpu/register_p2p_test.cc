@@ -28,7 +28,7 @@ using regtest::Rank;
 
 constexpr unsigned kWatchdogSeconds = 300;
 // Elements per block (one block per peer in each buffer): 20 MiB, above the size from which eager
-// sends go zero-copy (16 MiB), and odd.
+// sends go zero-copy here (16 MiB, RegisterP2p), and odd.
 constexpr size_t kCount = (5 << 20) + 3;
 
 enum class Pattern { kRing, kAllToAll };
@@ -170,7 +170,10 @@ int captureAndReplay(std::vector<P2pRank>& ranks, const Exchange& x, int it, int
   return regtest::destroyExecs(ranks);
 }
 
-class RegisterP2p : public regtest::GpusAndMode {};
+// Eager sends of the blocks here go zero-copy (the default size is larger).
+class RegisterP2p : public regtest::GpusAndMode {
+  colltest::ScopedSetenv eagerZeroCopy_{"BRAID_ZERO_COPY_EAGER_BYTES", "16777216"};
+};
 
 TEST_P(RegisterP2p, RegisteredSendsAndReceivesAreZeroCopyAndExact) {
   regtest::ScopedRegLog log;

@@ -50,7 +50,10 @@ int tearDown(Rank& r) {
   return regtest::freeChunk(r);
 }
 
-class Register : public regtest::GpusAndMode {};
+// Eager collectives of every size these tests use go zero-copy (the default is larger).
+class Register : public regtest::GpusAndMode {
+  colltest::ScopedSetenv eagerZeroCopy_{"BRAID_ZERO_COPY_EAGER_BYTES", "65536"};
+};
 
 // Registers every rank's chunk, runs every collective twice out of place and twice in place (exact
 // checks, iterations alternating the reduction), and checks the REG lines of both directions.
