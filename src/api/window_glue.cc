@@ -17,9 +17,7 @@ window::WindowContext contextOf(ncclComm* comm) {
   ctx.commHash = comm->commHash_;
   ctx.bootstrap = comm->bootstrap_.get();
   ctx.abortFlag = comm->watch_.abortFlag().hostWord();
-  for (const PeerInfo& p : comm->peers_) {
-    ctx.places.push_back(window::RankPlace{p.hostHash, p.pidHash, p.cudaDev, p.pid, p.pidSpace});
-  }
+  ctx.places = placesOf(comm->peers_);
   const LsaLayout lsa = lsaLayoutOf(comm->peers_, comm->rank_);
   ctx.lsaSize = lsa.size;
   ctx.lsaRank = lsa.rank;

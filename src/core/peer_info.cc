@@ -64,6 +64,13 @@ void busIdToString(int64_t id, char* out, size_t outSize) {
                 (id >> 4) & 0xff, id & 0xf);
 }
 
+std::vector<RankPlace> placesOf(const std::vector<PeerInfo>& peers) {
+  std::vector<RankPlace> places;
+  places.reserve(peers.size());
+  for (const PeerInfo& p : peers) places.push_back(placeOf(p));
+  return places;
+}
+
 ncclResult_t checkPeerInfo(const PeerInfo& peer, int slot, int nranks) {
   if (peer.version != kPeerInfoVersion) {
     WARN(

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/pid_space.h"  // hashBytes, localPidSpace
+#include "util/rank_place.h"
 #include "util/socket.h"
 #include "watch/board_server.h"
 #include "watch/peer_process.h"
@@ -37,6 +38,12 @@ struct PeerInfo {
 };
 static_assert(sizeof(PeerInfo) == 120, "PeerInfo crosses process boundaries: keep it packed and fixed");
 static_assert(offsetof(PeerInfo, version) == 116, "PeerInfo crosses process boundaries: keep it packed and fixed");
+
+// Where the rank runs, as the topology, the transports and the windows see it.
+inline RankPlace placeOf(const PeerInfo& p) {
+  return RankPlace{p.rank, p.cudaDev, p.busId, p.hostHash, p.pidHash, p.pid, p.pidSpace};
+}
+std::vector<RankPlace> placesOf(const std::vector<PeerInfo>& peers);
 
 // Checks what the rank in slot `slot` of the all-gather sent at init before anything uses it: its
 // layout version (another value: another Braid build, ncclInvalidUsage), the rank it claims, and

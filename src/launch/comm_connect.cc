@@ -78,7 +78,7 @@ plan::CommModel CollectiveEngine::commModel(const DevComm& dev) const {
 ncclResult_t CollectiveEngine::buildRings() {
   int rank = ctx_.comm->rank_;
   int nranks = ctx_.comm->nranks_;
-  std::vector<topo::RankDesc> ranks = rankDescs(*ctx_.comm);
+  std::vector<RankPlace> ranks = placesOf(ctx_.comm->peers_);
   std::vector<topo::Link> row;
   NCCLCHECK(topo::detectLinks(ranks, rank, &row));
   topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.minCTAs, ctx_.comm->config_.maxCTAs);

@@ -22,15 +22,6 @@ size_t fifoBytes(ParamId id, int proto) {
 
 }  // namespace
 
-std::vector<topo::RankDesc> rankDescs(const ncclComm& comm) {
-  std::vector<topo::RankDesc> ranks;
-  ranks.reserve(comm.peers_.size());
-  for (const PeerInfo& peer : comm.peers_) {
-    ranks.push_back(topo::RankDesc{peer.rank, peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash});
-  }
-  return ranks;
-}
-
 ncclResult_t KernelLaunch::init(bool hopper) {
   coll.pdl = hopper && paramInt(ParamId::kLaunchPdl) != 0;
   clusters = hopper;
@@ -60,16 +51,6 @@ ncclResult_t KernelLaunch::afterCapturedLaunch(cudaEvent_t event, cudaStream_t s
   return ncclSuccess;
 }
 
-std::vector<transport::PeerDesc> DataPathContext::transportPeers() const {
-  std::vector<transport::PeerDesc> peers;
-  peers.reserve(comm->peers_.size());
-  for (const PeerInfo& peer : comm->peers_) {
-    peers.push_back(
-        transport::PeerDesc{peer.cudaDev, peer.busId, peer.hostHash, peer.pidHash, peer.pid, peer.pidSpace});
-  }
-  return peers;
-}
-
 transport::Context DataPathContext::transportContext(bool netLl) const {
   transport::Context ctx{};
   ctx.rank = comm->rank_;
@@ -77,7 +58,7 @@ transport::Context DataPathContext::transportContext(bool netLl) const {
   ctx.cudaDev = comm->cudaDev_;
   ctx.commHash = comm->commHash_;
   ctx.bootstrap = comm->bootstrap_.get();
-  ctx.peers = transportPeers();
+  ctx.peers = placesOf(comm->peers_);
   ctx.buffBytes[kProtoSimple] = fifoBytes(ParamId::kBuffSize, kProtoSimple);
   ctx.buffBytes[kProtoLL] = fifoBytes(ParamId::kLlBuffSize, kProtoLL);
   ctx.buffBytes[kProtoLL128] = fifoBytes(ParamId::kLl128BuffSize, kProtoLL128);

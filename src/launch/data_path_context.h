@@ -37,9 +37,6 @@ inline transport::Kind transportKind(topo::TransportKind kind) {
   }
 }
 
-// The communicator's ranks as topo describes them.
-std::vector<topo::RankDesc> rankDescs(const ncclComm& comm);
-
 // Graph registration and zero-copy sends look at no operation smaller than this: smaller
 // collectives take LL (no zero-copy), and eager operations that small pay for no capture query.
 // (Eager sends go zero-copy from a larger size, see p2p_reg.cc.)
@@ -92,9 +89,6 @@ struct DataPathContext {
   // siblings), network and abort flag. netLl: NET connections get LL buffers too (the rings'
   // topo::Topology::llOk).
   transport::Context transportContext(bool netLl) const;
-  // Every rank's device and process, indexed by rank: also whose processes may send descriptors
-  // to this rank's Unix sockets (transport/uds.h).
-  std::vector<transport::PeerDesc> transportPeers() const;
 };
 
 }  // namespace braid

@@ -59,7 +59,7 @@ bool P2pEngine::needsConnect(const std::vector<P2pTask>& queue) const {
 
 ncclResult_t P2pEngine::initPlan() {
   if (!links_.empty()) return ncclSuccess;
-  NCCLCHECK(topo::detectLinks(rankDescs(*ctx_.comm), ctx_.comm->rank_, &links_));
+  NCCLCHECK(topo::detectLinks(placesOf(ctx_.comm->peers_), ctx_.comm->rank_, &links_));
   int64_t chunk = paramInt(ParamId::kP2pNvlChunkSize);
   slotBytes_ = static_cast<uint64_t>(std::max<int64_t>(chunk, 4096) / 4096 * 4096);
   balanceBytes_ = paramInt(ParamId::kP2pBalanceBytes);

@@ -36,8 +36,8 @@ std::string regSocketName(const transport::Context& ctx, int rank, int pid, uint
 }
 
 bool sameProcess(const transport::Context& ctx, int peer) {
-  const transport::PeerDesc& a = ctx.peers[peer];
-  const transport::PeerDesc& b = ctx.peers[ctx.rank];
+  const RankPlace& a = ctx.peers[peer];
+  const RankPlace& b = ctx.peers[ctx.rank];
   return a.pidHash == b.pidHash && a.hostHash == b.hostHash;
 }
 

@@ -46,7 +46,7 @@ ncclResult_t CommDataPath::resumeMemory() {
   ctx.commHash = comm_->commHash_;
   ctx.bootstrap = comm_->bootstrap_.get();
   ctx.abortFlag = comm_->watch_.abortFlag().hostWord();
-  ctx.peers = ctx_.transportPeers();
+  ctx.peers = placesOf(ctx_.comm->peers_);
   return transport::resumeConnections(ctx, share_.connections());
 }
 

@@ -65,7 +65,7 @@ bool nvmlLoad(const char* soname, NvmlApi* api);
 const NvmlApi* nvmlApi();
 
 // detectLinks on an explicit table; api == nullptr takes the no-NVML fallback. For tests.
-[[nodiscard]] ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ranks, int self,
+[[nodiscard]] ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankPlace>& ranks, int self,
                                            std::vector<Link>* row);
 
 // NVML's index of the GPU at a packed bus id (what nvidia-smi numbers it), or -1 where NVML or the

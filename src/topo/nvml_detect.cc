@@ -84,7 +84,7 @@ PathType pathFromAncestor(int level) {
   }
 }
 
-void logCpuAffinity(const NvmlApi& api, NvmlDevice dev, const RankDesc& me) {
+void logCpuAffinity(const NvmlApi& api, NvmlDevice dev, const RankPlace& me) {
   if (api.cpuAffinity == nullptr || !logEnabled(LogLevel::kInfo, kLogGraph)) return;
   constexpr unsigned kWords = 16;  // 1024 CPUs
   unsigned long set[kWords] = {};
@@ -101,8 +101,8 @@ void logCpuAffinity(const NvmlApi& api, NvmlDevice dev, const RankDesc& me) {
 
 // Fills the links to every same-host peer of `self` through NVML. Returns false (after one INFO
 // line) when NVML cannot describe this rank's own GPU; pairs NVML cannot find keep the fallback.
-bool detectWithNvml(const NvmlApi& api, const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row) {
-  const RankDesc& me = ranks[self];
+bool detectWithNvml(const NvmlApi& api, const std::vector<RankPlace>& ranks, int self, std::vector<Link>* row) {
+  const RankPlace& me = ranks[self];
   NvmlDevice selfDev = nullptr;
   NvmlReturn res = api.deviceByBusId(busIdText(me.busId).c_str(), &selfDev);
   if (res != kNvmlSuccess) {
@@ -217,12 +217,13 @@ int nvmlIndexOfBusId(int64_t busId) {
   return static_cast<int>(index);
 }
 
-ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row) {
+ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankPlace>& ranks, int self,
+                             std::vector<Link>* row) {
   if (row == nullptr || self < 0 || self >= static_cast<int>(ranks.size())) {
     WARN("detectLinks: rank index %d out of range for %zu ranks (or no output row)", self, ranks.size());
     return ncclInvalidArgument;
   }
-  const RankDesc& me = ranks[self];
+  const RankPlace& me = ranks[self];
   row->assign(ranks.size(), Link{PathType::kPhb, 0, false});
   int sameHostPeers = 0;
   for (size_t j = 0; j < ranks.size(); ++j) {
@@ -251,7 +252,7 @@ ncclResult_t detectLinksWith(const NvmlApi* api, const std::vector<RankDesc>& ra
 // thread each), and a peer's lookup was seen to fail under that concurrency on 2 H200 driven from
 // one thread (the pair then fell back to SHM); the detection runs once per communicator, so
 // serializing it costs nothing.
-ncclResult_t detectLinks(const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row) {
+ncclResult_t detectLinks(const std::vector<RankPlace>& ranks, int self, std::vector<Link>* row) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   return detectLinksWith(nvmlApi(), ranks, self, row);

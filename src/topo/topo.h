@@ -18,17 +18,9 @@
 #include <vector>
 
 #include "device/dev_types.h"
+#include "util/rank_place.h"
 
 namespace braid::topo {
-
-// One rank as the topology sees it (a subset of core's PeerInfo).
-struct RankDesc {
-  int rank;
-  int cudaDev;
-  int64_t busId;  // PCI domain:bus:dev.fn packed as in core/peer_info.h busIdToInt
-  uint64_t hostHash;
-  uint64_t pidHash;
-};
 
 // How far apart two GPUs are, nearest first (NCCL's path names; C2C, P2C and PXN have no value of
 // their own here, see parsePathType).
@@ -75,7 +67,7 @@ const char* transportName(TransportKind kind);  // "P2P", "SHM", "NET", "none"
 // The row of links from ranks[self] to every rank, detected locally through NVML. Ranks with another
 // hostHash are kNet; ranks[self] itself is kLoc. Without NVML (or when it fails): one INFO line and
 // PHB with p2pOk=false for every same-host pair, so that SHM is used. Fails only on bad arguments.
-[[nodiscard]] ncclResult_t detectLinks(const std::vector<RankDesc>& ranks, int self, std::vector<Link>* row);
+[[nodiscard]] ncclResult_t detectLinks(const std::vector<RankPlace>& ranks, int self, std::vector<Link>* row);
 
 // Defaults of the ring channel count. NVLink: 2 x nvlinks, capped at 32 (every channel Braid has):
 // on 4 H200 (NV18 through NVSwitch) AllReduce bus bandwidth at 1 GiB was 298 / 307 / 332 GB/s with
@@ -165,11 +157,11 @@ TransportKind pairTransport(const Link& there, const Link& back, const TopoParam
 //   direct_channels <n>
 //   ring <c> <r0> <r1> ...                                                    (one per channel)
 //   tree <c> <parent of rank 0> <parent of rank 1> ...   (one per channel across hosts; -1: the root)
-[[nodiscard]] ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& ranks,
+[[nodiscard]] ncclResult_t dumpTopology(const std::string& path, const std::vector<RankPlace>& ranks,
                                         const Topology& topo);
 
 // INFO (INIT|P2P|SHM) lines for `rank`: one per channel, like
 //   "Channel 03/16 : 1[2] -> 2[3] via P2P/NVLink(18)", and a summary line.
-void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology& topo);
+void logConnections(int rank, const std::vector<RankPlace>& ranks, const Topology& topo);
 
 }  // namespace braid::topo

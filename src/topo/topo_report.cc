@@ -34,16 +34,16 @@ std::string hopText(const Topology& topo, int from, int to) {
   return text;
 }
 
-std::string rankLabel(const std::vector<RankDesc>& ranks, int r) {
+std::string rankLabel(const std::vector<RankPlace>& ranks, int r) {
   char text[32];
   std::snprintf(text, sizeof(text), "%d[%d]", r, r < static_cast<int>(ranks.size()) ? ranks[r].cudaDev : -1);
   return text;
 }
 
-bool writeDump(FILE* file, const std::vector<RankDesc>& ranks, const Topology& topo) {
+bool writeDump(FILE* file, const std::vector<RankPlace>& ranks, const Topology& topo) {
   int n = topo.nranks;
   bool ok = std::fprintf(file, "# braid topology v1\nnranks %d\n", n) > 0;
-  for (const RankDesc& r : ranks) {
+  for (const RankPlace& r : ranks) {
     ok = ok && std::fprintf(file, "rank %d dev %d busid %s host %016" PRIx64 " pid %016" PRIx64 "\n", r.rank, r.cudaDev,
                             busIdText(r.busId).c_str(), r.hostHash, r.pidHash) > 0;
   }
@@ -76,7 +76,7 @@ bool writeDump(FILE* file, const std::vector<RankDesc>& ranks, const Topology& t
 
 }  // namespace
 
-ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& ranks, const Topology& topo) {
+ncclResult_t dumpTopology(const std::string& path, const std::vector<RankPlace>& ranks, const Topology& topo) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "w"));
   if (!file) {
     int err = errno;
@@ -95,7 +95,7 @@ ncclResult_t dumpTopology(const std::string& path, const std::vector<RankDesc>& 
   return ncclSuccess;
 }
 
-void logConnections(int rank, const std::vector<RankDesc>& ranks, const Topology& topo) {
+void logConnections(int rank, const std::vector<RankPlace>& ranks, const Topology& topo) {
   int n = topo.nranks;
   if (rank < 0 || rank >= n || !logEnabled(LogLevel::kInfo, kLogInit | kLogP2p | kLogShm)) return;
   for (int c = 0; c < topo.nChannels && c < static_cast<int>(topo.rings.size()); ++c) {

@@ -34,7 +34,7 @@ struct SuspendContext {
   uint64_t commHash;
   Bootstrap* bootstrap;
   const std::atomic<int>* abortFlag;
-  std::vector<PeerDesc> peers;  // indexed by rank: whose processes may send descriptors (uds.h)
+  std::vector<RankPlace> peers;  // indexed by rank: whose processes may send descriptors (uds.h)
 };
 
 // Bytes of this rank's own device memory in the blocks of `all`: what suspension frees, and what it

@@ -33,6 +33,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/tags.h"
 #include "device/dev_types.h"
+#include "util/rank_place.h"
 
 namespace braid::net {
 class Network;
@@ -48,23 +49,13 @@ enum class Kind : int { kP2p = 1, kShm = 2, kNet = 3 };
 // Channels one connectChannels call connects (a 64-bit mask names them in the peers' messages).
 constexpr int kMaxConnectChannels = 64;
 
-struct PeerDesc {
-  int cudaDev;
-  int64_t busId;
-  uint64_t hostHash;
-  uint64_t pidHash;
-  // The process, as it sees itself (core/peer_info.h): only it may send to our Unix sockets (uds.h).
-  int32_t pid;
-  uint64_t pidSpace;
-};
-
 struct Context {
   int rank;
   int nranks;
   int cudaDev;
   uint64_t commHash;
-  Bootstrap* bootstrap;         // tagged send/recv between ranks (tags above)
-  std::vector<PeerDesc> peers;  // indexed by rank
+  Bootstrap* bootstrap;          // tagged send/recv between ranks (tags above)
+  std::vector<RankPlace> peers;  // indexed by rank
   size_t
       buffBytes[kNumProtos];  // FIFO bytes per protocol per connection (kFifoSlots[p] slots; multiple of 4096; 0: none)
   const std::atomic<int>* abortFlag;

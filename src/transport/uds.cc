@@ -100,11 +100,11 @@ std::string udsSocketName(uint64_t commHash, int rank, int pid, uint64_t serial)
   return name;
 }
 
-std::vector<UdsSender> udsSendersOf(const std::vector<PeerDesc>& peers, int self) {
+std::vector<UdsSender> udsSendersOf(const std::vector<RankPlace>& peers, int self) {
   std::vector<UdsSender> senders;
   if (self < 0 || self >= static_cast<int>(peers.size())) return senders;
   for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
-    const PeerDesc& p = peers[r];
+    const RankPlace& p = peers[r];
     if (r != self && p.hostHash == peers[self].hostHash) senders.push_back(UdsSender{r, p.pid, p.pidSpace});
   }
   return senders;

@@ -32,12 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "util/rank_place.h"
 #include "util/socket.h"
 #include "util/unique_fd.h"
 
 namespace braid::transport {
-
-struct PeerDesc;
 
 // "braid-uds-<commHash hex>-<rank>-<pid>-<serial>": the abstract name (without its leading NUL) of
 // the socket a rank binds for one connect. The pid and a per-process serial keep communicators
@@ -53,7 +52,7 @@ struct UdsSender {
   uint64_t pidSpace;  // util/pid_space.h; 0: unknown
 };
 // The ranks of `peers` (indexed by rank) on the host of rank `self`, self excepted.
-std::vector<UdsSender> udsSendersOf(const std::vector<PeerDesc>& peers, int self);
+std::vector<UdsSender> udsSendersOf(const std::vector<RankPlace>& peers, int self);
 
 // What the kernel says about a datagram's sender.
 struct UdsCredentials {

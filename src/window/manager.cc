@@ -16,27 +16,13 @@
 #include "window/window_registry.h"
 
 namespace braid::window {
-namespace {
-
-// The ranks whose processes may send to this rank's socket: the same as the transports' (the
-// ranks on this host, transport::udsSendersOf).
-std::vector<transport::UdsSender> udsSenders(const WindowContext& ctx) {
-  std::vector<transport::PeerDesc> peers;
-  peers.reserve(ctx.places.size());
-  for (const RankPlace& p : ctx.places) {
-    peers.push_back(transport::PeerDesc{p.cudaDev, 0, p.hostHash, p.pidHash, p.pid, p.pidSpace});
-  }
-  return transport::udsSendersOf(peers, ctx.rank);
-}
-
-}  // namespace
 
 ncclResult_t Manager::create(WindowContext ctx, std::unique_ptr<Manager>* out) {
   const CudaDriver* drv = nullptr;
   NCCLCHECK(cudaDriver(&drv));
   std::unique_ptr<Manager> m(new Manager(std::move(ctx), drv));
   CUDACHECK(cudaStreamCreateWithFlags(&m->setupStream_, cudaStreamNonBlocking));
-  NCCLCHECK(m->fds_.open(m->ctx_.commHash, m->ctx_.rank, udsSenders(m->ctx_)));
+  NCCLCHECK(m->fds_.open(m->ctx_.commHash, m->ctx_.rank, transport::udsSendersOf(m->ctx_.places, m->ctx_.rank)));
   *out = std::move(m);
   return ncclSuccess;
 }

@@ -8,23 +8,13 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "util/rank_place.h"
 
 namespace braid::net {
 class Network;
 }
 
 namespace braid::window {
-
-// Where a rank runs, from what the ranks told each other at init.
-struct RankPlace {
-  uint64_t hostHash = 0;  // same value on ranks of one host (NCCL_HOSTID overrides)
-  uint64_t pidHash = 0;   // same value on ranks of one process
-  int cudaDev = -1;       // its device ordinal in its own process
-  // Its process as it named itself (core/peer_info.h): only the processes of the ranks on this
-  // host may send descriptors to this rank's Unix socket (transport/uds.h).
-  int32_t pid = 0;
-  uint64_t pidSpace = 0;
-};
 
 struct WindowContext {
   int rank = 0;

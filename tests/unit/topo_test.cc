@@ -63,10 +63,10 @@ void expectWellFormed(const Topology& topo, const TopoParams& params) {
   EXPECT_GT(topo.bwPerChannelGBps, 0);
 }
 
-std::vector<RankDesc> sameHostRanks(int n) {
-  std::vector<RankDesc> ranks;
+std::vector<RankPlace> sameHostRanks(int n) {
+  std::vector<RankPlace> ranks;
   for (int r = 0; r < n; ++r) {
-    ranks.push_back(RankDesc{r, r, (static_cast<int64_t>(0x07 + r * 0x10) << 12), 0x1234, 0x99 + uint64_t(r)});
+    ranks.push_back(RankPlace{r, r, (static_cast<int64_t>(0x07 + r * 0x10) << 12), 0x1234, 0x99 + uint64_t(r)});
   }
   return ranks;
 }
@@ -574,7 +574,7 @@ TEST_F(TopoTest, RandomFixturesAreDeterministicPermutations) {
 }
 
 TEST_F(TopoTest, DumpFile) {
-  std::vector<RankDesc> ranks = sameHostRanks(2);
+  std::vector<RankPlace> ranks = sameHostRanks(2);
   Topology topo;
   ASSERT_EQ(buildTopology(2, uniformLinks(2, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
   std::string path = dir() + "/topo.txt";
@@ -602,7 +602,7 @@ TEST_F(TopoTest, DumpFile) {
 
 TEST_F(TopoTest, LogConnections) {
   std::string log = logToFile("INFO", "INIT,P2P");
-  std::vector<RankDesc> ranks = sameHostRanks(4);
+  std::vector<RankPlace> ranks = sameHostRanks(4);
   ranks[2].cudaDev = 5;
   Topology topo;
   ASSERT_EQ(buildTopology(4, uniformLinks(4, PathType::kNvl, 18, true), defaultParams(), &topo), ncclSuccess);
@@ -697,7 +697,7 @@ class NvmlDetectTest : public TopoTest {
   }
   // GPUs at the bus ids of sameHostRanks(n).
   void addGpus(int n) {
-    for (const RankDesc& r : sameHostRanks(n)) machine_.gpus.push_back(FakeGpu{r.busId, {}});
+    for (const RankPlace& r : sameHostRanks(n)) machine_.gpus.push_back(FakeGpu{r.busId, {}});
   }
   FakeMachine machine_;
 };
@@ -707,7 +707,7 @@ TEST_F(NvmlDetectTest, NvSwitchMachine) {
   for (int g = 0; g < 4; ++g) {
     for (int l = 0; l < 18; ++l) machine_.gpus[g].links.push_back(FakeLink{kNvmlNvlinkDeviceSwitch, 0xc0000 + l});
   }
-  std::vector<RankDesc> ranks = sameHostRanks(4);
+  std::vector<RankPlace> ranks = sameHostRanks(4);
   for (bool withType : {true, false}) {
     NvmlApi api = fakeApi(withType);  // without the type call, unknown bus ids are switches
     std::vector<Link> row;
@@ -731,8 +731,8 @@ TEST_F(NvmlDetectTest, DirectNvlinkAndPcie) {
     machine_.gpus[1].links.push_back(FakeLink{kNvmlNvlinkDeviceGpu, machine_.gpus[0].busId});
   }
   machine_.noP2pGpu = 2;
-  std::vector<RankDesc> ranks = sameHostRanks(3);
-  ranks.push_back(RankDesc{3, 0, 0x07000, 0x5678, 0x1});  // another host
+  std::vector<RankPlace> ranks = sameHostRanks(3);
+  ranks.push_back(RankPlace{3, 0, 0x07000, 0x5678, 0x1});  // another host
   for (bool withType : {true, false}) {
     NvmlApi api = fakeApi(withType);
     std::vector<Link> row;
@@ -756,7 +756,7 @@ TEST_F(NvmlDetectTest, DirectNvlinkAndPcie) {
 
 TEST_F(NvmlDetectTest, UnknownGpusFallBackToShm) {
   addGpus(2);
-  std::vector<RankDesc> ranks = sameHostRanks(3);  // rank 2's GPU is not in NVML
+  std::vector<RankPlace> ranks = sameHostRanks(3);  // rank 2's GPU is not in NVML
   NvmlApi api = fakeApi(true);
   std::vector<Link> row;
   ASSERT_EQ(detectLinksWith(&api, ranks, 0, &row), ncclSuccess);
@@ -772,7 +772,7 @@ TEST_F(NvmlDetectTest, UnknownGpusFallBackToShm) {
 
 TEST_F(TopoTest, DetectWithoutNvml) {
   std::string log = logToFile("INFO", "INIT");
-  std::vector<RankDesc> ranks = sameHostRanks(3);
+  std::vector<RankPlace> ranks = sameHostRanks(3);
   ranks[2].hostHash = 0x4321;
   std::vector<Link> row;
   ASSERT_EQ(detectLinksWith(nullptr, ranks, 1, &row), ncclSuccess);
@@ -792,8 +792,8 @@ TEST_F(TopoTest, DetectWithoutNvml) {
 
 // The real entry point, whatever this machine has: bus ids that exist nowhere fall back to SHM.
 TEST_F(TopoTest, DetectLinksOnThisMachine) {
-  std::vector<RankDesc> ranks = sameHostRanks(2);
-  for (RankDesc& r : ranks) r.busId |= int64_t{0xabcd} << 20;  // PCI domain abcd: not a real GPU
+  std::vector<RankPlace> ranks = sameHostRanks(2);
+  for (RankPlace& r : ranks) r.busId |= int64_t{0xabcd} << 20;  // PCI domain abcd: not a real GPU
   std::vector<Link> row;
   ASSERT_EQ(detectLinks(ranks, 0, &row), ncclSuccess);
   EXPECT_EQ(row[0].path, PathType::kLoc);

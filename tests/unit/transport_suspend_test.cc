@@ -158,9 +158,9 @@ struct Job {
   static std::tuple<int, int, int> key(int a, int b, int k) { return {a, b, k}; }
 
   // Every rank is a thread of this process: the senders each rank's socket accepts.
-  std::vector<PeerDesc> jobPeers() const {
-    const PeerDesc self{0, 0, 0x5, 0x10, static_cast<int32_t>(::getpid()), localPidSpace()};
-    return std::vector<PeerDesc>(n, self);
+  std::vector<RankPlace> jobPeers() const {
+    const RankPlace self{0, 0, 0, 0x5, 0x10, static_cast<int32_t>(::getpid()), localPidSpace()};
+    return std::vector<RankPlace>(n, self);
   }
 
   // Every rank resumes at once; the results of each.

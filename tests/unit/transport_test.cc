@@ -371,7 +371,7 @@ Context makeContext(int rank, int nranks, Bootstrap* bootstrap) {
   ctx.commHash = 0x77;
   ctx.bootstrap = bootstrap;
   for (int r = 0; r < nranks; ++r)
-    ctx.peers.push_back(PeerDesc{r, r, 0x5, r < 2 ? 0x10u : 0x20u, r < 2 ? 100 : 200, 0x42});
+    ctx.peers.push_back(RankPlace{r, r, r, 0x5, r < 2 ? 0x10u : 0x20u, r < 2 ? 100 : 200, 0x42});
   std::copy(kDefaultBuff, kDefaultBuff + kNumProtos, ctx.buffBytes);
   return ctx;
 }

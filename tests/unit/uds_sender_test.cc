@@ -277,8 +277,10 @@ TEST(UdsSenders, MatchingByPidAndPidSpace) {
 }
 
 TEST(UdsSenders, TheRanksOfThisHostButNotSelf) {
-  std::vector<PeerDesc> peers = {
-      {0, 0, 0xa, 0x1, 10, 0x5}, {1, 1, 0xa, 0x2, 11, 0x5}, {0, 2, 0xb, 0x3, 12, 0x6}, {2, 3, 0xa, 0x4, 13, 0x7}};
+  std::vector<RankPlace> peers = {{0, 0, 0, 0xa, 0x1, 10, 0x5},
+                                  {1, 1, 1, 0xa, 0x2, 11, 0x5},
+                                  {2, 0, 2, 0xb, 0x3, 12, 0x6},
+                                  {3, 2, 3, 0xa, 0x4, 13, 0x7}};
   const std::vector<UdsSender> senders = udsSendersOf(peers, 1);
   ASSERT_EQ(senders.size(), 2u);
   EXPECT_EQ(senders[0].rank, 0);
