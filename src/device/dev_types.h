@@ -265,19 +265,26 @@ struct DevP2pPeer {
 // the operations were issued. A segment is one operation's part on that channel. A self-copy CTA
 // (no connection) copies self sends into their receives: each segment's direct into its buff.
 // 16 bytes, so that the medium work list holds a pair's 32 channels both ways and the self copies.
-enum DevP2pRole : int16_t { kP2pSelfCopy = 0, kP2pSend = 1, kP2pRecv = 2 };
+//
+// kP2pGuarded (with kP2pSend or kP2pRecv): an in-place AlltoAll's send to a peer and its receive
+// from that peer, on the same range, channel by channel without staging. The receive CTA starts
+// its segment once the send CTA of the same channel has read all of its own (the segment's ticket
+// names their word in DevP2pArgs::guards); since every part fits the send's FIFO, that send never
+// waits for the peer (launch/p2p_stage.cc).
+enum DevP2pRole : int16_t { kP2pSelfCopy = 0, kP2pSend = 1, kP2pRecv = 2, kP2pRoleMask = 3, kP2pGuarded = 4 };
 struct DevP2pCta {
   void* conn;  // DevSendConn* (kP2pSend), DevRecvConn* (kP2pRecv), null (kP2pSelfCopy)
   int32_t firstSeg;
   int16_t nSegs;
-  int16_t role;  // DevP2pRole
+  int16_t role;  // DevP2pRole, with kP2pGuarded
 };
 static_assert(sizeof(DevP2pCta) == 16, "a point-to-point CTA's entry of the work list");
 // direct (registered buffers): a send's destination in the peer's receive buffer, or, on the
 // receiving side, buff itself (the peer writes it); null for the FIFO path.
 // balancedPages (nonzero: a balanced operation, device/prims/p2p_balanced.h): the segment is the
 // whole operation, shared by its `ctas` CTAs in chunks of balancedPages x kP2pBalancedPage bytes
-// that the sending CTAs take from DevP2pArgs::tickets[ticket].
+// that the sending CTAs take from DevP2pArgs::tickets[ticket]. A guarded segment (DevP2pCta):
+// ticket is its word in DevP2pArgs::guards.
 constexpr uint64_t kP2pBalancedPage = 4096;
 struct DevP2pSeg {
   char* buff;
@@ -310,6 +317,9 @@ struct DevP2pArgs {
   // The communicator's counters of balanced operations (zero between operations: the CTA whose
   // take is an operation's last zeroes its counter).
   uint64_t* tickets;
+  // The communicator's in-place guards, kMaxP2pChannels per peer (zero between operations: the
+  // receive CTA zeroes the word it waited for).
+  uint64_t* guards;
   DevP2pCta ctas[kCtas];
   DevP2pSeg segs[kSegs];
 };

@@ -19,6 +19,22 @@ static_assert(braid::kMaxSimpleP2pWorkers <= braid::kMaxSimpleWorkers, "the Simp
 namespace braid {
 namespace {
 
+// In place (kP2pGuarded, see DevP2pCta): the receive waits until the send of its channel has read
+// the range, then zeroes the word for the next operation; the send raises it once its workers
+// have copied the range out (every worker passed the step's last barrier).
+__device__ void awaitGuard(ProtoState& s, uint64_t* guard) {
+  if (s.tid == 0) {
+    while (ldAcquireGpu(guard) == 0) {
+      if (s.abort.poll()) break;
+    }
+    *reinterpret_cast<volatile uint64_t*>(guard) = 0;
+  }
+  namedBarrierSync(kSimpleBarrier, s.nthreads);
+}
+__device__ void raiseGuard(const ProtoState& s, uint64_t* guard) {
+  if (s.tid == 0) stReleaseGpu(guard, 1);
+}
+
 // kBalanced: the launch has balanced segments. A separate kernel, because the balanced path's calls
 // cost the kernel a larger stack frame and spills (176 bytes of stack became 584), and small
 // operations ~0.7 us each (2 H200, sendrecv and alltoall of 8 B-32 KiB); balanced launches are
@@ -29,7 +45,9 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
   waitForPreviousKernel();
   const DevP2pCta cta = args.ctas[blockIdx.x];
   notePeerOpsStarted(args.waitNotes, args.seq, &shared);
-  if (cta.role == kP2pSelfCopy) {
+  const int role = cta.role & kP2pRoleMask;
+  const bool guarded = (cta.role & kP2pGuarded) != 0;
+  if (role == kP2pSelfCopy) {
     // A self copy (see DevP2pCta): every thread copies, nobody is waited for.
     for (int i = 0; i < cta.nSegs; i++) {
       const DevP2pSeg seg = args.segs[cta.firstSeg + i];
@@ -40,8 +58,8 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
     }
     return;
   }
-  DevSendConn* send = cta.role == kP2pSend ? static_cast<DevSendConn*>(cta.conn) : nullptr;
-  DevRecvConn* recv = cta.role == kP2pRecv ? static_cast<DevRecvConn*>(cta.conn) : nullptr;
+  DevSendConn* send = role == kP2pSend ? static_cast<DevSendConn*>(cta.conn) : nullptr;
+  DevRecvConn* recv = role == kP2pRecv ? static_cast<DevRecvConn*>(cta.conn) : nullptr;
   const int nWorkers = static_cast<int>(blockDim.x) - kSimpleExtraThreads;
   const bool sharedSteps = args.sharedSteps != 0;
   if (!simpleCtaStart(args.abortFlag, send, recv, &shared, nWorkers, sharedSteps)) return;
@@ -70,12 +88,14 @@ __global__ void __launch_bounds__(kMaxSimpleP2pWorkers + kSimpleExtraThreads, 1)
       }
       continue;
     }
+    if (guarded && flags == kStepRecv) awaitGuard(state, args.guards + seg.ticket);
     for (int64_t o = 0; o < static_cast<int64_t>(seg.bytes); o += chunk) {
       const int64_t n = static_cast<int64_t>(seg.bytes) - o < chunk ? static_cast<int64_t>(seg.bytes) - o : chunk;
       char* p = seg.buff + o;
       simpleStep<uint8_t, FuncSum<uint8_t>>(state, flags == kStepSend ? p : nullptr, flags == kStepRecv ? p : nullptr,
                                             n, flags);
     }
+    if (guarded && flags == kStepSend) raiseGuard(state, args.guards + seg.ticket);
   }
   finishProtoState(state);
   // After the steps were written back (same thread): lets the poster post the last step and exit.

@@ -20,6 +20,7 @@ DeviceState::~DeviceState() {
   if (ringRanks_ != nullptr) (void)cudaFree(ringRanks_);
   if (p2pPeers_ != nullptr) (void)cudaFree(p2pPeers_);
   if (p2pTickets_ != nullptr) (void)cudaFree(p2pTickets_);
+  if (p2pGuards_ != nullptr) (void)cudaFree(p2pGuards_);
   for (Stage& stage : stages_) {
     if (stage.plain != nullptr) (void)cudaFree(stage.plain);
   }
@@ -94,10 +95,14 @@ ncclResult_t DeviceState::allocP2pPeers(int nranks) {
   p2pPeers_ = static_cast<DevP2pPeer*>(dev);
   NCCLCHECK(deviceMalloc(ticketsBytes, &dev));
   p2pTickets_ = static_cast<uint64_t*>(dev);
+  const size_t guardsBytes = sizeof(uint64_t) * kMaxP2pChannels * static_cast<size_t>(nranks);
+  NCCLCHECK(deviceMalloc(guardsBytes, &dev));
+  p2pGuards_ = static_cast<uint64_t*>(dev);
   cudaStream_t stream = nullptr;
   NCCLCHECK(uploadStream(&stream));
   CUDACHECK(cudaMemsetAsync(p2pPeers_, 0, peersBytes, stream));
   CUDACHECK(cudaMemsetAsync(p2pTickets_, 0, ticketsBytes, stream));
+  CUDACHECK(cudaMemsetAsync(p2pGuards_, 0, guardsBytes, stream));
   CUDACHECK(cudaStreamSynchronize(stream));
   return ncclSuccess;
 }

@@ -39,11 +39,12 @@ class DeviceState {
   // Point-to-point connections: a zeroed device array of one DevP2pPeer per rank, allocated once;
   // a peer's entry is written when it connects (no kernel uses that entry before). With it, the
   // zeroed counters of balanced operations (DevP2pArgs::tickets): plan::kP2pBalancedOpsPerPeer per
-  // peer.
+  // peer; and the zeroed in-place guards (DevP2pArgs::guards), kMaxP2pChannels per peer.
   [[nodiscard]] ncclResult_t allocP2pPeers(int nranks);
   [[nodiscard]] ncclResult_t uploadP2pPeer(int peer, const DevP2pPeer& entry);
   DevP2pPeer* p2pPeers() const { return p2pPeers_; }  // indexed by peer rank
   uint64_t* p2pTickets() const { return p2pTickets_; }
+  uint64_t* p2pGuards() const { return p2pGuards_; }
 
   // Memory for staged sends (plan/p2p_stage.h) of at least `bytes`, made at the first need and
   // replaced by a larger one when too small (rounded up by at most an eighth). A replaced buffer is
@@ -85,6 +86,7 @@ class DeviceState {
   int* ringRanks_ = nullptr;
   DevP2pPeer* p2pPeers_ = nullptr;
   uint64_t* p2pTickets_ = nullptr;
+  uint64_t* p2pGuards_ = nullptr;
   std::vector<Stage> stages_;     // the last one is in use; the others are kept for captured graphs
   uint64_t persistentBytes_ = 0;  // cudaMalloc memory: DevComm, ring orders, peers, counters
 };

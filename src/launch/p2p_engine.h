@@ -70,8 +70,12 @@ class P2pEngine {
   [[nodiscard]] ncclResult_t launchKernels(const std::vector<P2pTask>& tasks, const P2pQueues& queues,
                                            size_t longestQueue, const P2pSelfPairs& selfPairs, cudaStream_t stream,
                                            cudaEvent_t launchEvent);
-  // In-place AlltoAll (p2p_stage.cc): the batches of a group with staged sends (none: nothing
-  // staged), their staging memory made; and their launch.
+  // In-place AlltoAll (p2p_stage.cc): whether every staged send of `tasks` can instead go guarded
+  // with its receive, and then the tasks so marked in *out; else the batches of a group with staged
+  // sends (none: nothing staged), their staging memory made; and their launch.
+  // p2pPairs: per peer, linked by P2P (the connected pairs at launch, the NVLink ones in a simulation).
+  bool guardInPlace(const std::vector<P2pTask>& tasks, const std::vector<char>& p2pPairs,
+                    std::vector<P2pTask>* out) const;
   plan::StagePlan stagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const;
   [[nodiscard]] ncclResult_t planStaging(const std::vector<P2pTask>& tasks, size_t longestQueue, P2pStaging* staging);
   [[nodiscard]] ncclResult_t launchStaged(const P2pStaging& staging, const P2pSelfPairs& selfPairs, cudaStream_t stream,

@@ -106,12 +106,13 @@ Queues roundOf(const Queues& queues, size_t round, std::vector<P2pTask>* tasks) 
 // queue; a segment of 0 bytes is nothing on this channel). False if the CTA or its segments do not
 // fit.
 template <typename Args, typename Ops, typename SegmentFor>
-bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, Args* args, int* nSegs, uint64_t* largestPart,
-            bool* balanced, const SegmentFor& segmentFor) {
+bool addCta(const Ops& ops, DevSendConn* send, DevRecvConn* recv, bool guarded, Args* args, int* nSegs,
+            uint64_t* largestPart, bool* balanced, const SegmentFor& segmentFor) {
   if (args->nCtas == Args::kMaxCtas) return false;
   DevP2pCta& cta = args->ctas[args->nCtas++];
   cta.conn = send != nullptr ? static_cast<void*>(send) : static_cast<void*>(recv);
-  cta.role = static_cast<int16_t>(send != nullptr ? kP2pSend : recv != nullptr ? kP2pRecv : kP2pSelfCopy);
+  const int role = send != nullptr ? kP2pSend : recv != nullptr ? kP2pRecv : kP2pSelfCopy;
+  cta.role = static_cast<int16_t>(guarded ? role | kP2pGuarded : role);
   cta.firstSeg = *nSegs;
   cta.nSegs = 0;
   for (size_t i = 0; i < ops.size(); i++) {
@@ -161,16 +162,23 @@ bool buildP2pArgs(const Queues& queues, size_t firstIndex, const SelfPairs& self
     const bool isSend = key.second;
     const int maxChannels = peerChannels[peer];
     const int channels = queueChannels(ops, maxChannels);
+    // A guarded operation is alone in its queue (guardInPlace): the CTA's one segment is guarded.
+    const bool guarded = ops.size() == 1 && ops.front()->guarded;
     for (int c = 0; c < channels; c++) {
       DevSendConn* send = isSend ? &devPeers[peer].send[c] : nullptr;
       DevRecvConn* recv = isSend ? nullptr : &devPeers[peer].recv[c];
       auto segmentFor = [&](const P2pTask* op, size_t i) {
         const size_t index = firstIndex + i;  // in its queue
+        if (guarded) {
+          DevP2pSeg seg = queueSegment(*op, c, maxChannels, 0, 0);
+          seg.ticket = static_cast<uint32_t>(peer * kMaxP2pChannels + c);
+          return seg;
+        }
         const uint32_t ticket =
             static_cast<uint32_t>(peer * plan::kP2pBalancedOpsPerPeer) + static_cast<uint32_t>(index);
         return queueSegment(*op, c, maxChannels, balance.chunk(*op, index, maxChannels), ticket);
       };
-      if (!addCta(ops, send, recv, args, &nSegs, largestPart, balanced, segmentFor)) return false;
+      if (!addCta(ops, send, recv, guarded, args, &nSegs, largestPart, balanced, segmentFor)) return false;
     }
   }
   uint64_t largestSelf = 0;
@@ -187,7 +195,7 @@ bool buildP2pArgs(const Queues& queues, size_t firstIndex, const SelfPairs& self
       const plan::P2pPart part = plan::p2pPart(bytes, c, plan::p2pChannelsFor(bytes, plan::kP2pSelfCopyCtas));
       return DevP2pSeg{recv->buff + part.offset, send->buff + part.offset, part.bytes, 0, 0, 0};
     };
-    if (!addCta(selfPairs, nullptr, nullptr, args, &nSegs, largestPart, balanced, segmentFor)) return false;
+    if (!addCta(selfPairs, nullptr, nullptr, false, args, &nSegs, largestPart, balanced, segmentFor)) return false;
   }
   return true;
 }
@@ -232,13 +240,15 @@ struct P2pLaunchArgs {
 
   // waitNotes and seq: where and as what the kernel notes its long waits for hang reports (null and
   // 0: nowhere).
-  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, DevWaitNotes* waitNotes,
-                     uint64_t seq, bool sharedSteps, const LaunchOptions& launch, cudaStream_t stream) {
+  cudaError_t launch(const volatile int* abortFlag, uint64_t slotBytes, uint64_t* tickets, uint64_t* guards,
+                     DevWaitNotes* waitNotes, uint64_t seq, bool sharedSteps, const LaunchOptions& launch,
+                     cudaStream_t stream) {
     auto launchArgs = [&](auto& args) {
       args.abortFlag = abortFlag;
       args.sharedSteps = sharedSteps ? 1 : 0;
       args.slotBytes = slotBytes;
       args.tickets = tickets;
+      args.guards = guards;
       args.waitNotes = waitNotes;
       args.seq = seq;
       return launchP2pKernel(args, p2pThreads(largestPart), balanced, launch, stream);
@@ -293,15 +303,18 @@ ncclResult_t P2pEngine::joinStreams(const std::vector<P2pTask>& tasks, cudaStrea
   return ncclSuccess;
 }
 
-ncclResult_t P2pEngine::launch(const std::vector<P2pTask>& tasks, reg::Registry* registry) {
+ncclResult_t P2pEngine::launch(const std::vector<P2pTask>& groupTasks, reg::Registry* registry) {
   ScopedDevice device(ctx_.comm->cudaDev_);
-  cudaStream_t stream = tasks.front().stream;
-  for (const P2pTask& t : tasks) {
+  cudaStream_t stream = groupTasks.front().stream;
+  for (const P2pTask& t : groupTasks) {
     INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p%s", t.send ? "Send" : "Recv",
          static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(ctx_.comm), ctx_.comm->nranks_,
          static_cast<void*>(t.stream), t.staged ? " (staged: in place)" : "");
   }
 
+  // In place without staging where every staged send qualifies (p2p_stage.cc).
+  std::vector<P2pTask> guardedTasks;
+  const std::vector<P2pTask>& tasks = guardInPlace(groupTasks, directPair_, &guardedTasks) ? guardedTasks : groupTasks;
   // Checked (and the staging memory made) before anything is enqueued, so that a refused group
   // launches nothing.
   SelfPairs selfPairs;
@@ -364,8 +377,8 @@ ncclResult_t P2pEngine::launchKernels(const std::vector<P2pTask>& tasks, const Q
       NCCLCHECK(ctx_.launch.withLaunchEvent(ctx_.launch.plain, launchEvent, stream,
                                             ctx_.share->order().launchCaptured(), &launch));
     }
-    CUDACHECK(args.launch(ctx_.device->deviceAbortFlag(), slotBytes_, ctx_.device->p2pTickets(), waitNotes, seq,
-                          ctx_.share->stepsInGroupWords(), launch, stream));
+    CUDACHECK(args.launch(ctx_.device->deviceAbortFlag(), slotBytes_, ctx_.device->p2pTickets(),
+                          ctx_.device->p2pGuards(), waitNotes, seq, ctx_.share->stepsInGroupWords(), launch, stream));
     if (last) NCCLCHECK(ctx_.launch.afterCapturedLaunch(launchEvent, stream, ctx_.share->order().launchCaptured()));
     return ncclSuccess;
   };

@@ -1,4 +1,7 @@
-// In-place AlltoAll: the group's staged sends are copied into the communicator's staging memory
+// In-place AlltoAll. Where every block fits its peer's FIFOs and every peer is a P2P pair, nothing
+// is staged: each receive waits, channel by channel, until this rank's send of the same block has
+// read it (guardInPlace below, device/kernel_p2p.cu). Otherwise the group's staged sends are
+// copied into the communicator's staging memory
 // and sent from there, in batches of peers (plan/p2p_stage.h). The first batch's copies run before
 // its kernel; each later batch's copies run inside the previous batch's kernel, on its self-copy
 // CTAs, into the other half of the memory: they read blocks that no earlier batch writes, and the
@@ -54,6 +57,41 @@ uint64_t allocationOf(uint64_t addr) {
 }
 
 }  // namespace
+
+// A staged send goes guarded instead (DevP2pCta's kP2pGuarded) when it and its receive are the only
+// operations with their peer in the group, on the same range, over P2P, on the FIFO path (not
+// zero-copy, not balanced: the peer, whose operations with this rank are the same ones in the same
+// order, decides both alike), and each of its channel parts fits the channel's FIFO: the send then
+// finishes without waiting for the peer, so the receive that waits for it always starts. The peer
+// sees the same steps either way, so ranks still choose in place or not independently.
+bool P2pEngine::guardInPlace(const std::vector<P2pTask>& tasks, const std::vector<char>& p2pPairs,
+                             std::vector<P2pTask>* out) const {
+  if (paramInt(ParamId::kP2pInPlaceGuard) == 0) return false;
+  if (std::none_of(tasks.begin(), tasks.end(), [](const P2pTask& t) { return t.staged; })) return false;
+  const int rank = ctx_.comm->rank_;
+  std::vector<int> sends(static_cast<size_t>(ctx_.comm->nranks_), 0);
+  std::vector<int> recvs(sends.size(), 0);
+  for (const P2pTask& t : tasks) (t.send ? sends : recvs)[static_cast<size_t>(t.peer)]++;
+  const P2pBalance balance{&p2pPairs, slotBytes_, balanceBytes_, balanceChunk_};
+  const uint64_t fifoBytes = slotBytes_ * kFifoSlotsSimple;
+  *out = tasks;
+  for (P2pTask& send : *out) {
+    if (!send.staged) continue;
+    const auto p = static_cast<size_t>(send.peer);
+    if (send.peer == rank || p >= p2pPairs.size() || p2pPairs[p] == 0 || sends[p] != 1 || recvs[p] != 1) return false;
+    auto recv =
+        std::find_if(out->begin(), out->end(), [&](const P2pTask& t) { return !t.send && t.peer == send.peer; });
+    if (recv->buff != send.buff || recv->bytes != send.bytes || send.direct != nullptr || recv->direct != nullptr) {
+      return false;
+    }
+    const int maxChannels = peerChannels_[p];
+    if (balance.chunk(send, 0, maxChannels) != 0) return false;
+    if (plan::p2pPart(send.bytes, 0, plan::p2pChannelsFor(send.bytes, maxChannels)).bytes > fifoBytes) return false;
+    send.staged = false;
+    send.guarded = recv->guarded = true;
+  }
+  return true;
+}
 
 plan::StagePlan P2pEngine::stagePlan(const std::vector<P2pTask>& tasks, size_t longestQueue) const {
   const int rank = ctx_.comm->rank_;

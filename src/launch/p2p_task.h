@@ -28,8 +28,11 @@ struct P2pTask {
   char* direct = nullptr;
   reg::Registration* reg = nullptr;  // the registration of buff, when direct
   // A send whose buffer a receive of the same group also writes (in-place ncclAlltoAll): it is
-  // copied before the launch and sent from the copy (launch/p2p_stage.cc).
+  // copied before the launch and sent from the copy (launch/p2p_stage.cc)...
   bool staged = false;
+  // ...or, with its receive (same peer, same range), moved without a copy: each channel's receive
+  // waits for that channel's send to have read the range (DevP2pCta's kP2pGuarded).
+  bool guarded = false;
   // launchCompletionEvent of the AlltoAll, Gather or Scatter Config call it belongs to (null: none):
   // the group's last point-to-point kernel records it as its CTAs have all begun.
   cudaEvent_t launchEvent = nullptr;

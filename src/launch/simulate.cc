@@ -43,7 +43,7 @@ ncclResult_t CommDataPath::simulatePending(double* us) {
   return ncclSuccess;
 }
 
-ncclResult_t P2pEngine::addEstimatedUs(const std::vector<P2pTask>& tasks, double* totalUs) {
+ncclResult_t P2pEngine::addEstimatedUs(const std::vector<P2pTask>& groupTasks, double* totalUs) {
   NCCLCHECK(initPlan());
   const int rank = ctx_.comm->rank_;
   const int nranks = ctx_.comm->nranks_;
@@ -52,8 +52,10 @@ ncclResult_t P2pEngine::addEstimatedUs(const std::vector<P2pTask>& tasks, double
   for (int peer = 0; peer < nranks; peer++) {
     nvlinkPairs[peer] = peer != rank && nvlinkP2p(links_[peer], params) ? 1 : 0;
   }
-  // The launch's rule (P2pBalance), with NVLink standing for a P2P pair.
+  // The launch's rules (P2pBalance, guardInPlace), with NVLink standing for a P2P pair.
   const P2pBalance balance{&nvlinkPairs, slotBytes_, balanceBytes_, balanceChunk_};
+  std::vector<P2pTask> guardedTasks;
+  const std::vector<P2pTask>& tasks = guardInPlace(groupTasks, nvlinkPairs, &guardedTasks) ? guardedTasks : groupTasks;
   std::map<std::pair<int, bool>, size_t> queued;  // (peer, send) -> operations of its queue so far
   size_t longestQueue = 0;
   for (const P2pTask& t : tasks) {

@@ -4,7 +4,8 @@
 // AlltoAll: every datatype, counts 0, 1, odd, and several MiB per peer, on 16-byte-aligned and
 // misaligned buffers; inputs are random bytes per rank (NaN and denormal bit patterns included for
 // the float types: AlltoAll only moves data, so every byte is compared exactly) and the guard after
-// the buffer must stay poisoned. Eagerly and captured in a CUDA graph replayed with fresh inputs
+// the buffer must stay poisoned; by default the blocks move without staging (each receive waits for
+// its channel's send), in the staging tests staged. Eagerly and captured in a CUDA graph replayed with fresh inputs
 // (receives of captured operations go zero-copy by graph registration); ranks as processes, as
 // threads, and as one thread driving every GPU; graphs of one communicator replayed alternately, on
 // two streams, beside eager AlltoAlls, while the staging memory grows; a destroy while the thread
@@ -343,6 +344,7 @@ TEST_P(AlltoAllInPlace, CapturedAndReplayed) {
 TEST_P(AlltoAllInPlace, BatchesOfPeersWithinTheStageBudget) {
   SKIP_AGAINST_REFERENCE();
   colltest::ScopedSetenv budget("BRAID_P2P_STAGE_BYTES", "1048576");
+  colltest::ScopedSetenv stageAll("BRAID_P2P_INPLACE_GUARD", "0");
   const int n = this->n();
   const std::vector<Case> cases = {{ncclInt32, 75001, 0}, {ncclFloat16, (1 << 19) + 3, 2}, {ncclInt8, 3 << 20, 0}};
   for (Mode mode : {Mode::kProcesses, Mode::kThreads, Mode::kOneThread}) {
@@ -435,9 +437,11 @@ TEST_P(AlltoAllInPlace, GraphsReplayedAlternatelyAsTheStageGrows) {
     SCOPED_TRACE(modeName(mode));
     EXPECT_EQ(0, withRanks(n, mode, [&](std::vector<Rank>& ranks) { return graphsAlternately(ranks, n, 900); }));
   }
-  // With a 1 MiB budget: on more than two ranks the larger AlltoAlls run in batches, captured too.
+  // Staged, with a 1 MiB budget: on more than two ranks the larger AlltoAlls run in batches,
+  // captured too.
   SCOPED_TRACE("1 MiB staging budget");
   colltest::ScopedSetenv budget("BRAID_P2P_STAGE_BYTES", "1048576");
+  colltest::ScopedSetenv stageAll("BRAID_P2P_INPLACE_GUARD", "0");
   EXPECT_EQ(0,
             withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) { return graphsAlternately(ranks, n, 950); }));
 }
@@ -576,10 +580,11 @@ TEST_P(AlltoAllInPlace, RegisteredBuffer) {
             }));
 }
 
-// ncclGroupSimulateEnd counts the staging copy: an in-place AlltoAll is estimated above the same
-// AlltoAll out of place, and nothing runs (the buffer keeps its input).
+// ncclGroupSimulateEnd counts the staging copy: a staged in-place AlltoAll is estimated above the
+// same AlltoAll out of place, and nothing runs (the buffer keeps its input).
 TEST_P(AlltoAllInPlace, SimulateCountsTheStaging) {
   SKIP_AGAINST_REFERENCE();
+  colltest::ScopedSetenv stageAll("BRAID_P2P_INPLACE_GUARD", "0");
   const int n = this->n();
   EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
               Rank& r = ranks[0];
