@@ -7,7 +7,7 @@ namespace braid::window {
 
 bool Manager::symmetricCopies(const void* ptr, uint64_t bytes, SymmetricCopies* out) const {
   if (ptr == nullptr || bytes == 0) return false;
-  const Window* w = windowHolding(ptr, bytes);
+  const Window* w = windows_.holding(ptr, bytes);
   if (w == nullptr || w->info->role != WindowRole::kUser) return false;
   const WindowInfo& info = *w->info;
   if ((info.winFlags & kWinCollSymmetric) == 0 || info.lsaSize != info.nranks || info.lsaBase() != 0) return false;
@@ -21,9 +21,9 @@ bool Manager::symmetricCopies(const void* ptr, uint64_t bytes, SymmetricCopies* 
 }
 
 ncclResult_t Manager::noteCollectiveUse(const void* ptr, bool graph, cudaStream_t stream) {
-  Window* w = windowHolding(ptr, 1);
+  Window* w = windows_.holding(ptr, 1);
   if (w == nullptr) {
-    WARN("%s: no window holds %p, which a symmetric collective just used", me().c_str(), ptr);
+    WARN("%s: no window holds %p, which a symmetric collective just used", ctx_.me().c_str(), ptr);
     return ncclInternalError;
   }
   return noteUse(w, graph, stream);

@@ -4,7 +4,7 @@
 //
 // Message order, the same on every rank: one allGather of every rank's outcome of reading its
 // requirements and laying out its buffers (all fail together, or all asked for the same bytes),
-// then the collective registration of the resource window (registration.cc).
+// then the collective registration of the resource window (registrar.cc).
 #include <cstring>
 #include <vector>
 
@@ -36,14 +36,15 @@ ncclResult_t Manager::agreeOnResources(ncclResult_t mine, uint64_t bytes) {
   if (mine != ncclSuccess) return mine;  // its WARN is out
   for (int r = 0; r < ctx_.nranks; ++r) {
     if (votes[r].status != ncclSuccess) {
-      WARN("ncclDevCommCreate: %s: rank %d refused the device communicator (its WARN says why)", me().c_str(), r);
+      WARN("ncclDevCommCreate: %s: rank %d refused the device communicator (its WARN says why)", ctx_.me().c_str(), r);
       return static_cast<ncclResult_t>(votes[r].status);
     }
     if (votes[r].bytes != bytes) {
       WARN(
           "ncclDevCommCreate: %s: rank %d asks for %llu bytes of device communicator resources, this rank for %llu: "
           "every rank must pass the same requirements",
-          me().c_str(), r, static_cast<unsigned long long>(votes[r].bytes), static_cast<unsigned long long>(bytes));
+          ctx_.me().c_str(), r, static_cast<unsigned long long>(votes[r].bytes),
+          static_cast<unsigned long long>(bytes));
       return ncclInvalidUsage;
     }
   }
@@ -52,23 +53,24 @@ ncclResult_t Manager::agreeOnResources(ncclResult_t mine, uint64_t bytes) {
 
 ncclResult_t Manager::makeResourceWindow(uint64_t bytes, Window** out) {
   std::unique_ptr<VmmMemory> memory;
-  const std::string what = "ncclDevCommCreate: " + me() + ": resource memory";
+  const std::string what = "ncclDevCommCreate: " + ctx_.me() + ": resource memory";
   ncclResult_t status =
-      VmmMemory::allocate(drv_, ctx_.cudaDev, bytes, anyPeerProcess(), what, LogLevel::kWarn, &memory);
+      VmmMemory::allocate(drv_, ctx_.cudaDev, bytes, ctx_.anyLsaPeerProcess(), what, LogLevel::kWarn, &memory);
   // Zeroed before the registration: no peer can map it earlier, so no peer sees stale barrier epochs.
-  if (status == ncclSuccess && (cudaMemsetAsync(memory->ptr(), 0, memory->bytes(), setupStream_) != cudaSuccess ||
-                                cudaStreamSynchronize(setupStream_) != cudaSuccess)) {
+  if (status == ncclSuccess &&
+      (cudaMemsetAsync(memory->ptr(), 0, memory->bytes(), registrar_.setupStream()) != cudaSuccess ||
+       cudaStreamSynchronize(registrar_.setupStream()) != cudaSuccess)) {
     WARN("%s: clearing %llu bytes failed: %s", what.c_str(), static_cast<unsigned long long>(bytes),
          cudaGetErrorString(cudaGetLastError()));
     status = ncclUnhandledCudaError;
   }
   std::unique_ptr<Window> w;
-  NCCLCHECK(registerCollective(memory ? memory->ptr() : nullptr, bytes, 0, WindowRole::kDevResources, status, &w));
+  NCCLCHECK(
+      registrar_.registerCollective(memory ? memory->ptr() : nullptr, bytes, 0, WindowRole::kDevResources, status, &w));
   w->ownMemory = std::move(memory);
   registryAdd(w->info);
   if (net_ != nullptr) net_->addWindow(w->serial, w->info);
-  *out = w.get();
-  windows_.push_back(std::move(w));
+  *out = windows_.add(std::move(w));
   return ncclSuccess;
 }
 
@@ -91,7 +93,7 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
   asks.insert(asks.end(), ask.resources.begin(), ask.resources.end());
   std::string why;
   if (refusal == ncclSuccess && !windowSupport(drv_, ctx_.cudaDev, &why)) {
-    WARN("ncclDevCommCreate: %s: %s", me().c_str(), why.c_str());
+    WARN("ncclDevCommCreate: %s: %s", ctx_.me().c_str(), why.c_str());
     refusal = ncclInvalidUsage;
   }
   // Every rank sets up the one-sided operations here if no registration did yet (collective), so
@@ -107,7 +109,7 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
   uint64_t bytes = 0;
   if (refusal == ncclSuccess) refusal = layOutResources(asks, &bytes);
   NCCLCHECK(agreeOnResources(refusal, bytes));
-  NCCLCHECK(table_.head(setupStream_, &made.windowTable));
+  NCCLCHECK(registrar_.tableHead(&made.windowTable));
   if (bytes > 0) {
     Window* w = nullptr;
     NCCLCHECK(makeResourceWindow(bytes, &w));
@@ -116,7 +118,8 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
     if (ask.gin) NCCLCHECK(startGin(gin, ginPlaces, w, &made));
   }
   INFO(kLogInit, "ncclDevCommCreate: %s: %llu bytes of resources, %d LSA barriers, %d hybrid barriers, %zu buffers",
-       me().c_str(), static_cast<unsigned long long>(bytes), ask.lsaBarriers, ask.hybridBarriers, ask.resources.size());
+       ctx_.me().c_str(), static_cast<unsigned long long>(bytes), ask.lsaBarriers, ask.hybridBarriers,
+       ask.resources.size());
   *out = made;
   return ncclSuccess;
 }
@@ -126,12 +129,12 @@ ncclResult_t Manager::destroyDevComm(ncclWindow_t resourceWindow) {
   ScopedDevice device(ctx_.cudaDev);
   collectGraphReleases();
   if (resourceWindow == nullptr) return ncclSuccess;  // it asked for nothing
-  Window* w = findOwn(resourceWindow);
+  Window* w = windows_.find(resourceWindow);
   if (w == nullptr || w->info->role != WindowRole::kDevResources) {
     WARN(
         "ncclDevCommDestroy: %s: the device communicator's resource window %p is none of this communicator's "
         "(destroyed already, or made by another communicator?)",
-        me().c_str(), static_cast<void*>(resourceWindow));
+        ctx_.me().c_str(), static_cast<void*>(resourceWindow));
     return ncclInvalidArgument;
   }
   stopGin(w->serial);

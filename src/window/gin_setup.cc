@@ -34,18 +34,18 @@ bool handOut(int count, int* next, uint32_t* start) {
 
 ncclResult_t Manager::readyGin() {
   if (backend_ == nullptr) {
-    WARN("ncclDevCommCreate: %s: GIN needs the one-sided operations' machinery, which is off here (%s)", me().c_str(),
-         rmaWhy_.empty() ? "see above" : rmaWhy_.c_str());
+    WARN("ncclDevCommCreate: %s: GIN needs the one-sided operations' machinery, which is off here (%s)",
+         ctx_.me().c_str(), rmaWhy_.empty() ? "see above" : rmaWhy_.c_str());
     return ncclInvalidUsage;
   }
   if (net_ != nullptr) return ncclSuccess;
   if (ctx_.lsaSize < ctx_.nranks) {
     WARN("ncclDevCommCreate: %s: GIN reaches other hosts through the network, whose connections failed (see above)",
-         me().c_str());
+         ctx_.me().c_str());
     return ncclInvalidUsage;
   }
   NCCLCHECK(NetBackend::create(drv_, ctx_, *pad_, nullptr, &net_));
-  for (const std::unique_ptr<Window>& w : windows_) {
+  for (const std::unique_ptr<Window>& w : windows_.all()) {
     if (!w->deregistered && w->info->role != WindowRole::kSignals) net_->addWindow(w->serial, w->info);
   }
   return ncclSuccess;
@@ -65,7 +65,7 @@ ncclResult_t Manager::planGin(const DevCommAsk& ask, GinShape* shape, GinPlaces*
        handOut(ask.hybridGinBarriers * railSize, &signals, &made->hybridRailGinBarrierSignal0) &&
        handOut(ask.hybridGinBarriers * ctx_.nranks, &signals, &made->hybridDenseGinBarrierSignal0);
   if (!ok) {
-    WARN("ncclDevCommCreate: %s: the requirements ask for more than %d GIN signals or counters", me().c_str(),
+    WARN("ncclDevCommCreate: %s: the requirements ask for more than %d GIN signals or counters", ctx_.me().c_str(),
          kMaxGinIds);
     return ncclInvalidArgument;
   }
@@ -80,7 +80,7 @@ ncclResult_t Manager::planGin(const DevCommAsk& ask, GinShape* shape, GinPlaces*
 
 ncclResult_t Manager::startGin(const GinShape& shape, const GinPlaces& places, Window* resources, DevCommMade* made) {
   std::unique_ptr<GinComm> gin;
-  NCCLCHECK(GinComm::create(shape, places, resources->info, resources->serial, setupStream_, &gin));
+  NCCLCHECK(GinComm::create(shape, places, resources->info, resources->serial, registrar_.setupStream(), &gin));
   made->ginContexts = shape.contexts;
   made->ginSignals = shape.signals;
   made->ginCounters = shape.counters;
@@ -90,7 +90,7 @@ ncclResult_t Manager::startGin(const GinShape& shape, const GinPlaces& places, W
   gins_[resources->serial] = shared;
   net_->addGin(std::move(shared));
   INFO(kLogInit, "ncclDevCommCreate: %s: proxy GIN connection: %d contexts, %d signals, %d counters, rings of %u",
-       me().c_str(), shape.contexts, shape.signals, shape.counters, shape.queueSize);
+       ctx_.me().c_str(), shape.contexts, shape.signals, shape.counters, shape.queueSize);
   return ncclSuccess;
 }
 

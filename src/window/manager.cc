@@ -1,6 +1,5 @@
 #include "window/manager.h"
 
-#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -8,8 +7,6 @@
 #include "cuda/capture_mode.h"
 #include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
-#include "transport/transport.h"
-#include "transport/uds.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -21,19 +18,14 @@ ncclResult_t Manager::create(WindowContext ctx, std::unique_ptr<Manager>* out) {
   const CudaDriver* drv = nullptr;
   NCCLCHECK(cudaDriver(&drv));
   std::unique_ptr<Manager> m(new Manager(std::move(ctx), drv));
-  CUDACHECK(cudaStreamCreateWithFlags(&m->setupStream_, cudaStreamNonBlocking));
-  NCCLCHECK(m->fds_.open(m->ctx_.commHash, m->ctx_.rank, transport::udsSendersOf(m->ctx_.places, m->ctx_.rank)));
+  NCCLCHECK(m->registrar_.open());
   *out = std::move(m);
   return ncclSuccess;
 }
 
-std::string Manager::me() const {
-  return "rank " + std::to_string(ctx_.rank) + " (GPU " + std::to_string(ctx_.cudaDev) + ")";
-}
-
 Manager::~Manager() {
   ScopedDevice device(ctx_.cudaDev);
-  for (const auto& w : windows_) {
+  for (const auto& w : windows_.all()) {
     if (!w->deregistered) registryRemove(w->info->handle);
   }
   net_.reset();  // its thread writes into windows and signal memory, reads the GIN rings
@@ -42,8 +34,6 @@ Manager::~Manager() {
   backend_.reset();
   padWindow_.reset();
   pad_.reset();
-  graphReleases_->close();
-  if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
 }
 
 void Manager::release(bool abort, bool peerFailed) {
@@ -63,12 +53,12 @@ void Manager::release(bool abort, bool peerFailed) {
     WARN(
         "%s: the communicator is destroyed while one-sided operations still wait for signals that have not come "
         "(after %lld s); they are released so that their streams drain",
-        me().c_str(), static_cast<long long>(timeout.count()));
+        ctx_.me().c_str(), static_cast<long long>(timeout.count()));
   }
   backend_->releaseWaits();
   if (net_ != nullptr) net_->releaseWaits();
   if (!uses.drain(std::chrono::seconds(10))) {
-    INFO(kLogInit, "%s: one-sided operations are still running after their waits were released", me().c_str());
+    INFO(kLogInit, "%s: one-sided operations are still running after their waits were released", ctx_.me().c_str());
   }
 }
 
@@ -77,58 +67,33 @@ ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, nccl
   RelaxedCaptureMode relaxed;
   ScopedDevice device(ctx_.cudaDev);
   collectGraphReleases();
-  if (refusal == ncclSuccess) refusal = localRefusal(buff, size, winFlags);
+  if (refusal == ncclSuccess) refusal = registrar_.localRefusal(buff, size, winFlags);
   if (!padTried_) NCCLCHECK(makePad());
   std::unique_ptr<Window> w;
-  NCCLCHECK(registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
+  NCCLCHECK(registrar_.registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
   registryAdd(w->info);
   if (net_ != nullptr) net_->addWindow(w->serial, w->info);
-  *out = w->info->handle;
-  windows_.push_back(std::move(w));
+  *out = windows_.add(std::move(w))->info->handle;
   return ncclSuccess;
-}
-
-Window* Manager::findOwn(ncclWindow_t handle) {
-  for (const auto& w : windows_) {
-    if (!w->deregistered && w->info->handle == handle) return w.get();
-  }
-  return nullptr;
-}
-
-Window* Manager::windowHolding(const void* ptr, uint64_t bytes) const {
-  // The same memory may be in several windows: one registered with NCCL_WIN_COLL_SYMMETRIC wins.
-  Window* any = nullptr;
-  for (const auto& w : windows_) {
-    if (w->deregistered || !w->info->holds(ptr, bytes)) continue;
-    if ((w->info->winFlags & kWinCollSymmetric) != 0) return w.get();
-    any = w.get();
-  }
-  return any;
 }
 
 void Manager::destroyWindow(Window* w) {
   if (net_ != nullptr) net_->removeWindow(w->serial);
-  if (table_.remove(w->slot, setupStream_) != ncclSuccess) {
-    INFO(kLogAlloc, "%s: the device table of windows could not drop window %llu", me().c_str(),
-         static_cast<unsigned long long>(w->serial));
-  }
-  structs_.give(w->slot);
-  auto it = std::find_if(windows_.begin(), windows_.end(), [w](const auto& p) { return p.get() == w; });
-  if (it != windows_.end()) windows_.erase(it);  // unmaps its flat range
+  registrar_.unpublish(w);
+  windows_.erase(w);  // unmaps its flat range
 }
 
 void Manager::collectGraphReleases() {
-  for (uint64_t serial : graphReleases_->take()) {
-    for (const auto& w : windows_) {
-      if (w->serial != serial) continue;
-      if (--w->graphRefs == 0 && w->deregistered) {
-        INFO(kLogAlloc, "%s: window %llu unmapped: the last graph that used it was destroyed", me().c_str(),
-             static_cast<unsigned long long>(serial));
-        destroyWindow(w.get());
-      }
-      break;
-    }
+  for (Window* w : windows_.takeReleased()) {
+    INFO(kLogAlloc, "%s: window %llu unmapped: the last graph that used it was destroyed", ctx_.me().c_str(),
+         static_cast<unsigned long long>(w->serial));
+    destroyWindow(w);
   }
+}
+
+ncclResult_t Manager::noteUse(Window* w, bool graph, cudaStream_t stream) {
+  if (graph && w == padWindow_.get()) return ncclSuccess;
+  return windows_.noteUse(w, graph, stream);
 }
 
 ncclResult_t Manager::deregisterWindow(ncclWindow_t handle) {
@@ -137,29 +102,29 @@ ncclResult_t Manager::deregisterWindow(ncclWindow_t handle) {
   ScopedDevice device(ctx_.cudaDev);
   collectGraphReleases();
   if (handle == nullptr) return ncclSuccess;  // as NCCL
-  Window* w = findOwn(handle);
+  Window* w = windows_.find(handle);
   if (w == nullptr) {
-    WARN("%s: %s: win %p is not a window of this communicator (deregistered already?)", caller, me().c_str(),
+    WARN("%s: %s: win %p is not a window of this communicator (deregistered already?)", caller, ctx_.me().c_str(),
          static_cast<void*>(handle));
     return ncclInvalidArgument;
   }
   if (w->info->role == WindowRole::kDevResources) {
-    WARN("%s: %s: win %p holds a device communicator's resources: ncclDevCommDestroy releases it", caller, me().c_str(),
-         static_cast<void*>(handle));
+    WARN("%s: %s: win %p holds a device communicator's resources: ncclDevCommDestroy releases it", caller,
+         ctx_.me().c_str(), static_cast<void*>(handle));
     return ncclInvalidUsage;
   }
   if (w->uses.pending()) {
     WARN(
         "%s: %s: window %p is still used by a one-sided operation pending on the GPU; synchronize its stream "
         "first (the window is kept)",
-        caller, me().c_str(), static_cast<void*>(handle));
+        caller, ctx_.me().c_str(), static_cast<void*>(handle));
     return ncclInvalidUsage;
   }
   registryRemove(handle);
   w->deregistered = true;
   if (w->graphRefs > 0) {
     INFO(kLogAlloc, "%s: %s: window %p stays mapped until the %d captured graphs that use it are destroyed", caller,
-         me().c_str(), static_cast<void*>(handle), w->graphRefs);
+         ctx_.me().c_str(), static_cast<void*>(handle), w->graphRefs);
     return ncclSuccess;
   }
   destroyWindow(w);
@@ -167,9 +132,9 @@ ncclResult_t Manager::deregisterWindow(ncclWindow_t handle) {
 }
 
 ncclResult_t Manager::userPtr(ncclWindow_t handle, void** out) {
-  Window* w = findOwn(handle);
+  Window* w = windows_.find(handle);
   if (w == nullptr) {
-    WARN("ncclWinGetUserPtr: %s: win %p is not a window of this communicator", me().c_str(),
+    WARN("ncclWinGetUserPtr: %s: win %p is not a window of this communicator", ctx_.me().c_str(),
          static_cast<void*>(handle));
     return ncclInvalidArgument;
   }

@@ -1,13 +1,15 @@
 // The symmetric memory windows of one communicator and its one-sided operations: the object the
 // communicator owns (ncclComm::windows_), created by the API layer at the first
-// ncclCommWindowRegister.
+// ncclCommWindowRegister. Its parts: the collective registration (registrar.h), the windows and
+// what keeps them mapped (window_set.h), the one-sided machinery set up by the first registration
+// (rma_setup.cc: signal memory, signal_pad.h; backends, ce_backend.h and net_backend.h), device
+// communicators (dev_comm.cc) and their GIN connections (gin_setup.cc).
 //
-// Registration is collective (registration.cc): every rank gathers every rank's offer, maps its
-// LSA team's allocations into a new flat range, and all agree on the outcome before anyone
-// returns. The first registration also registers each rank's signal memory (signal_pad.h), which
-// one-sided operations need. Deregistration is local; a window that captured graphs still use is
-// unmapped when the last of them is destroyed, one that eager operations still use is kept and the
-// call refused.
+// Registration is collective: every rank gathers every rank's offer, maps its LSA team's
+// allocations into a new flat range, and all agree on the outcome before anyone returns. The
+// first registration also registers each rank's signal memory, which one-sided operations need.
+// Deregistration is local; a window that captured graphs still use is unmapped when the last of
+// them is destroyed, one that eager operations still use is kept and the call refused.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,18 +22,14 @@
 
 #include "core/windows_base.h"
 #include "cuda/cuda_driver.h"
-#include "register/graph_hold.h"
 #include "window/dev_comm.h"
-#include "window/fd_post.h"
-#include "window/local_alloc.h"
 #include "window/net_backend.h"
-#include "window/offer.h"
+#include "window/registrar.h"
 #include "window/rma_backend.h"
 #include "window/signal_pad.h"
-#include "window/struct_pool.h"
 #include "window/window.h"
 #include "window/window_context.h"
-#include "window/window_table.h"
+#include "window/window_set.h"
 
 namespace braid::window {
 
@@ -72,18 +70,11 @@ class Manager final : public CommWindowsBase {
   bool rmaPossible() const { return backend_ != nullptr || !padTried_; }
 
  private:
-  Manager(WindowContext ctx, const CudaDriver* drv) : ctx_(std::move(ctx)), drv_(drv) {}
+  Manager(WindowContext ctx, const CudaDriver* drv) : ctx_(std::move(ctx)), drv_(drv), registrar_(ctx_, drv) {}
 
-  // registration.cc
-  [[nodiscard]] ncclResult_t registerCollective(void* buff, uint64_t size, int winFlags, WindowRole role,
-                                                ncclResult_t refusal, std::unique_ptr<Window>* out);
-  [[nodiscard]] ncclResult_t mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers,
-                                     const OfferVerdict& verdict, LocalAllocation* local, Window* w);
-  [[nodiscard]] ncclResult_t publish(Window* w, WindowInfo* info);
-  [[nodiscard]] ncclResult_t agree(ncclResult_t mine, const std::string& what);
+  // rma_setup.cc
   [[nodiscard]] ncclResult_t makePad();
   [[nodiscard]] ncclResult_t makeNetBackend();
-  ncclResult_t localRefusal(void* buff, size_t size, int winFlags) const;
   // dev_comm.cc
   [[nodiscard]] ncclResult_t agreeOnResources(ncclResult_t mine, uint64_t bytes);
   [[nodiscard]] ncclResult_t makeResourceWindow(uint64_t bytes, Window** out);
@@ -98,14 +89,13 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] ncclResult_t startGin(const GinShape& shape, const GinPlaces& places, Window* resources,
                                       DevCommMade* made);
   void stopGin(uint64_t serial);
-  bool anyPeerProcess() const;
 
   // manager.cc
-  Window* findOwn(ncclWindow_t handle);
-  Window* windowHolding(const void* ptr, uint64_t bytes) const;
   void destroyWindow(Window* w);
   void collectGraphReleases();
-  std::string me() const;
+  // A use of w by an operation on `stream` (the signal memory lives as long as the communicator:
+  // graphs need not hold it).
+  [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);
 
   // rma_ops.cc
   [[nodiscard]] ncclResult_t checkRmaReady(const char* caller) const;
@@ -114,17 +104,11 @@ class Manager final : public CommWindowsBase {
   [[nodiscard]] ncclResult_t checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags);
   // Sends a put or signal to `op.peer` through the backend that reaches it.
   [[nodiscard]] ncclResult_t route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream);
-  [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);
 
   WindowContext ctx_;
   const CudaDriver* drv_;
-  cudaStream_t setupStream_ = nullptr;  // private non-blocking stream for struct writes and pad setup
-  FdPost fds_;
-  StructPool structs_;
-  WindowTable table_;
-  uint64_t serial_ = 0;
-  std::vector<std::unique_ptr<Window>> windows_;
-  std::shared_ptr<reg::ReleaseBox> graphReleases_ = std::make_shared<reg::ReleaseBox>();
+  Registrar registrar_;  // after ctx_, which it reads
+  WindowSet windows_;
   bool padTried_ = false;
   std::unique_ptr<SignalPad> pad_;
   std::unique_ptr<Window> padWindow_;

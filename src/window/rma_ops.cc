@@ -36,25 +36,26 @@ ncclResult_t Manager::checkRmaReady(const char* caller) const {
     WARN(
         "%s: %s: one-sided operations need the communicator's signal memory, which its first "
         "ncclCommWindowRegister sets up: register a window first",
-        caller, me().c_str());
+        caller, ctx_.me().c_str());
   } else {
-    WARN("%s: %s: one-sided operations cannot run on this communicator: %s", caller, me().c_str(), rmaWhy_.c_str());
+    WARN("%s: %s: one-sided operations cannot run on this communicator: %s", caller, ctx_.me().c_str(),
+         rmaWhy_.c_str());
   }
   return ncclInvalidUsage;
 }
 
 ncclResult_t Manager::checkTarget(int peer, int sig, int ctx, const char* caller) const {
   if (peer < 0 || peer >= ctx_.nranks) {
-    WARN("%s: %s: peer %d is out of range [0, %d)", caller, me().c_str(), peer, ctx_.nranks);
+    WARN("%s: %s: peer %d is out of range [0, %d)", caller, ctx_.me().c_str(), peer, ctx_.nranks);
     return ncclInvalidArgument;
   }
   if (ctx < 0 || ctx >= ctx_.numRmaCtx) {
-    WARN("%s: %s: context %d is invalid (must be in [0, %d): config numRmaCtx)", caller, me().c_str(), ctx,
+    WARN("%s: %s: context %d is invalid (must be in [0, %d): config numRmaCtx)", caller, ctx_.me().c_str(), ctx,
          ctx_.numRmaCtx);
     return ncclInvalidArgument;
   }
   if (sig < 0 || sig >= ctx_.numRmaSig) {
-    WARN("%s: %s: signal index %d is invalid (must be in [0, %d): config numRmaSig)", caller, me().c_str(), sig,
+    WARN("%s: %s: signal index %d is invalid (must be in [0, %d): config numRmaSig)", caller, ctx_.me().c_str(), sig,
          ctx_.numRmaSig);
     return ncclInvalidArgument;
   }
@@ -63,30 +64,22 @@ ncclResult_t Manager::checkTarget(int peer, int sig, int ctx, const char* caller
     WARN(
         "%s: %s: rank %d is on another host, and the network connections of one-sided operations could not be made "
         "(see the WARNs of the first ncclCommWindowRegister)",
-        caller, me().c_str(), peer);
+        caller, ctx_.me().c_str(), peer);
   } else {
     WARN(
         "%s: %s: rank %d shares this host but not this rank's LSA team (the ranks of each host must be "
         "consecutive, and every host must hold as many): one-sided communication outside the LSA team is not "
         "implemented yet",
-        caller, me().c_str(), peer);
+        caller, ctx_.me().c_str(), peer);
   }
   return ncclInvalidUsage;
-}
-
-ncclResult_t Manager::noteUse(Window* w, bool graph, cudaStream_t stream) {
-  if (!graph) return w->uses.note(stream);
-  if (w == padWindow_.get()) return ncclSuccess;  // lives as long as the communicator
-  NCCLCHECK(reg::holdForCapturedGraph(stream, graphReleases_, w->serial));
-  ++w->graphRefs;
-  return ncclSuccess;
 }
 
 ncclResult_t Manager::checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags) {
   collectGraphReleases();
   NCCLCHECK(checkRmaReady(caller));
   if (flags != 0) {
-    WARN("%s: %s: flags is %u; it must be 0", caller, me().c_str(), flags);
+    WARN("%s: %s: flags is %u; it must be 0", caller, ctx_.me().c_str(), flags);
     return ncclInvalidArgument;
   }
   return checkTarget(peer, sig, ctx, caller);
@@ -104,28 +97,30 @@ ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t ty
   NCCLCHECK(checkSignalCall(caller, peer, sig, ctx, flags));
   const size_t size = dtypeSize(type);
   if (size == 0 || count > std::numeric_limits<uint64_t>::max() / size) {
-    WARN("%s: %s: datatype %d / count %zu name no valid buffer size", caller, me().c_str(), static_cast<int>(type),
+    WARN("%s: %s: datatype %d / count %zu name no valid buffer size", caller, ctx_.me().c_str(), static_cast<int>(type),
          count);
     return ncclInvalidArgument;
   }
   const uint64_t bytes = static_cast<uint64_t>(count) * size;
-  Window* target = peerWin == nullptr ? nullptr : findOwn(peerWin);
+  Window* target = peerWin == nullptr ? nullptr : windows_.find(peerWin);
   if (target == nullptr) {
-    WARN("%s: %s: peerWin %p is not a window of this communicator", caller, me().c_str(), static_cast<void*>(peerWin));
+    WARN("%s: %s: peerWin %p is not a window of this communicator", caller, ctx_.me().c_str(),
+         static_cast<void*>(peerWin));
     return ncclInvalidArgument;
   }
   const uint64_t peerBytes = target->info->worldBytes[peer];
   if (peerOffset > peerBytes || bytes > peerBytes - peerOffset) {
-    WARN("%s: %s: %llu bytes at offset %zu run past the end of rank %d's window (%llu bytes)", caller, me().c_str(),
-         static_cast<unsigned long long>(bytes), peerOffset, peer, static_cast<unsigned long long>(peerBytes));
+    WARN("%s: %s: %llu bytes at offset %zu run past the end of rank %d's window (%llu bytes)", caller,
+         ctx_.me().c_str(), static_cast<unsigned long long>(bytes), peerOffset, peer,
+         static_cast<unsigned long long>(peerBytes));
     return ncclInvalidArgument;
   }
-  Window* source = src == nullptr ? nullptr : windowHolding(src, bytes);
+  Window* source = src == nullptr ? nullptr : windows_.holding(src, bytes);
   if (source == nullptr || (source->info->winFlags & kWinCollSymmetric) == 0) {
     WARN(
         "%s: %s: localbuff [%p, +%llu) must lie in a window of this communicator registered with "
         "NCCL_WIN_COLL_SYMMETRIC%s",
-        caller, me().c_str(), src, static_cast<unsigned long long>(bytes),
+        caller, ctx_.me().c_str(), src, static_cast<unsigned long long>(bytes),
         source == nullptr ? "" : " (its window was registered without that flag)");
     return ncclInvalidArgument;
   }
@@ -166,7 +161,7 @@ ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, c
   collectGraphReleases();
   NCCLCHECK(checkRmaReady(caller));
   if (nDesc <= 0 || descs == nullptr) {
-    WARN("%s: %s: nDesc is %d and signalDescs %p; at least one descriptor is needed", caller, me().c_str(), nDesc,
+    WARN("%s: %s: nDesc is %d and signalDescs %p; at least one descriptor is needed", caller, ctx_.me().c_str(), nDesc,
          static_cast<const void*>(descs));
     return ncclInvalidArgument;
   }
@@ -174,7 +169,7 @@ ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, c
   for (int i = 0; i < nDesc; ++i) {
     const ncclWaitSignalDesc_t& d = descs[i];
     if (d.opCnt <= 0) {
-      WARN("%s: %s: signalDescs[%d].opCnt is %d; it must be positive", caller, me().c_str(), i, d.opCnt);
+      WARN("%s: %s: signalDescs[%d].opCnt is %d; it must be positive", caller, ctx_.me().c_str(), i, d.opCnt);
       return ncclInvalidArgument;
     }
     NCCLCHECK(checkTarget(d.peer, d.sigIdx, d.ctx, caller));

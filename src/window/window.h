@@ -22,7 +22,6 @@ namespace braid::window {
 enum class WindowRole : int32_t { kUser = 0, kSignals = 1, kDevResources = 2 };
 
 struct WindowInfo {
-  const void* owner = nullptr;  // the Manager that registered it
   ncclWindow_t handle = nullptr;
   char* userPtr = nullptr;
   uint64_t userBytes = 0;

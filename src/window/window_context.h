@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -41,6 +42,15 @@ struct WindowContext {
   bool inLsa(int worldRank) const { return worldRank >= lsaBase() && worldRank < lsaBase() + lsaSize; }
   int lsaOf(int worldRank) const { return worldRank - lsaBase(); }
   bool sameProcess(int worldRank) const { return places[worldRank].pidHash == places[rank].pidHash; }
+  // Whether a rank of the LSA team runs in another process (its memory must then be exportable).
+  bool anyLsaPeerProcess() const {
+    for (int i = 0; i < lsaSize; ++i) {
+      if (!sameProcess(lsaBase() + i)) return true;
+    }
+    return false;
+  }
+  // "rank R (GPU D)", for messages.
+  std::string me() const { return "rank " + std::to_string(rank) + " (GPU " + std::to_string(cudaDev) + ")"; }
 };
 
 }  // namespace braid::window

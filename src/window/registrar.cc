@@ -7,23 +7,21 @@
 //      descriptors; then writes the window's device struct;
 //   4. allGather of every rank's outcome of step 3: all succeed, or all undo and fail.
 // After step 4 every peer has mapped this rank's memory, so the window can be used at once.
+#include "window/registrar.h"
+
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstring>
 #include <vector>
 
+#include "cuda/cuda_check.h"
 #include "cuda/scoped_device.h"
-#include "device/launch_kernel.h"
-#include "device/signal_add.h"
 #include "transport/uds.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/params.h"
-#include "window/ce_backend.h"
-#include "window/manager.h"
 #include "window/support.h"
-#include "window/window_registry.h"
 
 namespace braid::window {
 
@@ -32,14 +30,24 @@ static_assert(kWinCollSymmetric == NCCL_WIN_COLL_SYMMETRIC && kWinStrictOrdering
                   kWinAlignment == NCCL_WIN_REQUIRED_ALIGNMENT,
               "window flags as nccl.h defines them");
 
-bool Manager::anyPeerProcess() const {
-  for (int i = 0; i < ctx_.lsaSize; ++i) {
-    if (!ctx_.sameProcess(ctx_.lsaBase() + i)) return true;
-  }
-  return false;
+Registrar::~Registrar() {
+  if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
 }
 
-ncclResult_t Manager::localRefusal(void* buff, size_t size, int winFlags) const {
+ncclResult_t Registrar::open() {
+  CUDACHECK(cudaStreamCreateWithFlags(&setupStream_, cudaStreamNonBlocking));
+  return fds_.open(ctx_.commHash, ctx_.rank, transport::udsSendersOf(ctx_.places, ctx_.rank));
+}
+
+void Registrar::unpublish(Window* w) {
+  if (table_.remove(w->slot, setupStream_) != ncclSuccess) {
+    INFO(kLogAlloc, "%s: the device table of windows could not drop window %llu", ctx_.me().c_str(),
+         static_cast<unsigned long long>(w->serial));
+  }
+  structs_.give(w->slot);
+}
+
+ncclResult_t Registrar::localRefusal(void* buff, size_t size, int winFlags) const {
   const char* caller = "ncclCommWindowRegister";
   if (buff == nullptr || size == 0) {
     WARN("%s: rank %d: buff %p / size %zu: a window needs a buffer of at least one byte", caller, ctx_.rank, buff,
@@ -67,7 +75,7 @@ ncclResult_t Manager::localRefusal(void* buff, size_t size, int winFlags) const 
   return ncclSuccess;
 }
 
-ncclResult_t Manager::agree(ncclResult_t mine, const std::string& what) {
+ncclResult_t Registrar::agree(ncclResult_t mine, const std::string& what) {
   std::vector<int32_t> outcomes(ctx_.nranks, 0);
   outcomes[ctx_.rank] = static_cast<int32_t>(mine);
   NCCLCHECK(ctx_.bootstrap->allGather(outcomes.data(), sizeof(int32_t)));
@@ -81,9 +89,9 @@ ncclResult_t Manager::agree(ncclResult_t mine, const std::string& what) {
   return ncclSuccess;
 }
 
-ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers, const OfferVerdict& verdict,
-                              LocalAllocation* local, Window* w) {
-  const std::string what = me() + ": window " + std::to_string(serial);
+ncclResult_t Registrar::mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers, const OfferVerdict& verdict,
+                                LocalAllocation* local, Window* w) {
+  const std::string what = ctx_.me() + ": window " + std::to_string(serial);
   const FlatLayout& layout = verdict.layout;
   const Deadline deadline = Deadline::after(std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout)), ctx_.abortFlag);
   // This registration expects one descriptor from each LSA peer in another process (set before
@@ -120,7 +128,6 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
         w->flat->map(static_cast<uint64_t>(i) * layout.stride + layout.mapOffsets[i], offers[peer].allocBytes, handle));
   }
   auto info = std::make_shared<WindowInfo>();
-  info->owner = this;
   info->userPtr = reinterpret_cast<char*>(offers[ctx_.rank].allocBase) + offers[ctx_.rank].memOffset;
   info->userBytes = offers[ctx_.rank].userBytes;
   info->winFlags = offers[ctx_.rank].winFlags;
@@ -138,7 +145,7 @@ ncclResult_t Manager::mapTeam(uint64_t serial, const std::vector<WindowOffer>& o
   return ncclSuccess;
 }
 
-ncclResult_t Manager::publish(Window* w, WindowInfo* info) {
+ncclResult_t Registrar::publish(Window* w, WindowInfo* info) {
   NCCLCHECK(structs_.take(&w->slot));
   WindowVidmem d;
   std::memset(&d, 0, sizeof(d));
@@ -175,11 +182,11 @@ const char* registrationName(WindowRole role) {
 
 }  // namespace
 
-ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags, WindowRole role, ncclResult_t refusal,
-                                         std::unique_ptr<Window>* out) {
+ncclResult_t Registrar::registerCollective(void* buff, uint64_t size, int winFlags, WindowRole role,
+                                           ncclResult_t refusal, std::unique_ptr<Window>* out) {
   const uint64_t serial = ++serial_;
   const bool internal = role == WindowRole::kSignals;
-  const std::string what = me() + ": " + registrationName(role);
+  const std::string what = ctx_.me() + ": " + registrationName(role);
   WindowOffer mine;
   std::memset(&mine, 0, sizeof(mine));
   mine.magic = kOfferMagic;
@@ -192,7 +199,7 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
   LocalAllocation local;
   ncclResult_t status = refusal;
   if (status == ncclSuccess)
-    status = prepareLocalAllocation(drv_, ctx_.cudaDev, buff, size, anyPeerProcess(), what, &local);
+    status = prepareLocalAllocation(drv_, ctx_.cudaDev, buff, size, ctx_.anyLsaPeerProcess(), what, &local);
   if (status == ncclSuccess) {
     mine.allocBytes = local.allocBytes;
     mine.memOffset = local.memOffset;
@@ -224,66 +231,6 @@ ncclResult_t Manager::registerCollective(void* buff, uint64_t size, int winFlags
        static_cast<unsigned>(winFlags), ctx_.lsaSize, static_cast<void*>(w->flat->base()),
        static_cast<unsigned long long>(w->info->stride >> 30));
   *out = std::move(w);
-  return ncclSuccess;
-}
-
-ncclResult_t Manager::makeNetBackend() {
-  net::Network* network = nullptr;
-  if (!ctx_.openNetwork) return ncclInternalError;
-  NCCLCHECK(ctx_.openNetwork(&network));
-  std::unique_ptr<NetLinks> links;
-  NCCLCHECK(NetLinks::connect(ctx_, network, &links));
-  return NetBackend::create(drv_, ctx_, *pad_, std::move(links), &net_);
-}
-
-ncclResult_t Manager::makePad() {
-  // Every rank takes part, whatever it can do, so that the registrations stay in step even where
-  // the ranks' configurations differ.
-  padTried_ = true;
-  PadLayout layout;
-  layout.nCtx = ctx_.numRmaCtx;
-  layout.nSig = ctx_.numRmaSig;
-  layout.nranks = ctx_.nranks;
-  std::string why;
-  ncclResult_t refusal = ncclSuccess;
-  if (ctx_.numRmaCtx <= 0) {
-    why = "one-sided operations are disabled for this communicator (numRmaCtx = 0)";
-    refusal = ncclInvalidUsage;
-  } else if (!rmaSupport(drv_, ctx_.cudaDev, &why)) {
-    INFO(kLogInit, "%s: no one-sided operations: %s", me().c_str(), why.c_str());
-    refusal = ncclInvalidUsage;
-  }
-  // The graph-mode signal kernel is loaded now, while no kernel of ours waits on this GPU (a lazy
-  // first load may wait for the GPU to be idle: device/launch_kernel.h).
-  KernelArch signalArch;
-  if (refusal == ncclSuccess && loadSignalAddKernel(&signalArch) != cudaSuccess) {
-    (void)cudaGetLastError();
-    why = "the one-sided signal kernel could not be loaded on GPU " + std::to_string(ctx_.cudaDev);
-    WARN("%s: %s", me().c_str(), why.c_str());
-    refusal = ncclUnhandledCudaError;
-  }
-  std::unique_ptr<SignalPad> pad;
-  if (refusal == ncclSuccess)
-    refusal = SignalPad::create(drv_, ctx_.cudaDev, layout, anyPeerProcess(), setupStream_, &pad);
-  std::unique_ptr<Window> window;
-  ncclResult_t result =
-      registerCollective(pad ? pad->local() : nullptr, layout.bytes(), 0, WindowRole::kSignals, refusal, &window);
-  if (result != ncclSuccess) {
-    rmaWhy_ = why.empty() ? "setting up its signal memory failed on some rank (see the WARNs of the first "
-                            "ncclCommWindowRegister)"
-                          : why;
-    return ncclSuccess;  // windows work without one-sided operations
-  }
-  pad->attach(window->info);
-  pad_ = std::move(pad);
-  padWindow_ = std::move(window);
-  backend_ = std::make_unique<CeBackend>(drv_, ctx_, *pad_);
-  if (ctx_.lsaSize < ctx_.nranks && makeNetBackend() != ncclSuccess) {
-    WARN(
-        "%s: one-sided operations reach this rank's LSA team only: the connections to other hosts failed (see "
-        "above)",
-        me().c_str());
-  }
   return ncclSuccess;
 }
 
