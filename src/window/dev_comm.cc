@@ -69,7 +69,7 @@ ncclResult_t Manager::makeResourceWindow(uint64_t bytes, Window** out) {
       registrar_.registerCollective(memory ? memory->ptr() : nullptr, bytes, 0, WindowRole::kDevResources, status, &w));
   w->ownMemory = std::move(memory);
   registryAdd(w->info);
-  if (net_ != nullptr) net_->addWindow(w->serial, w->info);
+  if (oneSided_.network() != nullptr) oneSided_.network()->addWindow(w->serial, w->info);
   *out = windows_.add(std::move(w));
   return ncclSuccess;
 }
@@ -98,9 +98,9 @@ ncclResult_t Manager::createDevComm(const DevCommAsk& ask, ncclResult_t refusal,
   }
   // Every rank sets up the one-sided operations here if no registration did yet (collective), so
   // that whether GIN can run is known before the ranks vote.
-  if (!padTried_) {
-    const ncclResult_t padResult = makePad();
-    if (refusal == ncclSuccess) refusal = padResult;
+  if (!oneSided_.tried()) {
+    const ncclResult_t setUp = oneSided_.setUp(registrar_);
+    if (refusal == ncclSuccess) refusal = setUp;
   }
   GinShape gin;
   GinPlaces ginPlaces;

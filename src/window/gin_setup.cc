@@ -33,20 +33,20 @@ bool handOut(int count, int* next, uint32_t* start) {
 }  // namespace
 
 ncclResult_t Manager::readyGin() {
-  if (backend_ == nullptr) {
+  if (!oneSided_.ready()) {
     WARN("ncclDevCommCreate: %s: GIN needs the one-sided operations' machinery, which is off here (%s)",
-         ctx_.me().c_str(), rmaWhy_.empty() ? "see above" : rmaWhy_.c_str());
+         ctx_.me().c_str(), oneSided_.why().empty() ? "see above" : oneSided_.why().c_str());
     return ncclInvalidUsage;
   }
-  if (net_ != nullptr) return ncclSuccess;
+  if (oneSided_.network() != nullptr) return ncclSuccess;
   if (ctx_.lsaSize < ctx_.nranks) {
     WARN("ncclDevCommCreate: %s: GIN reaches other hosts through the network, whose connections failed (see above)",
          ctx_.me().c_str());
     return ncclInvalidUsage;
   }
-  NCCLCHECK(NetBackend::create(drv_, ctx_, *pad_, nullptr, &net_));
+  NCCLCHECK(oneSided_.makeLocalNetwork());
   for (const std::unique_ptr<Window>& w : windows_.all()) {
-    if (!w->deregistered && w->info->role != WindowRole::kSignals) net_->addWindow(w->serial, w->info);
+    if (!w->deregistered && w->info->role != WindowRole::kSignals) oneSided_.network()->addWindow(w->serial, w->info);
   }
   return ncclSuccess;
 }
@@ -88,7 +88,7 @@ ncclResult_t Manager::startGin(const GinShape& shape, const GinPlaces& places, W
   made->ginSignalShadows = gin->signalShadows();
   std::shared_ptr<GinComm> shared(std::move(gin));
   gins_[resources->serial] = shared;
-  net_->addGin(std::move(shared));
+  oneSided_.network()->addGin(std::move(shared));
   INFO(kLogInit, "ncclDevCommCreate: %s: proxy GIN connection: %d contexts, %d signals, %d counters, rings of %u",
        ctx_.me().c_str(), shape.contexts, shape.signals, shape.counters, shape.queueSize);
   return ncclSuccess;
@@ -97,7 +97,7 @@ ncclResult_t Manager::startGin(const GinShape& shape, const GinPlaces& places, W
 void Manager::stopGin(uint64_t serial) {
   auto it = gins_.find(serial);
   if (it == gins_.end()) return;
-  net_->removeGin(serial);
+  oneSided_.network()->removeGin(serial);
   // The network thread may be in the middle of one of its operations: its resource window goes
   // once the thread has let go.
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -28,20 +28,17 @@ Manager::~Manager() {
   for (const auto& w : windows_.all()) {
     if (!w->deregistered) registryRemove(w->info->handle);
   }
-  net_.reset();  // its thread writes into windows and signal memory, reads the GIN rings
+  oneSided_.stopNetwork();  // its thread writes into windows and signal memory, reads the GIN rings
   gins_.clear();
-  windows_.clear();  // unmaps every flat range
-  backend_.reset();
-  padWindow_.reset();
-  pad_.reset();
+  windows_.clear();  // unmaps every flat range; the signal memory goes with oneSided_
 }
 
 void Manager::release(bool abort, bool peerFailed) {
   // Every eager one-sided operation notes the signal memory's window, so its tracker says whether
   // any may still run; unmapping under a stream that still waits on signal memory would fault.
-  if (padWindow_ == nullptr) return;
+  if (oneSided_.signalWindow() == nullptr) return;
   ScopedDevice device(ctx_.cudaDev);
-  UseTracker& uses = padWindow_->uses;
+  UseTracker& uses = oneSided_.signalWindow()->uses;
   if (!uses.pending()) return;
   if (!abort && !peerFailed) {
     const auto timeout = std::chrono::seconds(paramInt(ParamId::kBootstrapTimeout));
@@ -55,8 +52,7 @@ void Manager::release(bool abort, bool peerFailed) {
         "(after %lld s); they are released so that their streams drain",
         ctx_.me().c_str(), static_cast<long long>(timeout.count()));
   }
-  backend_->releaseWaits();
-  if (net_ != nullptr) net_->releaseWaits();
+  oneSided_.releaseWaits();
   if (!uses.drain(std::chrono::seconds(10))) {
     INFO(kLogInit, "%s: one-sided operations are still running after their waits were released", ctx_.me().c_str());
   }
@@ -68,17 +64,17 @@ ncclResult_t Manager::registerWindow(void* buff, size_t size, int winFlags, nccl
   ScopedDevice device(ctx_.cudaDev);
   collectGraphReleases();
   if (refusal == ncclSuccess) refusal = registrar_.localRefusal(buff, size, winFlags);
-  if (!padTried_) NCCLCHECK(makePad());
+  if (!oneSided_.tried()) NCCLCHECK(oneSided_.setUp(registrar_));
   std::unique_ptr<Window> w;
   NCCLCHECK(registrar_.registerCollective(buff, size, winFlags, WindowRole::kUser, refusal, &w));
   registryAdd(w->info);
-  if (net_ != nullptr) net_->addWindow(w->serial, w->info);
+  if (oneSided_.network() != nullptr) oneSided_.network()->addWindow(w->serial, w->info);
   *out = windows_.add(std::move(w))->info->handle;
   return ncclSuccess;
 }
 
 void Manager::destroyWindow(Window* w) {
-  if (net_ != nullptr) net_->removeWindow(w->serial);
+  if (oneSided_.network() != nullptr) oneSided_.network()->removeWindow(w->serial);
   registrar_.unpublish(w);
   windows_.erase(w);  // unmaps its flat range
 }
@@ -92,7 +88,7 @@ void Manager::collectGraphReleases() {
 }
 
 ncclResult_t Manager::noteUse(Window* w, bool graph, cudaStream_t stream) {
-  if (graph && w == padWindow_.get()) return ncclSuccess;
+  if (graph && w == oneSided_.signalWindow()) return ncclSuccess;
   return windows_.noteUse(w, graph, stream);
 }
 

@@ -1,9 +1,9 @@
 // The symmetric memory windows of one communicator and its one-sided operations: the object the
 // communicator owns (ncclComm::windows_), created by the API layer at the first
 // ncclCommWindowRegister. Its parts: the collective registration (registrar.h), the windows and
-// what keeps them mapped (window_set.h), the one-sided machinery set up by the first registration
-// (rma_setup.cc: signal memory, signal_pad.h; backends, ce_backend.h and net_backend.h), device
-// communicators (dev_comm.cc) and their GIN connections (gin_setup.cc).
+// what keeps them mapped (window_set.h), the one-sided machinery that the first registration sets
+// up (one_sided.h; the operations themselves, rma_ops.cc), device communicators (dev_comm.cc) and
+// their GIN connections (gin_setup.cc).
 //
 // Registration is collective: every rank gathers every rank's offer, maps its LSA team's
 // allocations into a new flat range, and all agree on the outcome before anyone returns. The
@@ -23,10 +23,8 @@
 #include "core/windows_base.h"
 #include "cuda/cuda_driver.h"
 #include "window/dev_comm.h"
-#include "window/net_backend.h"
+#include "window/one_sided.h"
 #include "window/registrar.h"
-#include "window/rma_backend.h"
-#include "window/signal_pad.h"
 #include "window/window.h"
 #include "window/window_context.h"
 #include "window/window_set.h"
@@ -67,14 +65,12 @@ class Manager final : public CommWindowsBase {
 
   // Whether one-sided operations can run, or may once the first registration sets them up
   // (ncclCommQueryProperties' hostRmaSupport).
-  bool rmaPossible() const { return backend_ != nullptr || !padTried_; }
+  bool rmaPossible() const { return oneSided_.possible(); }
 
  private:
-  Manager(WindowContext ctx, const CudaDriver* drv) : ctx_(std::move(ctx)), drv_(drv), registrar_(ctx_, drv) {}
+  Manager(WindowContext ctx, const CudaDriver* drv)
+      : ctx_(std::move(ctx)), drv_(drv), registrar_(ctx_, drv), oneSided_(ctx_, drv) {}
 
-  // rma_setup.cc
-  [[nodiscard]] ncclResult_t makePad();
-  [[nodiscard]] ncclResult_t makeNetBackend();
   // dev_comm.cc
   [[nodiscard]] ncclResult_t agreeOnResources(ncclResult_t mine, uint64_t bytes);
   [[nodiscard]] ncclResult_t makeResourceWindow(uint64_t bytes, Window** out);
@@ -97,25 +93,12 @@ class Manager final : public CommWindowsBase {
   // graphs need not hold it).
   [[nodiscard]] ncclResult_t noteUse(Window* w, bool graph, cudaStream_t stream);
 
-  // rma_ops.cc
-  [[nodiscard]] ncclResult_t checkRmaReady(const char* caller) const;
-  [[nodiscard]] ncclResult_t checkTarget(int peer, int sig, int ctx, const char* caller) const;
-  // What ncclPutSignal and ncclSignal check first: readiness, flags, the target.
-  [[nodiscard]] ncclResult_t checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags);
-  // Sends a put or signal to `op.peer` through the backend that reaches it.
-  [[nodiscard]] ncclResult_t route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream);
-
   WindowContext ctx_;
   const CudaDriver* drv_;
   Registrar registrar_;  // after ctx_, which it reads
   WindowSet windows_;
-  bool padTried_ = false;
-  std::unique_ptr<SignalPad> pad_;
-  std::unique_ptr<Window> padWindow_;
-  std::unique_ptr<RmaBackend> backend_;                // the LSA team's peers, and every wait
-  std::unique_ptr<NetBackend> net_;                    // peers on other hosts and GIN (none: no such peer, no network)
+  OneSided oneSided_;
   std::map<uint64_t, std::shared_ptr<GinComm>> gins_;  // resource window serial -> its GIN connection
-  std::string rmaWhy_;  // why one-sided operations cannot run (empty while they can or may)
 };
 
 }  // namespace braid::window

@@ -30,71 +30,11 @@ ncclResult_t captureState(cudaStream_t stream, bool* graph) {
 
 }  // namespace
 
-ncclResult_t Manager::checkRmaReady(const char* caller) const {
-  if (backend_ != nullptr) return ncclSuccess;
-  if (!padTried_) {
-    WARN(
-        "%s: %s: one-sided operations need the communicator's signal memory, which its first "
-        "ncclCommWindowRegister sets up: register a window first",
-        caller, ctx_.me().c_str());
-  } else {
-    WARN("%s: %s: one-sided operations cannot run on this communicator: %s", caller, ctx_.me().c_str(),
-         rmaWhy_.c_str());
-  }
-  return ncclInvalidUsage;
-}
-
-ncclResult_t Manager::checkTarget(int peer, int sig, int ctx, const char* caller) const {
-  if (peer < 0 || peer >= ctx_.nranks) {
-    WARN("%s: %s: peer %d is out of range [0, %d)", caller, ctx_.me().c_str(), peer, ctx_.nranks);
-    return ncclInvalidArgument;
-  }
-  if (ctx < 0 || ctx >= ctx_.numRmaCtx) {
-    WARN("%s: %s: context %d is invalid (must be in [0, %d): config numRmaCtx)", caller, ctx_.me().c_str(), ctx,
-         ctx_.numRmaCtx);
-    return ncclInvalidArgument;
-  }
-  if (sig < 0 || sig >= ctx_.numRmaSig) {
-    WARN("%s: %s: signal index %d is invalid (must be in [0, %d): config numRmaSig)", caller, ctx_.me().c_str(), sig,
-         ctx_.numRmaSig);
-    return ncclInvalidArgument;
-  }
-  if (backend_->reaches(peer) || (net_ != nullptr && net_->reaches(peer))) return ncclSuccess;
-  if (ctx_.places[peer].hostHash != ctx_.places[ctx_.rank].hostHash) {
-    WARN(
-        "%s: %s: rank %d is on another host, and the network connections of one-sided operations could not be made "
-        "(see the WARNs of the first ncclCommWindowRegister)",
-        caller, ctx_.me().c_str(), peer);
-  } else {
-    WARN(
-        "%s: %s: rank %d shares this host but not this rank's LSA team (the ranks of each host must be "
-        "consecutive, and every host must hold as many): one-sided communication outside the LSA team is not "
-        "implemented yet",
-        caller, ctx_.me().c_str(), peer);
-  }
-  return ncclInvalidUsage;
-}
-
-ncclResult_t Manager::checkSignalCall(const char* caller, int peer, int sig, int ctx, unsigned flags) {
-  collectGraphReleases();
-  NCCLCHECK(checkRmaReady(caller));
-  if (flags != 0) {
-    WARN("%s: %s: flags is %u; it must be 0", caller, ctx_.me().c_str(), flags);
-    return ncclInvalidArgument;
-  }
-  return checkTarget(peer, sig, ctx, caller);
-}
-
-ncclResult_t Manager::route(const PutOp& op, uint64_t serial, uint64_t offset, bool graph, cudaStream_t stream) {
-  if (backend_->reaches(op.peer)) return backend_->put(op, graph, stream);
-  const NetPut put{op.src, op.bytes, op.peer, op.ctx, op.sig, serial, offset};
-  return graph ? net_->putGraph(put, stream) : net_->put(put, stream);
-}
-
 ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t type, int peer, ncclWindow_t peerWin,
                                 size_t peerOffset, int sig, int ctx, unsigned flags, cudaStream_t stream) {
   const char* caller = "ncclPutSignal";
-  NCCLCHECK(checkSignalCall(caller, peer, sig, ctx, flags));
+  collectGraphReleases();
+  NCCLCHECK(oneSided_.checkSignalCall(caller, peer, sig, ctx, flags));
   const size_t size = dtypeSize(type);
   if (size == 0 || count > std::numeric_limits<uint64_t>::max() / size) {
     WARN("%s: %s: datatype %d / count %zu name no valid buffer size", caller, ctx_.me().c_str(), static_cast<int>(type),
@@ -135,15 +75,16 @@ ncclResult_t Manager::putSignal(const void* src, size_t count, ncclDataType_t ty
   op.peer = peer;
   op.ctx = ctx;
   op.sig = sig;
-  NCCLCHECK(route(op, target->serial, peerOffset, graph, stream));
+  NCCLCHECK(oneSided_.route(op, target->serial, peerOffset, graph, stream));
   NCCLCHECK(noteUse(source, graph, stream));
   if (target != source) NCCLCHECK(noteUse(target, graph, stream));
-  return noteUse(padWindow_.get(), graph, stream);
+  return noteUse(oneSided_.signalWindow(), graph, stream);
 }
 
 ncclResult_t Manager::signal(int peer, int sig, int ctx, unsigned flags, cudaStream_t stream) {
   const char* caller = "ncclSignal";
-  NCCLCHECK(checkSignalCall(caller, peer, sig, ctx, flags));
+  collectGraphReleases();
+  NCCLCHECK(oneSided_.checkSignalCall(caller, peer, sig, ctx, flags));
   ScopedDevice device(ctx_.cudaDev);
   RelaxedCaptureMode relaxed;  // the use tracking's event calls, while another stream may be captured
   bool graph = false;
@@ -152,14 +93,14 @@ ncclResult_t Manager::signal(int peer, int sig, int ctx, unsigned flags, cudaStr
   op.peer = peer;
   op.ctx = ctx;
   op.sig = sig;
-  NCCLCHECK(route(op, 0, 0, graph, stream));
-  return noteUse(padWindow_.get(), graph, stream);
+  NCCLCHECK(oneSided_.route(op, 0, 0, graph, stream));
+  return noteUse(oneSided_.signalWindow(), graph, stream);
 }
 
 ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, cudaStream_t stream) {
   const char* caller = "ncclWaitSignal";
   collectGraphReleases();
-  NCCLCHECK(checkRmaReady(caller));
+  NCCLCHECK(oneSided_.checkReady(caller));
   if (nDesc <= 0 || descs == nullptr) {
     WARN("%s: %s: nDesc is %d and signalDescs %p; at least one descriptor is needed", caller, ctx_.me().c_str(), nDesc,
          static_cast<const void*>(descs));
@@ -172,15 +113,15 @@ ncclResult_t Manager::waitSignal(int nDesc, const ncclWaitSignalDesc_t* descs, c
       WARN("%s: %s: signalDescs[%d].opCnt is %d; it must be positive", caller, ctx_.me().c_str(), i, d.opCnt);
       return ncclInvalidArgument;
     }
-    NCCLCHECK(checkTarget(d.peer, d.sigIdx, d.ctx, caller));
+    NCCLCHECK(oneSided_.checkTarget(d.peer, d.sigIdx, d.ctx, caller));
     waits.push_back(WaitOp{d.peer, d.ctx, d.sigIdx, d.opCnt});
   }
   ScopedDevice device(ctx_.cudaDev);
   RelaxedCaptureMode relaxed;  // the use tracking's event calls, while another stream may be captured
   bool graph = false;
   NCCLCHECK(captureState(stream, &graph));
-  NCCLCHECK(backend_->wait(waits, graph, stream));
-  return noteUse(padWindow_.get(), graph, stream);
+  NCCLCHECK(oneSided_.wait(waits, graph, stream));
+  return noteUse(oneSided_.signalWindow(), graph, stream);
 }
 
 }  // namespace braid::window

@@ -1,6 +1,5 @@
-// The machinery of one-sided operations, set up by the first registration (or device
-// communicator) on every rank alike: the signal memory, registered as a window, the copy-engine
-// backend for the LSA team and the network backend for peers on other hosts.
+// The set-up of one-sided operations (one_sided.h), at the first registration (or device
+// communicator) on every rank alike.
 #include <string>
 
 #include "device/launch_kernel.h"
@@ -8,12 +7,12 @@
 #include "util/check.h"
 #include "util/log.h"
 #include "window/ce_backend.h"
-#include "window/manager.h"
+#include "window/one_sided.h"
 #include "window/support.h"
 
 namespace braid::window {
 
-ncclResult_t Manager::makeNetBackend() {
+ncclResult_t OneSided::makeNetwork() {
   net::Network* network = nullptr;
   if (!ctx_.openNetwork) return ncclInternalError;
   NCCLCHECK(ctx_.openNetwork(&network));
@@ -22,10 +21,10 @@ ncclResult_t Manager::makeNetBackend() {
   return NetBackend::create(drv_, ctx_, *pad_, std::move(links), &net_);
 }
 
-ncclResult_t Manager::makePad() {
+ncclResult_t OneSided::setUp(Registrar& registrar) {
   // Every rank takes part, whatever it can do, so that the registrations stay in step even where
   // the ranks' configurations differ.
-  padTried_ = true;
+  tried_ = true;
   PadLayout layout;
   layout.nCtx = ctx_.numRmaCtx;
   layout.nSig = ctx_.numRmaSig;
@@ -50,27 +49,32 @@ ncclResult_t Manager::makePad() {
   }
   std::unique_ptr<SignalPad> pad;
   if (refusal == ncclSuccess)
-    refusal = SignalPad::create(drv_, ctx_.cudaDev, layout, ctx_.anyLsaPeerProcess(), registrar_.setupStream(), &pad);
+    refusal = SignalPad::create(drv_, ctx_.cudaDev, layout, ctx_.anyLsaPeerProcess(), registrar.setupStream(), &pad);
   std::unique_ptr<Window> window;
-  ncclResult_t result = registrar_.registerCollective(pad ? pad->local() : nullptr, layout.bytes(), 0,
-                                                      WindowRole::kSignals, refusal, &window);
+  ncclResult_t result = registrar.registerCollective(pad ? pad->local() : nullptr, layout.bytes(), 0,
+                                                     WindowRole::kSignals, refusal, &window);
   if (result != ncclSuccess) {
-    rmaWhy_ = why.empty() ? "setting up its signal memory failed on some rank (see the WARNs of the first "
-                            "ncclCommWindowRegister)"
-                          : why;
+    why_ = why.empty() ? "setting up its signal memory failed on some rank (see the WARNs of the first "
+                         "ncclCommWindowRegister)"
+                       : why;
     return ncclSuccess;  // windows work without one-sided operations
   }
   pad->attach(window->info);
   pad_ = std::move(pad);
   padWindow_ = std::move(window);
   backend_ = std::make_unique<CeBackend>(drv_, ctx_, *pad_);
-  if (ctx_.lsaSize < ctx_.nranks && makeNetBackend() != ncclSuccess) {
+  if (ctx_.lsaSize < ctx_.nranks && makeNetwork() != ncclSuccess) {
     WARN(
         "%s: one-sided operations reach this rank's LSA team only: the connections to other hosts failed (see "
         "above)",
         ctx_.me().c_str());
   }
   return ncclSuccess;
+}
+
+ncclResult_t OneSided::makeLocalNetwork() {
+  if (pad_ == nullptr) return ncclInternalError;
+  return NetBackend::create(drv_, ctx_, *pad_, nullptr, &net_);
 }
 
 }  // namespace braid::window
