@@ -306,15 +306,15 @@ ncclResult_t P2pEngine::joinStreams(const std::vector<P2pTask>& tasks, cudaStrea
 ncclResult_t P2pEngine::launch(const std::vector<P2pTask>& groupTasks, reg::Registry* registry) {
   ScopedDevice device(ctx_.comm->cudaDev_);
   cudaStream_t stream = groupTasks.front().stream;
-  for (const P2pTask& t : groupTasks) {
-    INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p%s", t.send ? "Send" : "Recv",
-         static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(ctx_.comm), ctx_.comm->nranks_,
-         static_cast<void*>(t.stream), t.staged ? " (staged: in place)" : "");
-  }
-
   // In place without staging where every staged send qualifies (p2p_stage.cc).
   std::vector<P2pTask> guardedTasks;
   const std::vector<P2pTask>& tasks = guardInPlace(groupTasks, directPair_, &guardedTasks) ? guardedTasks : groupTasks;
+  for (const P2pTask& t : tasks) {
+    const char* inPlace = t.staged ? " (in place: staged)" : t.guarded ? " (in place: guarded)" : "";
+    INFO(kLogColl, "%s: buff %p bytes %zu peer %d comm %p [nranks=%d] stream %p%s", t.send ? "Send" : "Recv",
+         static_cast<void*>(t.buff), t.bytes, t.peer, static_cast<void*>(ctx_.comm), ctx_.comm->nranks_,
+         static_cast<void*>(t.stream), inPlace);
+  }
   // Checked (and the staging memory made) before anything is enqueued, so that a refused group
   // launches nothing.
   SelfPairs selfPairs;

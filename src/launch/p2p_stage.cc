@@ -86,7 +86,7 @@ bool P2pEngine::guardInPlace(const std::vector<P2pTask>& tasks, const std::vecto
     }
     const int maxChannels = peerChannels_[p];
     if (balance.chunk(send, 0, maxChannels) != 0) return false;
-    if (plan::p2pPart(send.bytes, 0, plan::p2pChannelsFor(send.bytes, maxChannels)).bytes > fifoBytes) return false;
+    if (!plan::guardFits(send.bytes, plan::p2pChannelsFor(send.bytes, maxChannels), fifoBytes)) return false;
     send.staged = false;
     send.guarded = recv->guarded = true;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "plan/p2p_plan.h"
+
 namespace braid::plan {
 
 // The circle method: with an odd count m of ranks, round s pairs a with b where a + b = s (mod m),
@@ -95,6 +97,10 @@ uint64_t planStageCopies(const std::vector<StageRange>& ranges, std::vector<Stag
     used = start + r.bytes;
   }
   return used;
+}
+
+bool guardFits(uint64_t bytes, int channels, uint64_t fifoBytes) {
+  return channels >= 1 && p2pPart(bytes, 0, channels).bytes <= fifoBytes;  // part 0 is the largest
 }
 
 }  // namespace braid::plan

@@ -51,6 +51,11 @@ struct StagePlan {
 StagePlan planStageBatches(int rank, int nranks, const std::vector<uint64_t>& stagedBytes, uint64_t budgetBytes,
                            int minRounds, bool oneBatch);
 
+// Whether an in-place send of `bytes` on `channels` channels may go unstaged, guarded by its
+// receive (launch/p2p_stage.cc): each channel's part fits the channel's FIFO of fifoBytes, so the
+// send finishes without its peer's receive and the receive that waits for it always starts.
+bool guardFits(uint64_t bytes, int channels, uint64_t fifoBytes);
+
 // One batch's copies into its memory. Sends whose source ranges lie within kStageGapBytes of each other
 // in one allocation share one copy (an in-place AlltoAll's blocks are contiguous: usually one or two
 // copies, around this rank's own block) and keep their distance in the memory; ranges of different

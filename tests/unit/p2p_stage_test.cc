@@ -222,6 +222,22 @@ TEST(P2pStage, CopiesCoverEveryRangeAndShareCopiesWhenClose) {
   }
 }
 
+// An in-place send goes guarded only where every channel's part fits that channel's FIFO: 4 slots of
+// 512 KiB on 32 channels hold 64 MiB, and one byte more makes the first part too large.
+TEST(P2pStage, GuardedInPlaceOnlyWherePartsFitTheFifo) {
+  const uint64_t fifo = 4 * (512 << 10);
+  EXPECT_TRUE(guardFits(64ull << 20, 32, fifo));
+  EXPECT_FALSE(guardFits((64ull << 20) + 1, 32, fifo));
+  EXPECT_TRUE(guardFits(fifo, 1, fifo));
+  EXPECT_FALSE(guardFits(fifo + 16, 1, fifo));
+  EXPECT_TRUE(guardFits(0, 1, fifo));
+  EXPECT_TRUE(guardFits(5, 3, 16));  // parts are whole 16-byte units: one part of 16
+  EXPECT_FALSE(guardFits(1000, 0, fifo));
+  // The channels an operation takes (p2pChannelsFor): 96 MiB needs more than 32 x 2 MiB.
+  EXPECT_FALSE(guardFits(96ull << 20, p2pChannelsFor(96ull << 20, 32), fifo));
+  EXPECT_TRUE(guardFits(3ull << 20, p2pChannelsFor(3ull << 20, 32), fifo));
+}
+
 TEST(P2pStage, PortPeersFromTheCostModel) {
   EXPECT_EQ(2, p2pPortPeers(9));  // 8 H200: 9 channels per peer
   EXPECT_EQ(1, p2pPortPeers(20));
