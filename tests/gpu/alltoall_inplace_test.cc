@@ -29,6 +29,7 @@
 #include "coll_test_util.h"
 #include "gpu_test_util.h"
 #include "rank_modes.h"
+#include "register_test_util.h"  // logHas
 #include "util/dtype.h"
 
 namespace {
@@ -578,6 +579,27 @@ TEST_P(AlltoAllInPlace, RegisteredBuffer) {
               CHILD_NCCL(ncclMemFree(b.base));
               return rc;
             }));
+}
+
+// Blocks that fit their peers' channel FIFOs move unstaged by default (each receive waits for its
+// channel's send), staged with BRAID_P2P_INPLACE_GUARD=0; each operation's INFO line says which, and
+// the results are exact either way.
+TEST_P(AlltoAllInPlace, UnstagedWhereBlocksFitTheFifos) {
+  SKIP_AGAINST_REFERENCE();
+  const int n = this->n();
+  colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
+  colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "COLL");
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  for (const bool guarded : {true, false}) {
+    SCOPED_TRACE(guarded ? "guarded" : "staged");
+    colltest::ScopedSetenv setting("BRAID_P2P_INPLACE_GUARD", guarded ? "1" : "0");
+    EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
+                if (runCases(ranks, n, {{ncclInt32, (1 << 18) + 3, 0}, {ncclUint8, 5, 1}}, 7) != 0) return 1;
+                CHILD_EXPECT(regtest::logHas("(in place: guarded)", guarded) == guarded);
+                CHILD_EXPECT(regtest::logHas("(in place: staged)", !guarded) == !guarded);
+                return 0;
+              }));
+  }
 }
 
 // ncclGroupSimulateEnd counts the staging copy: a staged in-place AlltoAll is estimated above the
