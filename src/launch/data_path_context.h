@@ -39,7 +39,7 @@ inline transport::Kind transportKind(topo::TransportKind kind) {
 
 // Graph registration and zero-copy sends look at no operation smaller than this: smaller
 // collectives take LL (no zero-copy), and eager operations that small pay for no capture query.
-// (Eager sends go zero-copy from a larger size, see p2p_reg.cc.)
+// (Eager operations go zero-copy only from BRAID_ZERO_COPY_EAGER_BYTES: reg_launch.cc, p2p_reg.cc.)
 constexpr size_t kZeroCopyMinBytes = 64 << 10;
 
 // How the communicator's kernels launch. Collective kernels: programmatic dependent launch
