@@ -62,9 +62,10 @@ class BufferRegistration {
   // Released registrations (ours retired, the peers' unmapped), around every exchange.
   void collectReleased();
   [[nodiscard]] ncclResult_t dropReleasedPeerMappings();
-  bool collZeroCopySize(const CollTask& task) const;  // large enough (eager or captured)
-  bool p2pZeroCopySize(const P2pTask& task) const;    // to a P2P peer, and large enough
-  bool p2pMeetsPeer(const P2pTask& task) const;       // its pair meets in exchangeP2p
+  // Large enough for zero-copy: the exchange that decides it pays (reg_launch.cc).
+  bool zeroCopySize(size_t bytes, cudaStream_t stream) const;
+  bool p2pZeroCopySize(const P2pTask& task) const;  // to a P2P peer, and large enough
+  bool p2pMeetsPeer(const P2pTask& task) const;     // its pair meets in exchangeP2p
 
   const DataPathContext& ctx_;
   const CollectiveEngine& collectives_;

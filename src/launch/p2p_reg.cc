@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "cuda/capture_mode.h"
 #include "launch/buffer_registration.h"
 #include "launch/collective_engine.h"
 #include "launch/p2p_engine.h"
@@ -24,15 +23,11 @@
 #include "util/params.h"
 
 namespace braid {
-// An eager send or receive exchanges every time, so only from BRAID_ZERO_COPY_EAGER_BYTES (as
-// collectives, reg_launch.cc; in one process that drives both ranks a registered sendrecv of 16 MiB
-// took 333 us with the exchange, NVIDIA NCCL's 62, nccl-tests sendrecv_perf -g 2 -R 1 on 2 H200); a
-// captured one exchanges once, at capture. Both ranks of a pair see the same sizes (and, as with
-// collectives, both capture or neither), so they count the same operations.
+
+// Both ranks of a pair see the same sizes (and, as with collectives, both capture or neither), so
+// they count the same operations.
 bool BufferRegistration::p2pZeroCopySize(const P2pTask& task) const {
-  if (task.peer == ctx_.comm->rank_ || task.bytes < kZeroCopyMinBytes) return false;
-  if (!p2p_.directPair(task.peer)) return false;
-  return streamCapturing(task.stream) || static_cast<int64_t>(task.bytes) >= paramInt(ParamId::kZeroCopyEagerBytes);
+  return task.peer != ctx_.comm->rank_ && p2p_.directPair(task.peer) && zeroCopySize(task.bytes, task.stream);
 }
 
 bool BufferRegistration::p2pMeetsPeer(const P2pTask& task) const {

@@ -63,13 +63,13 @@ ncclResult_t BufferRegistration::add(void* buff, size_t size, void** handle) {
   return ncclSuccess;
 }
 
-// An eager collective exchanges every time, so only from BRAID_ZERO_COPY_EAGER_BYTES (its
+// An eager operation exchanges every time, so only from BRAID_ZERO_COPY_EAGER_BYTES (its
 // description has the figures); a captured one exchanges once, at capture. Every rank sees the same
-// size and, as NCCL requires of graphs, captures it or not alike.
-bool BufferRegistration::collZeroCopySize(const CollTask& task) const {
-  const size_t bytes = collBytes(task, ctx_.comm->nranks_);
+// size and, as NCCL requires of graphs, captures it or not alike. The size comes first: the capture
+// query is a CUDA call, on every eager operation's way to the launch.
+bool BufferRegistration::zeroCopySize(size_t bytes, cudaStream_t stream) const {
   if (bytes < kZeroCopyMinBytes) return false;
-  return streamCapturing(task.stream) || static_cast<int64_t>(bytes) >= paramInt(ParamId::kZeroCopyEagerBytes);
+  return static_cast<int64_t>(bytes) >= paramInt(ParamId::kZeroCopyEagerBytes) || streamCapturing(stream);
 }
 
 bool BufferRegistration::graphRegisters(size_t bytes, cudaStream_t stream) const {
@@ -105,7 +105,7 @@ bool BufferRegistration::needsExchange(const std::vector<CollTask>& queue) const
   // H200).
   const bool local = paramInt(ParamId::kLocalRegister) != 0 && registry_.hasLocal();
   for (const CollTask& task : queue) {
-    const bool registered = local && collZeroCopySize(task) &&
+    const bool registered = local && zeroCopySize(collBytes(task, nranks), task.stream) &&
                             (registry_.find(task.recvbuff, collRecvBytes(task, nranks)) != nullptr ||
                              registry_.find(task.sendbuff, collSendBytes(task, nranks)) != nullptr);
     if ((registered || graphRegisters(task)) && !onSymmetricWindows(task, ctx_.comm->windows_.get(), nranks)) {
@@ -128,7 +128,7 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
   for (size_t i = 0; i < queue.size(); i++) {
     const CollTask& task = queue[i];
     RegisteredLaunch& r = plans_[i];
-    if (!collZeroCopySize(task)) continue;  // the copy path (needsExchange)
+    if (!zeroCopySize(collBytes(task, nranks), task.stream)) continue;  // the copy path (needsExchange)
     r.recv = local ? registry_.find(task.recvbuff, collRecvBytes(task, nranks)) : nullptr;
     r.send = local ? registry_.find(task.sendbuff, collSendBytes(task, nranks)) : nullptr;
     const bool graph = graphRegisters(task);
