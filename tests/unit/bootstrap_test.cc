@@ -89,9 +89,21 @@ int countWarns(pid_t pid) {
   _exit(0);
 }
 
+// Returns once the gate's write end is closed in every process.
+void awaitGate(int fd) {
+  char byte = 0;
+  while (::read(fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+}
+
 // Forks one child per entry of `roles`, runs fn(role) in each and collects the reports. Children
 // that have not reported within `limitSeconds` are killed (and reported as kNoReport).
 // `afterFork` runs in the parent once every child is started.
+//
+// The children wait at a gate until all are forked: the ids' roots are threads of this process, and
+// a child forked while a root serves its elder siblings could inherit a lock (OpenSSL's, over TLS)
+// that the root held at that instant and that nothing in the child ever releases.
 std::vector<Outcome> runChildren(const std::vector<int>& roles, const RankFn& fn, double limitSeconds = 40,
                                  const std::function<void()>& afterFork = nullptr) {
   struct Child {
@@ -101,6 +113,11 @@ std::vector<Outcome> runChildren(const std::vector<int>& roles, const RankFn& fn
     size_t got = 0;
   };
   std::vector<Child> children(roles.size());
+  int gate[2];
+  if (pipe(gate) != 0) {
+    ADD_FAILURE() << "pipe: " << strerror(errno);
+    return std::vector<Outcome>(roles.size());
+  }
   fflush(stdout);
   fflush(stderr);
   for (size_t i = 0; i < roles.size(); ++i) {
@@ -112,12 +129,16 @@ std::vector<Outcome> runChildren(const std::vector<int>& roles, const RankFn& fn
     pid_t pid = fork();
     if (pid == 0) {
       ::close(fds[0]);
+      ::close(gate[1]);
+      awaitGate(gate[0]);
       runChild(roles[i], fn, fds[1]);
     }
     ::close(fds[1]);
     children[i].pid = pid;
     children[i].fd = fds[0];
   }
+  ::close(gate[1]);  // every child reads the end of the gate's stream and starts
+  ::close(gate[0]);
   if (afterFork) afterFork();
   auto start = Clock::now();
   for (;;) {
