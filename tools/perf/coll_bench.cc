@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "coll_check.h"
+#include "compare.h"
 #include "launcher.h"
 #include "one_sided.h"
 #include "report.h"
@@ -562,9 +563,11 @@ int runCollBench(const Options& opt) {
   if (!opt.csv) printHeader(stdout);
   std::fflush(stdout);
   Summary summary;
+  PerfReport report = singleLibraryReport(opt, nranks, layout, loadedLibrary());
   OnStep onStep = [&](int step, const std::vector<std::vector<double>>& records) {
     RowResult row = combineRecords(rows[step], nranks, opt.average, records);
     summary.add(row);
+    report.rows.push_back(JsonRow{row.spec, {row}});
     std::printf("%s\n", opt.csv ? formatCsvRow(row).c_str() : formatRow(row).c_str());
     std::fflush(stdout);
   };
@@ -583,6 +586,7 @@ int runCollBench(const Options& opt) {
   bool ok = runWorkers(config, body, onStep, makeId);
   summary.print(stdout);
   if (!ok) printError("%s failed (see the messages above)", opt.op.c_str());
+  if (!opt.jsonPath.empty() && !writeJsonReport(opt.jsonPath, report)) ok = false;
   return ok && summary.wrong() == 0 ? 0 : 1;
 }
 

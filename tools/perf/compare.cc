@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "json_report.h"
 #include "report.h"
 
 namespace braidperf {
@@ -58,6 +59,7 @@ struct Side {
   std::map<std::string, std::vector<double>> metrics;  // comm: name -> per-run medians
   std::map<std::string, std::vector<RowResult>> rows;  // collectives: key -> per-run rows
   std::string loaded;                                  // what the children's banner says they loaded
+  int version = 0;                                     // the NCCL version code they reported
   std::string unsupported;                             // why the library cannot run the operation at all
   long long wrong = 0;
   int failures = 0;
@@ -73,6 +75,8 @@ std::string realPath(const std::string& p) {
 struct Order {
   std::vector<std::string> metrics, rows;
   std::map<std::string, RowSpec> specs;
+  int nranks = 0;     // from the runs' banner
+  std::string setup;  // the same
 };
 
 // Runs this binary once with `side.lib` preloaded and --csv; adds what it reported to `side`.
@@ -84,7 +88,7 @@ void runOnce(Side* side, int run, int argc, char** argv, Order* order) {
   std::string cmd = "LD_PRELOAD=" + quote(side->lib) + " LD_LIBRARY_PATH=" + quote(dirOf(side->lib)) +
                     "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} /proc/" + std::to_string(getpid()) + "/exe";
   for (int i = 1; i < argc; i++) {
-    if (!std::strcmp(argv[i], "--compare") || !std::strcmp(argv[i], "--runs")) {
+    if (!std::strcmp(argv[i], "--compare") || !std::strcmp(argv[i], "--runs") || !std::strcmp(argv[i], "--json")) {
       i++;
       continue;
     }
@@ -120,9 +124,8 @@ void runOnce(Side* side, int run, int argc, char** argv, Order* order) {
       side->metrics[name].push_back(value);
     } else if (line[0] == '#') {
       if (run == 0) std::fputs(line, stdout);  // the banner names the library really loaded
-      const char* at = std::strstr(line, "# library ");
-      const char* end = at != nullptr ? std::strstr(at, " (NCCL version") : nullptr;
-      if (at == line && end != nullptr) side->loaded.assign(at + 10, end);
+      (void)parseLibraryBanner(line, &side->loaded, &side->version);
+      (void)parseSetupBanner(line, &order->nranks, &order->setup);
     } else if (std::strncmp(line, "  ", 2) != 0) {
       std::fputs(line, stdout);  // the library's own log lines
     }
@@ -227,6 +230,63 @@ void printRows(const std::string& op, const Side& a, const Side& b, const Order&
   }
 }
 
+// One column (out of place, or in place) of a side's runs of a row: the median time, algbw and
+// busbw of the runs that timed it (kRefusedUs where every run refused it, 0 where none ran it) and
+// the wrong elements of them all.
+Timing medianColumn(const std::vector<RowResult>& runs, bool inPlace) {
+  std::vector<double> times, algbws, busbws;
+  Timing t;
+  bool refused = false;
+  for (const RowResult& r : runs) {
+    const Timing& c = inPlace ? r.ip : r.oop;
+    if (c.wrong >= 0) t.wrong = std::max(0LL, t.wrong) + c.wrong;
+    if (c.us < 0) refused = true;
+    if (c.us <= 0) continue;
+    times.push_back(c.us);
+    algbws.push_back(c.algbw);
+    busbws.push_back(c.busbw);
+  }
+  t.us = !times.empty() ? median(times) : refused ? kRefusedUs : 0;
+  t.algbw = median(algbws);
+  t.busbw = median(busbws);
+  return t;
+}
+
+PerfReport compareReport(const Options& opt, const Side& a, const Side& b, const Order& order) {
+  PerfReport report;
+  report.op = opt.op;
+  report.command = opt.command;
+  report.setup = order.setup;
+  report.nranks = order.nranks;
+  report.runs = opt.runs;
+  for (const Side* s : {&a, &b}) {
+    report.libraries.push_back(JsonLibrary{s == &a ? "A" : "B", s->lib, s->loaded, s->version, s->unsupported});
+  }
+  for (const std::string& name : order.metrics) {
+    JsonMetric m{name, {}};
+    for (const Side* s : {&a, &b}) {
+      auto it = s->metrics.find(name);
+      m.values.push_back(it != s->metrics.end() ? median(it->second) : std::nan(""));
+    }
+    report.metrics.push_back(m);
+  }
+  for (const std::string& key : order.rows) {
+    JsonRow row{order.specs.at(key), {}};
+    for (const Side* s : {&a, &b}) {
+      RowResult r;
+      r.spec = row.spec;
+      auto it = s->rows.find(key);
+      if (it != s->rows.end()) {
+        r.oop = medianColumn(it->second, false);
+        r.ip = medianColumn(it->second, true);
+      }
+      row.results.push_back(r);
+    }
+    report.rows.push_back(row);
+  }
+  return report;
+}
+
 }  // namespace
 
 const char* loadedLibraryPath() {
@@ -236,6 +296,12 @@ const char* loadedLibraryPath() {
     path = info.dli_fname;
   }
   return path.c_str();
+}
+
+JsonLibrary loadedLibrary() {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) version = 0;
+  return JsonLibrary{"A", loadedLibraryPath(), loadedLibraryPath(), version, ""};
 }
 
 int runCompare(int argc, char** argv, const Options& opt) {
@@ -266,11 +332,12 @@ int runCompare(int argc, char** argv, const Options& opt) {
       std::printf("# WARNING: runs meant for %s loaded %s\n", s->lib.c_str(), s->loaded.c_str());
     }
   }
+  const bool written = opt.jsonPath.empty() || writeJsonReport(opt.jsonPath, compareReport(opt, a, b, order));
   if (a.failures + b.failures > 0) {
     std::fprintf(stderr, "braid-perf: %d run(s) with A and %d with B failed (their stderr is above)\n", a.failures,
                  b.failures);
   }
-  return a.failures + b.failures == 0 && a.wrong + b.wrong == 0 ? 0 : 1;
+  return written && a.failures + b.failures == 0 && a.wrong + b.wrong == 0 ? 0 : 1;
 }
 
 }  // namespace braidperf

@@ -3,6 +3,7 @@
 // both medians and their ratio.
 #pragma once
 
+#include "json_report.h"
 #include "options.h"
 
 namespace braidperf {
@@ -11,5 +12,8 @@ int runCompare(int argc, char** argv, const Options& opt);
 
 // Path of the libnccl.so.2 this process actually uses.
 const char* loadedLibraryPath();
+
+// That library as --json describes it (label "A").
+JsonLibrary loadedLibrary();
 
 }  // namespace braidperf

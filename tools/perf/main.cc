@@ -29,18 +29,21 @@ std::string modeName(const braidperf::Layout& l) {
 }
 
 int runComm(const braidperf::Options& opt) {
-  std::printf("# braid-perf comm: %d ranks, %s, %d cycles (+%d warm-up)\n", opt.layout.nranks(),
-              modeName(opt.layout).c_str(), opt.iters, opt.warmup);
+  const std::string setup = std::to_string(opt.layout.nranks()) + " ranks, " + modeName(opt.layout);
+  std::printf("# braid-perf comm: %s; %d cycles (+%d warm-up)\n", setup.c_str(), opt.iters, opt.warmup);
   std::vector<braidperf::Metric> metrics;
   if (!braidperf::runCommBench(opt, &metrics)) return 1;
   std::printf("# %-16s %10s %10s %10s   (per cycle: slowest rank)\n", "metric", "median", "min", "max");
+  braidperf::PerfReport report =
+      braidperf::singleLibraryReport(opt, opt.layout.nranks(), setup, braidperf::loadedLibrary());
   for (const braidperf::Metric& m : metrics) {
     double med = percentile(m.perCycle, 0.5);
     std::printf("  %-16s %10.2f %10.2f %10.2f\n", m.name.c_str(), med, percentile(m.perCycle, 0),
                 percentile(m.perCycle, 1));
     if (opt.csv) std::printf("csv,%s,%.4f\n", m.name.c_str(), med);
+    report.metrics.push_back(braidperf::JsonMetric{m.name, {med}});
   }
-  return 0;
+  return opt.jsonPath.empty() || braidperf::writeJsonReport(opt.jsonPath, report) ? 0 : 1;
 }
 
 }  // namespace

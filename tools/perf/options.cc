@@ -40,16 +40,19 @@ std::vector<std::string> splitCommas(const std::string& text) {
 }
 
 // The long options' codes, above every short option character.
-enum LongCode : int { kRuns = 256, kTimeout, kHosts, kCsv, kCompare };
+enum LongCode : int { kRuns = 256, kTimeout, kHosts, kCsv, kCompare, kJson };
 
 // Short options (a leading '+': stop at the first operand, never reorder argv, which --compare passes
 // on to its children; ':': report a missing value as ':'). -t and -g take their optional count
 // from the next word themselves, as getopt only knows attached optional values.
 constexpr char kShortOptions[] = "+:ptgN:b:e:i:f:d:o:r:n:w:G:c:R:a:z:";
-const option kLongOptions[] = {
-    {"runs", required_argument, nullptr, kRuns},       {"timeout", required_argument, nullptr, kTimeout},
-    {"hosts", required_argument, nullptr, kHosts},     {"csv", no_argument, nullptr, kCsv},
-    {"compare", required_argument, nullptr, kCompare}, {nullptr, 0, nullptr, 0}};
+const option kLongOptions[] = {{"runs", required_argument, nullptr, kRuns},
+                               {"timeout", required_argument, nullptr, kTimeout},
+                               {"hosts", required_argument, nullptr, kHosts},
+                               {"csv", no_argument, nullptr, kCsv},
+                               {"compare", required_argument, nullptr, kCompare},
+                               {"json", required_argument, nullptr, kJson},
+                               {nullptr, 0, nullptr, 0}};
 
 // The word an option must be written as: every option is a word of its own, its value the next word
 // ("-b 8"; never "-b8", "-pc 1", "--runs=3" or an abbreviation such as "--ru").
@@ -194,6 +197,9 @@ bool Parser::one(int code, const char* a, const char* v) {
     case kCompare:
       o.compareLib = v;
       return true;
+    case kJson:
+      o.jsonPath = v;
+      return true;
     default:
       return unknown(a);
   }
@@ -271,7 +277,9 @@ void printUsage(const char* argv0) {
       "  --compare LIB   run the same benchmark in child processes against this binary's library and\n"
       "                  against LIB (another libnccl.so.2), alternating, and print medians and ratios\n"
       "  --runs R        fresh runs per library for --compare (3)\n"
-      "  --csv           machine-readable output (used by --compare)\n",
+      "  --csv           machine-readable output (used by --compare)\n"
+      "  --json FILE     also write the results to FILE as JSON (with --compare: both libraries'\n"
+      "                  medians; scripts/perf_page.py turns such files into tables and plots)\n",
       argv0);
 }
 
@@ -280,6 +288,8 @@ bool parseOptions(int argc, char** argv, Options* out) {
     printUsage(argv[0]);
     return false;
   }
+  out->command.assign(argv, argv + argc);
+  out->command[0] = "braid-perf";
   out->op = argv[1];
   out->isComm = out->op == "comm";
   if (!out->isComm) {

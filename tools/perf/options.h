@@ -1,5 +1,5 @@
 // Command line of braid-perf. Flags follow nccl-tests where they overlap (-b -e -f -i -d -o -r -w -n
-// -c -t -g -a); -p (one process per GPU), -N, --compare, --runs, --csv and --timeout are braid-perf's.
+// -c -t -g -a); -p (one process per GPU), -N, --compare, --runs, --csv, --json and --timeout are braid-perf's.
 #pragma once
 
 #include <nccl.h>
@@ -57,11 +57,13 @@ struct Options {
   int registration = 0;  // -R: 1 ncclMemAlloc + ncclCommRegister the buffers, 2 ncclMemAlloc + symmetric windows
   int average = 3;       // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
 
-  bool csv = false;        // machine-readable rows for --compare
-  std::string compareLib;  // --compare PATH: also run against this libnccl.so.2 and print ratios
-  int runs = 3;            // --runs: fresh processes per library in --compare (median taken)
-  int timeoutSec = 0;      // --timeout: give up when no rank reports for this long (0: never)
-  int hosts = 0;           // --hosts: emulate this many hosts (NCCL_HOSTID per process; 0: off)
+  std::vector<std::string> command;  // the words braid-perf was given, argv[0] as "braid-perf"
+  bool csv = false;                  // machine-readable rows for --compare
+  std::string jsonPath;              // --json FILE: the results as JSON (json_report.h)
+  std::string compareLib;            // --compare PATH: also run against this libnccl.so.2 and print ratios
+  int runs = 3;                      // --runs: fresh processes per library in --compare (median taken)
+  int timeoutSec = 0;                // --timeout: give up when no rank reports for this long (0: never)
+  int hosts = 0;                     // --hosts: emulate this many hosts (NCCL_HOSTID per process; 0: off)
 };
 
 // Parses argv; prints usage or the reason and returns false on bad input.
