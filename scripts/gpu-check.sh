@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Braid, runs the GPU tests, and runs braid-perf against Braid and NVIDIA's NCCL in the same
 # run on this machine; prints a short table last. The summary goes to $OUT (or ./out when OUT is
-# unset), the logs into $OUT/logs.tgz.
+# unset), the logs into $OUT/logs.tgz, braid-perf's comparisons as JSON into $OUT/json/.
 #
 #   bash scripts/gpu-check.sh            # everything
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
@@ -42,10 +42,13 @@ summary="$OUT/summary.txt"
 # The PyTorch check (ctest torch_dist, tests/integration/run_torch_dist.sh), when it ran.
 grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$LOGS/ctest.log" 2>/dev/null |
   sed 's/^[0-9]*: /-- torch: /' >>"$summary"
+# Each comparison's medians also go to $OUT/json/LABEL.json, the input of scripts/perf_page.py
+# (copied to docs/perf-data/<machine>/, it rebuilds docs/performance.md's sweep tables and plots).
+mkdir -p "$OUT/json"
 run_perf() {  # label, args...
   local label=$1; shift
   if [ -n "$nv" ]; then
-    timeout 300 "$perf" "$@" --compare "$nv" >"$LOGS/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" --compare "$nv" --json "$OUT/json/$label.json" >"$LOGS/perf-$label.log" 2>&1
   else
     timeout 300 "$perf" "$@" >"$LOGS/perf-$label.log" 2>&1
   fi

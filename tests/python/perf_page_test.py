@@ -1,0 +1,118 @@
+"""scripts/perf_page.py on braid-perf's JSON documents, without a GPU.
+
+    perf_page_test.py
+
+The input is tests/python/perf_compare_fixture.json, the document braid-perf writes for a known
+report (tests/unit/perf_json_test.cc checks that byte for byte), and variants of it.
+"""
+
+import copy
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import perf_page  # noqa: E402
+
+with open(os.path.join(HERE, "perf_compare_fixture.json")) as f:
+    FIXTURE = json.load(f)
+
+PAGE = "# Performance\n\nhand-written text\n\n%s\nold generated text\n%s\n\n## Other figures\nkept\n" % (
+    perf_page.BEGIN, perf_page.END)
+
+
+class PerfPageTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.data = os.path.join(self.dir, "perf-data")
+        self.page = os.path.join(self.dir, "performance.md")
+        self.plots = os.path.join(self.dir, "perf-plots")
+        os.makedirs(os.path.join(self.data, "h200"))
+        with open(self.page, "w") as f:
+            f.write(PAGE)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def add(self, name, doc):
+        with open(os.path.join(self.data, "h200", name), "w") as f:
+            json.dump(doc, f)
+
+    def run_page(self, *extra):
+        return perf_page.main(["--data", self.data, "--page", self.page, "--plots", self.plots] + list(extra))
+
+    def read_page(self):
+        with open(self.page) as f:
+            return f.read()
+
+    def test_tables_plot_and_kept_text(self):
+        self.add("all_reduce.json", FIXTURE)
+        windows = copy.deepcopy(FIXTURE)
+        windows["op"] = "all_gather"
+        windows["command"] = ["braid-perf", "all_gather", "-p", "-R", "2", "-G", "10"]
+        windows["nranks"] = 4
+        windows["gpus"] = ["NVIDIA H200"] * 4
+        windows["environment"] = ["NCCL_DEBUG=INFO"]
+        self.add("all_gather_windows.json", windows)
+        self.assertEqual(self.run_page(), 0)
+        page = self.read_page()
+        self.assertTrue(page.startswith("# Performance\n\nhand-written text\n\n" + perf_page.BEGIN))
+        self.assertTrue(page.endswith(perf_page.END + "\n\n## Other figures\nkept\n"))
+        self.assertNotIn("old generated text", page)
+        # One table per machine, in rank order; the band ratios are geometric means of time ratios.
+        self.assertLess(page.index("### 2 H200:"), page.index("### 4 H200:"))
+        # A case's title says what sets it apart: options, and variables other than logging's.
+        self.assertIn("| AllReduce (BRAID_DIRECT_SIMPLE_BUFFSIZE=262144) | 1 KiB-1 MiB | 0.50 | - | - | 0.2 / 52.4 "
+                      "| 0 wrong | 2026-11-29 |", page)
+        self.assertIn("| AllGather (windows, CUDA graph) |", page)
+        # Every size: the refused row says so, the one only NVIDIA timed has no ratio.
+        self.assertIn("| 1 KiB | 5.50 | 11.00 | 0.50 | 0.19 | 0.09 |", page)
+        self.assertIn("| 1 MiB | refused | 20.00 | - | - | 52.43 |", page)
+        self.assertIn("Braid against NVIDIA NCCL 2.28.9", page)
+        self.assertIn("- init_ms: Braid 1.50, NVIDIA -", page)
+        plot = os.path.join(self.plots, "2-h200", "allreduce-braid-direct-simple-buffsize-262144.svg")
+        self.assertIn("](perf-plots/2-h200/allreduce-braid-direct-simple-buffsize-262144.svg)", page)
+        root = ET.parse(plot).getroot()
+        lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+        self.assertEqual(len(lines), 4)  # two panels, two libraries
+        self.assertTrue(os.path.exists(os.path.join(self.plots, "4-h200", "allgather-windows-cuda-graph.svg")))
+
+    def test_check_mode(self):
+        self.add("all_reduce.json", FIXTURE)
+        self.assertEqual(self.run_page("--check"), 1)  # the page holds old text, the plot is missing
+        self.assertEqual(self.read_page(), PAGE)        # and --check changed nothing
+        self.assertFalse(os.path.exists(self.plots))
+        self.assertEqual(self.run_page(), 0)
+        self.assertEqual(self.run_page("--check"), 0)
+        changed = copy.deepcopy(FIXTURE)
+        changed["rows"][0]["results"][0]["time_us"] = 6.5
+        self.add("all_reduce.json", changed)
+        self.assertEqual(self.run_page("--check"), 1)
+
+    def test_page_without_markers_gets_the_part_appended(self):
+        with open(self.page, "w") as f:
+            f.write("# Page\n")
+        self.assertEqual(self.run_page(), 0)
+        page = self.read_page()
+        self.assertTrue(page.startswith("# Page\n\n" + perf_page.BEGIN))
+        self.assertIn("No sweep is recorded", page)
+
+    def test_refuses_documents_it_cannot_read(self):
+        single = copy.deepcopy(FIXTURE)
+        single["libraries"] = single["libraries"][:1]
+        self.add("single.json", single)
+        self.assertEqual(self.run_page(), 2)
+        os.remove(os.path.join(self.data, "h200", "single.json"))
+        with open(os.path.join(self.data, "h200", "broken.json"), "w") as f:
+            f.write("{")
+        self.assertEqual(self.run_page(), 2)
+        self.assertEqual(self.read_page(), PAGE)
+
+
+if __name__ == "__main__":
+    unittest.main()
