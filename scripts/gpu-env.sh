@@ -1,4 +1,4 @@
-# Sourced by the GPU scripts (gpu-check.sh, tune-sweep.sh): the safety environment, the build into
+# Sourced by the GPU scripts (gpu-check.sh, experiments/tune-sweep.sh): the safety environment, the build into
 # build-gpu with all cores, and the path of NVIDIA's libnccl.so.2 for comparisons. Expects OUT.
 # The device tool brings back at most 8 files from $OUT: the scripts write their logs under LOGS and
 # pack_logs puts them into one $OUT/logs.tgz next to the summary, after each phase and at exit (a

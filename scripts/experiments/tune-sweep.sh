@@ -2,12 +2,12 @@
 # Tuning experiments on the GPU machine: builds Braid, then runs braid-perf once per line of a plan
 # file and prints one compact table (label, size, time us, busbw GB/s) from the out-of-place columns.
 #
-#   bash scripts/tune-sweep.sh PLAN      (plans kept in scripts/tune-plans/)
+#   bash scripts/experiments/tune-sweep.sh PLAN      (plans kept in scripts/experiments/tune-plans/)
 # Each non-comment line of PLAN is   label | ENV=V ... | braid-perf arguments
 # with label ending in "@nccl" to run the same line on NVIDIA's NCCL (LD_PRELOAD) instead of Braid.
 # The table goes to $OUT (or ./out), the logs into $OUT/logs.tgz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source scripts/gpu-env.sh

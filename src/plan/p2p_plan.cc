@@ -12,7 +12,7 @@ namespace {
 
 // Cost model of the point-to-point kernel (see estimateP2pUs). Per channel: one Simple CTA copies
 // ~21 GB/s; a pair saturates near 335 GB/s whatever the channel count (16 to 21 channels measured,
-// scripts/tune-plans/2026-11-24-p2p-channels.txt), a balanced operation near 360 GB/s (350-363 from
+// scripts/experiments/tune-plans/2026-11-24-p2p-channels.txt), a balanced operation near 360 GB/s (350-363 from
 // 256 MiB to 1 GiB, 2 H200, docs/performance-log.md, 2026-11-22); a GPU moving data to or from
 // every peer at once near 290 GB/s each way (the port rate, which binds only with several peers).
 // Pairs without NVLink get the PCIe / host-memory figure.

@@ -2,7 +2,7 @@
 // place. The cost model has NCCL's shape: per algorithm and protocol, a latency (a base plus a cost
 // per hop) and a bus bandwidth (channels times a per-channel rate, scaled per protocol). Its
 // numbers are fitted to braid-perf runs of Braid's own kernels on 4 H200 behind NVSwitch
-// (scripts/tune-plans/2026-11-21-*.txt: AllReduce and AllGather with each protocol forced, 1 KiB to
+// (scripts/experiments/tune-plans/2026-11-21-*.txt: AllReduce and AllGather with each protocol forced, 1 KiB to
 // 64 MiB), the latencies refitted on 2 and 4 ranks on 2026-11-22 (2026-11-22-ll-channels.txt); the
 // inter-node LL caps are still NCCL 2.28's Hopper values. Index [p] is a ProtoId: {LL, LL128,
 // Simple}.
@@ -18,7 +18,7 @@ namespace braid::plan {
 
 // Fixed cost of one Ring operation (launch, setup, completion), by protocol. The per-hop part
 // (latency = base + nsteps * hop) comes from topo (Topology::hopLatencyUs), by
-// path type. LL128 refitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt):
+// path type. LL128 refitted on 2 and 4 H200 (scripts/experiments/tune-plans/2026-11-22-ll-channels.txt):
 // AllReduce 9.2 us on 2 ranks, 18.6 on 4; AllGather 6.9 on 2, 11.3-12.2 on 4.
 constexpr double kRingBaseLatencyUs[kNumProtos] = {4.2, 4.8, 4.6};
 
@@ -43,7 +43,7 @@ constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 // Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop, plus
 // kDirectReduceLatencyUs where the receivers reduce; bandwidth is the ring LL bus bandwidth times
 // kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1 connections).
-// Fitted on 2 and 4 H200 (scripts/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
+// Fitted on 2 and 4 H200 (scripts/experiments/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
 // docs/performance-log.md, 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
 // ReduceScatter 7.8 and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s
 // when it reduces and 45-90 when it copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and

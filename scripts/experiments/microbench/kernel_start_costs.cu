@@ -3,7 +3,7 @@
 // built in local memory), and the same struct indexed by a run-time index with no call at all.
 // One CTA of 256 threads per launch, 4000 launches each, %globaltimer around the code by thread 0.
 //
-//   nvcc -O2 -arch=sm_90 -o /tmp/kernel_start_costs scripts/microbench/kernel_start_costs.cu
+//   nvcc -O2 -arch=sm_90 -o /tmp/kernel_start_costs scripts/experiments/microbench/kernel_start_costs.cu
 //   /tmp/kernel_start_costs
 //
 // 2 H200 (NV18), CUDA 13.0: scalars 0.009 us, indirect 0.173, struct by reference 0.782,

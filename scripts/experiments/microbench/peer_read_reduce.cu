@@ -4,7 +4,7 @@
 // reading the other, as in a ReduceScatter. Each CTA owns a contiguous region (a channel) and walks
 // it in steps of kStepBytes with a barrier between steps, like the Simple protocol.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/peer_read_reduce scripts/microbench/peer_read_reduce.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/peer_read_reduce scripts/experiments/microbench/peer_read_reduce.cu
 //   /tmp/peer_read_reduce            (needs 2 GPUs with peer access)
 //
 // 2 H200 (NV18, 2026-11-23), GB/s at 8 / 12 / 16 / 24 / 32 CTAs:

@@ -2,7 +2,7 @@
 // chunks they take as they go, instead of each moving a fixed part of it.
 //
 // Why: the SMs of an H200 do not store into a peer at the same rate. 2 H200, 16 CTAs each storing
-// 1 GiB / 16 into the peer (scripts/tune-plans/2026-11-22-p2p-placement.cu): some SMs moved 4x
+// 1 GiB / 16 into the peer (scripts/experiments/tune-plans/2026-11-22-p2p-placement.cu): some SMs moved 4x
 // more than others in the same time, so with fixed parts the slowest CTA set the time, and the pair
 // reached 318-367 GB/s depending on which SMs the CTAs landed on; with chunks taken from a shared
 // counter every placement reached 368-370 GB/s. In the point-to-point kernel (2 H200, 32 channels,
