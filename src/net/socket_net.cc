@@ -324,10 +324,10 @@ ncclResult_t SocketNetConnecting::start(const SocketNetHandle& handle, int nSock
   c->connId_ = randomWord();
   c->peer_ = "net peer " + socketAddressToString(handle.addr);
   c->deadline_ = Deadline::after(kConnectTimeout);
-  c->sockets_.resize(static_cast<size_t>(nSocks) + 1);
-  for (Socket& sock : c->sockets_) {
-    NCCLCHECK(
-        Socket::connectStart(handle.addr, handle.magic, SocketType::kNetSocket, c->peer_, false, c->deadline_, &sock));
+  c->connectors_.resize(static_cast<size_t>(nSocks) + 1);
+  for (SocketConnector& connector : c->connectors_) {
+    NCCLCHECK(SocketConnector::start(handle.addr, handle.magic, SocketType::kNetSocket, c->peer_, false, c->deadline_,
+                                     &connector));
   }
   *out = std::move(c);
   return ncclSuccess;
@@ -336,9 +336,9 @@ ncclResult_t SocketNetConnecting::start(const SocketNetHandle& handle, int nSock
 ncclResult_t SocketNetConnecting::progress(std::unique_ptr<SocketNetConn>* out) {
   out->reset();
   bool all = true;
-  for (Socket& sock : sockets_) {
+  for (SocketConnector& connector : connectors_) {
     bool done = false;
-    NCCLCHECK(sock.handshakeProgress(&done));
+    NCCLCHECK(connector.progress(&done));
     all = all && done;
   }
   if (!all) {
@@ -349,23 +349,25 @@ ncclResult_t SocketNetConnecting::progress(std::unique_ptr<SocketNetConn>* out) 
     }
     return ncclSuccess;
   }
-  const uint32_t nSocks = static_cast<uint32_t>(sockets_.size() - 1);
+  const uint32_t nSocks = static_cast<uint32_t>(connectors_.size() - 1);
+  std::vector<Socket> sockets;
   for (uint32_t i = 0; i <= nSocks; i++) {
     const SocketNetHello hello{connId_, i, nSocks};
-    NCCLCHECK(sockets_[i].sendAll(&hello, sizeof(hello), deadline_));
+    NCCLCHECK(connectors_[i].socket().sendAll(&hello, sizeof(hello), deadline_));
+    sockets.push_back(std::move(connectors_[i].socket()));
   }
-  Socket ctrl = std::move(sockets_[0]);
-  sockets_.erase(sockets_.begin());
-  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets_), true, peer_);
-  sockets_.clear();
+  connectors_.clear();
+  Socket ctrl = std::move(sockets[0]);
+  sockets.erase(sockets.begin());
+  *out = std::make_unique<SocketNetConn>(std::move(ctrl), std::move(sockets), true, peer_);
   return ncclSuccess;
 }
 
 void SocketNetConnecting::wait(int ms) const {
   std::vector<pollfd> fds;
-  for (const Socket& sock : sockets_) {
-    if (sock.valid())
-      fds.push_back(pollfd{sock.fd(), static_cast<short>(sock.handshakeWantsWrite() ? POLLOUT : POLLIN), 0});
+  for (const SocketConnector& connector : connectors_) {
+    if (connector.valid())
+      fds.push_back(pollfd{connector.fd(), static_cast<short>(connector.wantsWrite() ? POLLOUT : POLLIN), 0});
   }
   (void)::poll(fds.data(), fds.size(), ms);
 }

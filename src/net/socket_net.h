@@ -43,6 +43,7 @@
 #include "net/data_sockets.h"
 #include "net/ready_scan.h"
 #include "util/socket.h"
+#include "util/socket_connector.h"
 
 namespace braid::net {
 
@@ -184,7 +185,7 @@ class SocketNetConnecting {
   void wait(int ms) const;
 
  private:
-  std::vector<Socket> sockets_;  // [0] control, [1..nSocks] data
+  std::vector<SocketConnector> connectors_;  // [0] control, [1..nSocks] data
   uint64_t connId_ = 0;
   std::string peer_;
   Deadline deadline_;

@@ -1,4 +1,5 @@
-// Socket (see socket.h for the contract); SocketAcceptor is in socket_acceptor.cc.
+// Socket (see socket.h for the contract); connecting is in socket_connector.cc, SocketAcceptor in
+// socket_acceptor.cc, TLS in socket_tls.cc.
 #include "util/socket.h"
 
 #include <fcntl.h>
@@ -9,13 +10,11 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
 #include "util/check.h"
 #include "util/hmac_sha256.h"
 #include "util/log.h"
-#include "util/params.h"
 #include "util/socket_internal.h"
 #include "util/tls.h"
 
@@ -34,41 +33,6 @@ void setNoDelay(int fd) {
 namespace {
 
 using socket_detail::kSocketLogSubsys;
-using socket_detail::setNoDelay;
-
-// Connectors whose acceptor failed its proof, across the process: WARNs at most once per 10 s.
-RateLimit& connectorWarnLimit() {
-  static RateLimit limit;
-  return limit;
-}
-std::mutex& connectorWarnMutex() {
-  static std::mutex m;
-  return m;
-}
-
-// Errors after which another connection attempt can succeed.
-bool connectErrorIsTransient(int err, bool retryRefused) {
-  switch (err) {
-    case ECONNREFUSED:
-      return retryRefused;
-    case ETIMEDOUT:
-    case ECONNRESET:
-    case ECONNABORTED:
-    case EINTR:
-    case EAGAIN:
-      return true;
-    default:
-      return false;
-  }
-}
-
-const char* connectHint(int err, bool retryRefused) {
-  if (err == ECONNREFUSED && !retryRefused) {
-    return ": nothing listens there (the process exited or aborted, or the address is stale)";
-  }
-  if (err == EHOSTUNREACH || err == ENETUNREACH) return ": check the address and NCCL_SOCKET_IFNAME";
-  return "";
-}
 
 // What a failed send or receive on an established connection says about the peer.
 const char* transferErrorHint(int err) {
@@ -121,8 +85,18 @@ bool socketAcceptorProofValid(const SocketAuthKey& key, uint32_t type, const Soc
   return constantTimeEqual(expected.data(), proof.data(), kSocketProofBytes);
 }
 
+Socket::Socket() = default;
+Socket::Socket(Socket&& other) noexcept = default;
+Socket& Socket::operator=(Socket&& other) noexcept = default;
+Socket::~Socket() = default;
+
 Socket::Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer)
     : fd_(std::move(fd)), local_(local), peer_(peer) {}
+
+void Socket::close() {
+  tls_.endSession();
+  fd_.reset();
+}
 
 std::string Socket::peerName() const {
   std::string addr = socketAddressToString(peer_);
@@ -165,7 +139,9 @@ ncclResult_t Socket::listen(const SocketAddress& local, const SocketAuthKey& key
     return ncclSystemError;
   }
   sock.key_ = key;
-  NCCLCHECK(tlsCurrent(&sock.tlsContext_));
+  std::shared_ptr<const TlsContext> tls;
+  NCCLCHECK(tlsCurrent(&tls));
+  sock.tls_.setContext(std::move(tls));
   sock.type_ = type;
   *out = std::move(sock);
   return ncclSuccess;
@@ -190,180 +166,6 @@ ncclResult_t Socket::waitReady(short events, const Deadline& deadline, const cha
     }
     // Errors and hang-ups count as ready: the next send/recv reports them with their errno.
     if (n > 0) return ncclSuccess;
-  }
-}
-
-ncclResult_t Socket::connect(const SocketAddress& remote, uint64_t magic, SocketType type,
-                             const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                             Socket* out, const SocketPump& pump) {
-  SocketAuthKey key;
-  NCCLCHECK(socketAuthKey(magic, &key));
-  return connect(remote, key, type, peerDescription, retryRefused, deadline, out, pump);
-}
-
-ncclResult_t Socket::connect(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
-                             const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                             Socket* out, const SocketPump& pump) {
-  Socket sock;
-  NCCLCHECK(connectStart(remote, key, type, peerDescription, retryRefused, deadline, &sock));
-  for (;;) {
-    bool done = false;
-    NCCLCHECK(sock.handshakeProgress(&done));
-    if (done) break;
-    if (pump && !sock.handshakeWantsWrite()) {
-      if (deadline.aborted()) {
-        INFO(kSocketLogSubsys, "Aborted while in the handshake with %s", sock.peerName().c_str());
-        return ncclInternalError;
-      }
-      if (deadline.expired()) {
-        WARN("Timed out after %.3g s in the handshake with %s", deadline.timeoutSeconds(), sock.peerName().c_str());
-        return ncclRemoteError;
-      }
-      NCCLCHECK(pump(sock.fd()));
-    } else {
-      NCCLCHECK(sock.waitReady(sock.handshakeWantsWrite() ? POLLOUT : POLLIN, deadline, "in the handshake with"));
-    }
-  }
-  *out = std::move(sock);
-  return ncclSuccess;
-}
-
-ncclResult_t Socket::handshakeProgress(bool* done) {
-  *done = false;
-  constexpr size_t kIncoming = kSocketNonceBytes + kSocketProofBytes;
-  while (auth_.active) {
-    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
-      NCCLCHECK(sendSome(auth_.reply.data(), auth_.reply.size(), &auth_.sent));
-      if (auth_.sent < auth_.reply.size()) return ncclSuccess;
-      auth_.replied = true;
-    }
-    // The acceptor's nonce, then (after our reply) its proof.
-    const size_t want = auth_.replied ? kIncoming : kSocketNonceBytes;
-    uint8_t* into = auth_.got < kSocketNonceBytes ? auth_.acceptorNonce.data() + auth_.got
-                                                  : auth_.acceptorProof.data() + (auth_.got - kSocketNonceBytes);
-    size_t got = 0;
-    bool closed = false;
-    NCCLCHECK(recvOnce(into, want - auth_.got, &got, &closed));
-    if (closed && auth_.replied) {
-      WARN(
-          "%s closed the connection after this process's handshake proof: it refused it (the unique id is stale "
-          "or another job's, BRAID_COMM_SECRET differs, or it is not a Braid process of this job)",
-          peerName().c_str());
-      return ncclRemoteError;
-    }
-    if (closed) {
-      WARN("%s closed the connection before its handshake challenge (it exited or aborted, or dropped the connection)",
-           peerName().c_str());
-      return ncclRemoteError;
-    }
-    if (got == 0) return ncclSuccess;
-    auth_.got += got;
-    if (auth_.got == kSocketNonceBytes && !auth_.replied) {
-      SocketHandshake h{wireType(), auth_.connectorNonce, {}};
-      h.proof = socketAuthProof(key_, SocketAuthRole::kConnector, h.type, auth_.acceptorNonce, auth_.connectorNonce);
-      encodeSocketHandshake(h, auth_.reply.data());
-    }
-    if (auth_.got == kIncoming) {
-      NCCLCHECK(checkAcceptorProof());
-      if (encrypted()) NCCLCHECK(tlsStart(/*acceptor=*/false));
-    }
-  }
-  if (tls_ != nullptr) return tlsHandshake(done);
-  *done = true;
-  return ncclSuccess;
-}
-
-ncclResult_t Socket::checkAcceptorProof() {
-  const bool ok =
-      socketAcceptorProofValid(key_, wireType(), auth_.acceptorNonce, auth_.connectorNonce, auth_.acceptorProof);
-  // A proof for the other setting: the acceptor holds the key but encrypts where this end does not, or
-  // the reverse.
-  const bool otherSetting = !ok && socketAcceptorProofValid(key_, wireType() ^ kSocketTlsFlag, auth_.acceptorNonce,
-                                                            auth_.connectorNonce, auth_.acceptorProof);
-  auth_ = ClientAuth{};
-  key_ = SocketAuthKey{};
-  if (ok) return ncclSuccess;
-  if (otherSetting) {
-    warnTlsMismatch(peerName(), !encrypted());
-    return ncclRemoteError;
-  }
-  std::lock_guard<std::mutex> lock(connectorWarnMutex());
-  if (connectorWarnLimit().allow(0)) {
-    WARN(
-        "%s answered the handshake without proving it knows this job's secret (another job's process, a stranger "
-        "on this port, or a different BRAID_COMM_SECRET); connection refused (%zu such refusals not reported "
-        "before this one)",
-        peerName().c_str(), connectorWarnLimit().suppressedBefore());
-  }
-  return ncclRemoteError;
-}
-
-ncclResult_t Socket::connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
-                                  const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                                  Socket* out) {
-  SocketAuthKey key;
-  NCCLCHECK(socketAuthKey(magic, &key));
-  return connectStart(remote, key, type, peerDescription, retryRefused, deadline, out);
-}
-
-ncclResult_t Socket::connectStart(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
-                                  const std::string& peerDescription, bool retryRefused, const Deadline& deadline,
-                                  Socket* out) {
-  std::string where = peerDescription + " (" + socketAddressToString(remote) + ")";
-  if (!socketAddressIsValid(remote)) {
-    WARN("Cannot connect to %s: not an IPv4 or IPv6 address", where.c_str());
-    return ncclInvalidArgument;
-  }
-  std::shared_ptr<const TlsContext> tls;
-  NCCLCHECK(tlsCurrent(&tls));
-  const int64_t retries = std::max<int64_t>(0, paramInt(ParamId::kSocketRetryCnt));
-  const int64_t sleepMs = std::max<int64_t>(0, paramInt(ParamId::kSocketRetrySleepMsec));
-  for (int64_t attempt = 0;; ++attempt) {
-    Socket sock(UniqueFd(::socket(remote.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), SocketAddress{},
-                remote);
-    if (!sock.valid()) {
-      int err = errno;
-      WARN("Cannot create a socket to connect to %s: %s (errno %d)", where.c_str(), strerror(err), err);
-      return ncclSystemError;
-    }
-    sock.setDescription(peerDescription);
-    setNoDelay(sock.fd_.get());
-    int err = 0;
-    if (::connect(sock.fd_.get(), &remote.sa, socketAddressLength(remote)) != 0) err = errno;
-    if (err == EINPROGRESS) {
-      NCCLCHECK(sock.waitReady(POLLOUT, deadline, "connecting to"));
-      socklen_t len = sizeof(err);
-      if (::getsockopt(sock.fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    }
-    if (err == 0) {
-      socklen_t len = sizeof(sock.local_);
-      (void)::getsockname(sock.fd_.get(), &sock.local_.sa, &len);
-      // The acceptor speaks first (its challenge): nothing to send until it arrives.
-      sock.key_ = key;
-      NCCLCHECK(randomBytes(sock.auth_.connectorNonce.data(), kSocketNonceBytes));
-      sock.type_ = type;
-      sock.tlsContext_ = std::move(tls);
-      sock.auth_.active = true;
-      *out = std::move(sock);
-      return ncclSuccess;
-    }
-    if (!connectErrorIsTransient(err, retryRefused) || attempt >= retries) {
-      WARN("Connect to %s failed%s: %s (errno %d)%s", where.c_str(),
-           attempt > 0 ? (" after " + std::to_string(attempt + 1) + " attempts").c_str() : "", strerror(err), err,
-           connectHint(err, retryRefused));
-      return err == EHOSTUNREACH || err == ENETUNREACH || err == EADDRNOTAVAIL ? ncclSystemError : ncclRemoteError;
-    }
-    TRACE(kSocketLogSubsys, "Connect to %s: %s, attempt %" PRId64 " of %" PRId64, where.c_str(), strerror(err),
-          attempt + 1, retries + 1);
-    if (!deadlineSleep(static_cast<int>(std::min<int64_t>((attempt + 1) * sleepMs, 60000)), deadline)) {
-      if (deadline.aborted()) {
-        INFO(kSocketLogSubsys, "Aborted while connecting to %s", where.c_str());
-        return ncclInternalError;
-      }
-      WARN("Timed out after %.3g s connecting to %s: %s (errno %d) on each of %" PRId64 " attempts",
-           deadline.timeoutSeconds(), where.c_str(), strerror(err), err, attempt + 1);
-      return ncclRemoteError;
-    }
   }
 }
 
@@ -410,7 +212,7 @@ ncclResult_t Socket::recvSome(void* data, size_t bytes, size_t* done, bool* clos
 }
 
 ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
-  if (tls_ != nullptr) return tlsSendV(iov, count, sent);
+  if (tls_.inSession()) return tls_.sendV(*this, iov, count, sent);
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
@@ -429,7 +231,7 @@ ncclResult_t Socket::sendSomeV(const iovec* iov, int count, size_t* sent) {
 }
 
 ncclResult_t Socket::recvOnce(void* data, size_t bytes, size_t* got, bool* closed) {
-  if (tls_ != nullptr) return tlsRecv(data, bytes, got, closed);
+  if (tls_.inSession()) return tls_.recv(*this, data, bytes, got, closed);
   *got = 0;
   *closed = false;
   for (;;) {

@@ -50,13 +50,10 @@
 
 #include "util/rate_limit.h"
 #include "util/socket_auth.h"
+#include "util/socket_tls.h"
 #include "util/unique_fd.h"
 
 namespace braid {
-
-class TlsContext;
-class TlsSession;
-enum class TlsStatus;
 
 // sockaddr of either family, 28 bytes: the layout NCCL stores at bytes 8-35 of a unique id.
 union SocketAddress {
@@ -136,10 +133,10 @@ class Socket {
   int fd() const { return fd_.get(); }
   void close();
   // Whether this connection (or, for a listener, each it accepts) goes through TLS.
-  bool encrypted() const { return tlsContext_ != nullptr; }
+  bool encrypted() const { return tls_.encrypts(); }
   // Input already taken from the kernel and not yet read (a TLS record read in part): a caller
   // that polls before it reads must treat the socket as readable while this is true.
-  bool hasBufferedInput() const;
+  bool hasBufferedInput() const { return tls_.hasBufferedInput(); }
 
   // For a listener: the bound address with its real port. For a connection: our end.
   const SocketAddress& localAddress() const { return local_; }
@@ -158,7 +155,8 @@ class Socket {
                                            Socket* out);
   SocketType type() const { return type_; }
 
-  // Connects to `remote` and sends the handshake. Connection attempts are retried on ETIMEDOUT,
+  // Connects to `remote` and makes the handshake (SocketConnector, util/socket_connector.h, does
+  // it in steps for callers that must not wait). Connection attempts are retried on ETIMEDOUT,
   // ECONNRESET and EINTR, and on ECONNREFUSED only when `retryRefused` (the listener may not exist
   // yet; otherwise a refusal means the peer is gone and waiting would only delay the error), at
   // most NCCL_SOCKET_RETRY_CNT times with attempt k sleeping k * NCCL_SOCKET_RETRY_SLEEP_MSEC.
@@ -172,20 +170,6 @@ class Socket {
   [[nodiscard]] static ncclResult_t connect(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
                                             const std::string& peerDescription, bool retryRefused,
                                             const Deadline& deadline, Socket* out, const SocketPump& pump = {});
-  // The same in two steps, for callers that must not wait for the acceptor: connectStart returns
-  // after TCP's connect (which the peer's kernel completes alone); handshakeProgress then moves
-  // the handshake on without blocking and sets *done once it is complete (at once if none runs).
-  [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, uint64_t magic, SocketType type,
-                                                 const std::string& peerDescription, bool retryRefused,
-                                                 const Deadline& deadline, Socket* out);
-  [[nodiscard]] static ncclResult_t connectStart(const SocketAddress& remote, const SocketAuthKey& key, SocketType type,
-                                                 const std::string& peerDescription, bool retryRefused,
-                                                 const Deadline& deadline, Socket* out);
-  [[nodiscard]] ncclResult_t handshakeProgress(bool* done);
-  // Whether the connector's handshake is still running: wait for POLLIN (else POLLOUT) then.
-  bool handshakeWantsWrite() const {
-    return (auth_.active && auth_.got == kSocketNonceBytes && !auth_.replied) || tlsWantsWrite();
-  }
 
   [[nodiscard]] ncclResult_t sendAll(const void* data, size_t bytes, const Deadline& deadline);
   [[nodiscard]] ncclResult_t recvAll(void* data, size_t bytes, const Deadline& deadline);
@@ -216,45 +200,16 @@ class Socket {
   Socket(UniqueFd fd, const SocketAddress& local, const SocketAddress& peer);
   [[nodiscard]] ncclResult_t waitReady(short events, const Deadline& deadline, const char* what);
 
-  // The connector's side of the handshake while it runs.
-  struct ClientAuth {
-    bool active = false;
-    bool replied = false;
-    SocketNonce acceptorNonce{};
-    SocketNonce connectorNonce{};
-    SocketProof acceptorProof{};
-    size_t got = 0;  // of acceptor nonce + acceptor proof
-    std::array<uint8_t, 4 + kSocketNonceBytes + kSocketProofBytes> reply{};
-    size_t sent = 0;
-  };
-  [[nodiscard]] ncclResult_t checkAcceptorProof();
-  // The handshake's type word: the type, with kSocketTlsFlag when this end encrypts.
-  uint32_t wireType() const { return static_cast<uint32_t>(type_) | (encrypted() ? kSocketTlsFlag : 0); }
-  // TLS (util/socket_tls.cc): starts the session of a connection whose proofs are done, moves its
-  // handshake on (*done once complete; WARNs name the peer), and moves data through it.
-  [[nodiscard]] ncclResult_t tlsStart(bool acceptor);
-  [[nodiscard]] ncclResult_t tlsHandshake(bool* done);
-  bool tlsWantsWrite() const;
-  // Whether its TLS handshake has yet to complete (an accepted connection is not ready until then).
-  bool tlsHandshaking() const;
-  [[nodiscard]] ncclResult_t tlsSendV(const iovec* iov, int count, size_t* sent);
-  [[nodiscard]] ncclResult_t tlsSendFailed(TlsStatus status) const;
-  [[nodiscard]] ncclResult_t tlsRecv(void* data, size_t bytes, size_t* got, bool* closed);
-  // "<who>: <what differs>; ..." for a peer whose encryption setting (`peerEncrypts`) is not this
-  // end's: one WARN.
-  void warnTlsMismatch(const std::string& who, bool peerEncrypts) const;
-
   UniqueFd fd_;
-  SocketAuthKey key_{};  // listener, and a connector during its handshake
+  SocketAuthKey key_{};  // a listener's
   SocketType type_ = SocketType::kBootstrap;
-  ClientAuth auth_;
   SocketAddress local_{};
   SocketAddress peer_{};
   std::string description_;
-  std::shared_ptr<const TlsContext> tlsContext_;  // a listener, and a connection: null when plain
-  std::unique_ptr<TlsSession> tls_;               // a connection that encrypts, from its TLS handshake on
+  SocketTls tls_;  // a listener's setting; a connection's setting and session
 
   friend class SocketAcceptor;
+  friend class SocketConnector;
 };
 
 // The connector's handshake message, packed: the 4-byte type, its nonce, its proof.
@@ -334,7 +289,7 @@ class SocketAcceptor {
     size_t received = 0;
     Deadline::Clock::time_point expires;
     // The handshake, the greeting and (when it encrypts) the TLS handshake are done.
-    bool complete() const { return received == buffer.size() && !socket.tlsHandshaking(); }
+    bool complete() const { return received == buffer.size() && !socket.tls_.handshaking(); }
   };
   enum WarnCause : size_t { kWarnNoDescriptors, kWarnNoMemory, kWarnPendingCap, kWarnBadProof, kWarnTls };
   // Reads what is available; false when the connection must be dropped.

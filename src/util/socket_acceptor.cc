@@ -52,7 +52,8 @@ void SocketAcceptor::close() {
 void SocketAcceptor::addPollFds(std::vector<pollfd>* fds) const {
   fds->push_back(pollfd{listener_.fd(), POLLIN, 0});
   for (const Pending& p : pending_) {
-    fds->push_back(pollfd{p.socket.fd(), static_cast<short>(POLLIN | (p.socket.tlsWantsWrite() ? POLLOUT : 0)), 0});
+    fds->push_back(
+        pollfd{p.socket.fd(), static_cast<short>(POLLIN | (p.socket.tls_.handshakeWantsWrite() ? POLLOUT : 0)), 0});
   }
 }
 
@@ -81,13 +82,13 @@ bool SocketAcceptor::readPending(Pending* p) {
     if (p->received == kSocketHandshakeBytes && !checkHandshake(p, from)) return false;
   }
   if (p->received >= kSocketHandshakeBytes &&
-      !(p->socket.tls_ != nullptr ? readTlsHello(p, from) : readRaw(p, p->buffer.size(), from))) {
+      !(p->socket.tls_.inSession() ? readTlsHello(p, from) : readRaw(p, p->buffer.size(), from))) {
     return false;
   }
   if (!p->complete() && Deadline::Clock::now() >= p->expires) {
     INFO(kSocketLogSubsys, "Dropping connection from %s on %s: %zu of %zu handshake bytes%s after %lld ms",
          from.c_str(), socketAddressToString(listener_.localAddress()).c_str(), p->received, p->buffer.size(),
-         p->socket.tlsHandshaking() ? " and its TLS handshake unfinished" : "",
+         p->socket.tls_.handshaking() ? " and its TLS handshake unfinished" : "",
          static_cast<long long>(handshakeTimeout_.count()));
     return false;
   }
@@ -135,13 +136,13 @@ bool SocketAcceptor::checkHandshake(Pending* p, const std::string& from) {
   if (peerEncrypts != listener_.encrypted()) {
     refuse();
     if (warnLimit_.allow(kWarnTls)) {
-      listener_.warnTlsMismatch("Listener " + where + ": refused the connection from " + from, peerEncrypts);
+      listener_.tls_.warnMismatch("Listener " + where + ": refused the connection from " + from, peerEncrypts);
     }
     return false;
   }
   if (listener_.encrypted()) {
-    p->socket.tlsContext_ = listener_.tlsContext_;
-    if (p->socket.tlsStart(/*acceptor=*/true) != ncclSuccess) return false;
+    p->socket.tls_.setContext(listener_.tls_.context());
+    if (p->socket.tls_.start(p->socket.fd(), /*acceptor=*/true) != ncclSuccess) return false;
   }
   return true;
 }

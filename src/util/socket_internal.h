@@ -1,4 +1,5 @@
-// What socket.cc (Socket) and socket_acceptor.cc (SocketAcceptor) share, and nothing else uses.
+// What socket.cc (Socket), socket_connector.cc and socket_acceptor.cc (SocketAcceptor) share, and
+// nothing else uses.
 #pragma once
 
 #include <cstdint>

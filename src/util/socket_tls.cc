@@ -1,5 +1,6 @@
-// The TLS side of Socket and SocketAcceptor (see "Encryption" in socket.h; the sessions are
-// util/tls.h's).
+// SocketTls (socket_tls.h), and the TLS part of SocketAcceptor.
+#include "util/socket_tls.h"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -25,36 +26,33 @@ const char* const kSameSettingHint =
 
 }  // namespace
 
-Socket::Socket() = default;
-Socket::Socket(Socket&& other) noexcept = default;
-Socket& Socket::operator=(Socket&& other) noexcept = default;
-Socket::~Socket() = default;
+SocketTls::SocketTls() = default;
+SocketTls::SocketTls(SocketTls&& other) noexcept = default;
+SocketTls& SocketTls::operator=(SocketTls&& other) noexcept = default;
+SocketTls::~SocketTls() = default;
 
-void Socket::close() {
-  tls_.reset();
-  fd_.reset();
-}
+void SocketTls::endSession() { session_.reset(); }
 
-bool Socket::hasBufferedInput() const { return tls_ != nullptr && tls_->hasBufferedInput(); }
+bool SocketTls::hasBufferedInput() const { return session_ != nullptr && session_->hasBufferedInput(); }
 
-bool Socket::tlsHandshaking() const { return tls_ != nullptr && !tls_->established(); }
+bool SocketTls::handshaking() const { return session_ != nullptr && !session_->established(); }
 
-bool Socket::tlsWantsWrite() const { return tls_ != nullptr && !tls_->established() && tls_->wantsWrite(); }
+bool SocketTls::handshakeWantsWrite() const { return handshaking() && session_->wantsWrite(); }
 
-void Socket::warnTlsMismatch(const std::string& who, bool peerEncrypts) const {
+void SocketTls::warnMismatch(const std::string& who, bool peerEncrypts) const {
   if (peerEncrypts) {
     WARN("%s: it encrypts with TLS and this process does not; %s", who.c_str(), kSameSettingHint);
   } else {
     WARN("%s: it does not encrypt and this process encrypts with TLS (set by %s); %s", who.c_str(),
-         tlsSource(*tlsContext_), kSameSettingHint);
+         tlsSource(*context_), kSameSettingHint);
   }
 }
 
-ncclResult_t Socket::tlsStart(bool acceptor) { return TlsSession::create(tlsContext_, fd_.get(), acceptor, &tls_); }
+ncclResult_t SocketTls::start(int fd, bool acceptor) { return TlsSession::create(context_, fd, acceptor, &session_); }
 
-ncclResult_t Socket::tlsHandshake(bool* done) {
+ncclResult_t SocketTls::handshake(const Socket& owner, bool* done) {
   *done = false;
-  switch (tls_->handshake()) {
+  switch (session_->handshake()) {
     case TlsStatus::kDone:
       *done = true;
       return ncclSuccess;
@@ -62,13 +60,13 @@ ncclResult_t Socket::tlsHandshake(bool* done) {
       return ncclSuccess;
     case TlsStatus::kClosed:
       WARN("%s closed the connection in the TLS handshake: it refused this process's pre-shared key (%s), or exited",
-           peerName().c_str(), kSameSettingHint);
+           owner.peerName().c_str(), kSameSettingHint);
       return ncclRemoteError;
     case TlsStatus::kFailed:
       break;
   }
-  WARN("The TLS handshake with %s failed: %s (a different pre-shared key? %s)", peerName().c_str(),
-       tls_->error().c_str(), kSameSettingHint);
+  WARN("The TLS handshake with %s failed: %s (a different pre-shared key? %s)", owner.peerName().c_str(),
+       session_->error().c_str(), kSameSettingHint);
   return ncclRemoteError;
 }
 
@@ -90,7 +88,7 @@ size_t gather(const iovec* iov, int count, int piece, size_t offset, char* out, 
 // Each write starts at the first byte not yet sent and covers at least min(what is left,
 // kGatherBytes): after kWouldBlock the caller comes back with the same bytes from there, so a
 // retry always repeats (at least) the record TLS committed, as OpenSSL requires.
-ncclResult_t Socket::tlsSendV(const iovec* iov, int count, size_t* sent) {
+ncclResult_t SocketTls::sendV(const Socket& owner, const iovec* iov, int count, size_t* sent) {
   std::array<char, kGatherBytes> gathered;
   int piece = 0;
   size_t offset = 0;
@@ -108,56 +106,56 @@ ncclResult_t Socket::tlsSendV(const iovec* iov, int count, size_t* sent) {
       data = gathered.data();
     }
     size_t moved = 0;
-    const TlsStatus status = tls_->write(data, bytes, &moved);
+    const TlsStatus status = session_->write(data, bytes, &moved);
     *sent += moved;
     for (offset += moved; piece < count && offset >= iov[piece].iov_len && moved > 0; ++piece) {
       offset -= iov[piece].iov_len;
     }
     if (status == TlsStatus::kDone) continue;
     if (status == TlsStatus::kWouldBlock) return ncclSuccess;
-    return tlsSendFailed(status);
+    return sendFailed(owner, status);
   }
   return ncclSuccess;
 }
 
-ncclResult_t Socket::tlsSendFailed(TlsStatus status) const {
-  const int err = status == TlsStatus::kClosed ? EPIPE : tls_->lastErrno();
+ncclResult_t SocketTls::sendFailed(const Socket& owner, TlsStatus status) const {
+  const int err = status == TlsStatus::kClosed ? EPIPE : session_->lastErrno();
   if (err == 0) {
-    WARN("TLS send to %s failed: %s", peerName().c_str(), tls_->error().c_str());
+    WARN("TLS send to %s failed: %s", owner.peerName().c_str(), session_->error().c_str());
     return ncclRemoteError;
   }
   const bool peerGone =
       err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH;
-  WARN("Send to %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err,
+  WARN("Send to %s failed: %s (errno %d)%s", owner.peerName().c_str(), strerror(err), err,
        peerGone ? ": the peer closed the connection, or its host stopped answering" : "");
   return peerGone ? ncclRemoteError : ncclSystemError;
 }
 
-ncclResult_t Socket::tlsRecv(void* data, size_t bytes, size_t* got, bool* closed) {
+ncclResult_t SocketTls::recv(const Socket& owner, void* data, size_t bytes, size_t* got, bool* closed) {
   *got = 0;
   *closed = false;
-  const TlsStatus status = tls_->read(data, bytes, got);
+  const TlsStatus status = session_->read(data, bytes, got);
   // Bytes first: the end of the stream, if that is what followed them, is reported by the next call.
   if (*got > 0 || status == TlsStatus::kDone || status == TlsStatus::kWouldBlock) return ncclSuccess;
-  const int err = tls_->lastErrno();
+  const int err = session_->lastErrno();
   if (status == TlsStatus::kClosed || err == ECONNRESET) {
     *closed = true;
     return ncclSuccess;
   }
   if (err != 0) {
-    WARN("Receive from %s failed: %s (errno %d)%s", peerName().c_str(), strerror(err), err,
+    WARN("Receive from %s failed: %s (errno %d)%s", owner.peerName().c_str(), strerror(err), err,
          err == ETIMEDOUT ? ": the peer's host acknowledged nothing for too long (a dropped link, or the host is down)"
                           : "");
     return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ? ncclRemoteError : ncclSystemError;
   }
   // Data that fails TLS's authentication was changed on the way, or sent by another process.
   WARN("TLS receive from %s failed: %s: the data was altered in transit or the connection is not the peer's",
-       peerName().c_str(), tls_->error().c_str());
+       owner.peerName().c_str(), session_->error().c_str());
   return ncclRemoteError;
 }
 
 bool SocketAcceptor::readTlsHello(Pending* p, const std::string& from) {
-  TlsSession& tls = *p->socket.tls_;
+  TlsSession& tls = p->socket.tls_.session();
   if (!tls.established()) {
     const TlsStatus status = tls.handshake();
     if (status == TlsStatus::kWouldBlock) return true;
