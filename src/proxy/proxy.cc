@@ -1,18 +1,10 @@
 #include "proxy/proxy.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <utility>
 
-#include "net/ready_scan.h"
 #include "util/log.h"
-#include "util/params.h"
 #include "util/thread_guard.h"
 
 namespace braid::proxy {
@@ -21,13 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kMaxSlots = 16;
-constexpr int kFirstSleepUs = 20;
-constexpr int kLaunchWindowSleepUs = 50;       // the longest sleep within BRAID_PROXY_LAUNCH_WINDOW_MS of a kick
-constexpr int64_t kMaxSleepUsBound = 1000000;  // BRAID_PROXY_MAX_SLEEP_US below it: a timespec of < 1 s
-// Once every launch has ended (the header comment, "Idle"): a sleep lasts at most 1/64 of the time
-// nothing happened, and at most kIdleSleepUs.
-constexpr int64_t kQuietPerSleep = 64;
-constexpr int64_t kIdleSleepUs = 100000;
 
 const char* resultName(ncclResult_t res) {
   switch (res) {
@@ -40,12 +25,6 @@ const char* resultName(ncclResult_t res) {
     default:
       return "error";
   }
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
 }
 
 }  // namespace
@@ -66,17 +45,8 @@ struct Proxy::Batch {
 Proxy::Proxy(std::string name, ErrorSink onError, const LaunchCounts* launches)
     : name_(std::move(name)),
       onError_(std::move(onError)),
-      launches_(launches),
-      spinUs_(std::max<int64_t>(paramInt(ParamId::kProxySpinUs), 0)),
-      maxSleepUs_(static_cast<int>(
-          std::clamp<int64_t>(paramInt(ParamId::kProxyMaxSleepUs), kFirstSleepUs, kMaxSleepUsBound - 1))),
-      launchWindow_(std::chrono::milliseconds(std::max<int64_t>(paramInt(ParamId::kProxyLaunchWindowMs), 0))),
+      pacer_(name_, launches),
       kicker_(std::make_shared<ProxyKicker>()) {
-  wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wakeFd_ < 0) {
-    WARN("%s: eventfd failed (%s): the proxy naps at most %d us at a time instead of sleeping", name_.c_str(),
-         std::strerror(errno), kFirstSleepUs);
-  }
   kicker_->proxy_ = this;
   thread_ = std::thread([this] {
     // An exception stops this proxy's transfers: the communicator learns it like any network error.
@@ -95,9 +65,8 @@ Proxy::~Proxy() {
     stop_ = true;
     changes_.store(true, std::memory_order_release);
   }
-  signalWake();
+  pacer_.wake();
   thread_.join();
-  if (wakeFd_ >= 0) close(wakeFd_);
 }
 
 uint64_t Proxy::add(std::vector<NetFifo> fifos) {
@@ -117,7 +86,7 @@ uint64_t Proxy::add(std::vector<NetFifo> fifos) {
     changeSerial_++;
     changes_.store(true, std::memory_order_release);
   }
-  signalWake();
+  pacer_.wake();
   return key;
 }
 
@@ -126,7 +95,7 @@ void Proxy::remove(uint64_t key) {
   pendingRemoves_.push_back(key);
   const uint64_t serial = ++changeSerial_;
   changes_.store(true, std::memory_order_release);
-  signalWake();
+  pacer_.wake();
   applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
 }
 
@@ -135,26 +104,14 @@ void ProxyKicker::kick() {
   if (proxy_ != nullptr) proxy_->kick();
 }
 
-// A launch's kick writes the eventfd only while the thread sleeps (a system call per launch
-// otherwise). With both sides sequentially consistent, either the sleeper sees the new count
-// before it sleeps or the kicker sees sleeping_ and wakes it.
-void Proxy::kick() {
-  kicks_.fetch_add(1);
-  if (sleeping_.load()) signalWake();
-}
-
-void Proxy::signalWake() {
-  if (wakeFd_ < 0) return;
-  const uint64_t one = 1;
-  (void)!write(wakeFd_, &one, sizeof(one));  // EAGAIN: the counter is full, so it is readable anyway
-}
+void Proxy::kick() { pacer_.kick(); }
 
 void Proxy::farewell() {
   std::unique_lock<std::mutex> lock(mutex_);
   farewellPending_ = true;
   const uint64_t serial = ++changeSerial_;
   changes_.store(true, std::memory_order_release);
-  signalWake();
+  pacer_.wake();
   applied_.wait(lock, [&] { return appliedSerial_ >= serial; });
 }
 
@@ -363,11 +320,6 @@ bool Proxy::progressAll() {
 }
 
 void Proxy::run() {
-  Clock::time_point lastProgress = Clock::now();
-  uint64_t seenKicks = kicks_.load(std::memory_order_relaxed);
-  int sleepUs = kFirstSleepUs;
-  bool watchSockets = true;  // see the header comment
-  Clock::time_point lastKick = lastProgress - launchWindow_;
   while (true) {
     if (changes_.load(std::memory_order_acquire)) {
       bool stopping = false;
@@ -378,66 +330,8 @@ void Proxy::run() {
       applyChanges();
       if (stopping) return;
     }
-    const bool moved = progressAll();
-    const uint64_t kicks = kicks_.load(std::memory_order_relaxed);
-    const Clock::time_point now = Clock::now();
-    if (moved || kicks != seenKicks) {
-      if (kicks != seenKicks) lastKick = now;
-      lastProgress = now;
-      seenKicks = kicks;
-      sleepUs = kFirstSleepUs;
-      watchSockets = true;
-      continue;
-    }
-    if (now - lastProgress < std::chrono::microseconds(spinUs_)) {
-      cpuRelax();
-      continue;
-    }
-    const int longest = longestSleepUs(now, lastKick, lastProgress);
-    sleepUs = std::min(sleepUs, longest);
-    if (sleepUntilWoken(sleepUs, seenKicks, watchSockets)) {
-      // A peer's data: poll for a spin window, and watch the sockets again only once a step moves.
-      lastProgress = Clock::now();
-      sleepUs = kFirstSleepUs;
-      watchSockets = false;
-    } else {
-      sleepUs = std::min(sleepUs * 2, longest);
-    }
+    pacer_.afterPass(progressAll(), changes_);
   }
-}
-
-// The longest sleep now (see the header comment, "Idle"). Within the launch window, or while a
-// launch has not ended, a kernel may start any moment.
-int Proxy::longestSleepUs(Clock::time_point now, Clock::time_point lastKick, Clock::time_point lastProgress) const {
-  if (now - lastKick < launchWindow_ || (launches_ != nullptr && launches_->pending())) {
-    return std::min(maxSleepUs_, kLaunchWindowSleepUs);
-  }
-  if (launches_ == nullptr) return maxSleepUs_;  // nobody says when the launches end
-  const int64_t quietUs =
-      std::chrono::duration_cast<std::chrono::microseconds>(now - std::max(lastKick, lastProgress)).count();
-  return static_cast<int>(std::max<int64_t>(maxSleepUs_, std::min(quietUs / kQuietPerSleep, kIdleSleepUs)));
-}
-
-// One sleep of at most sleepUs, ended early by the eventfd (a kick or a change) or, with
-// watchSockets, by data on a socket this thread progresses. Returns true when the sockets woke it.
-bool Proxy::sleepUntilWoken(int sleepUs, uint64_t seenKicks, bool watchSockets) {
-  if (wakeFd_ < 0) sleepUs = std::min(sleepUs, kFirstSleepUs);
-  sleeping_.store(true);
-  if (kicks_.load() != seenKicks || changes_.load(std::memory_order_acquire)) {
-    sleeping_.store(false);
-    return false;
-  }
-  const int socketsFd = watchSockets ? net::ReadyScan::threadLocal().readyFd() : -1;
-  pollfd fds[2] = {{wakeFd_, POLLIN, 0}, {socketsFd, POLLIN, 0}};  // a negative fd is ignored
-  const timespec timeout{0, static_cast<long>(sleepUs) * 1000};
-  const int ready = ppoll(fds, 2, &timeout, nullptr);
-  sleeping_.store(false);
-  if (ready <= 0) return false;
-  if ((fds[0].revents & POLLIN) != 0) {
-    uint64_t count = 0;
-    (void)!read(wakeFd_, &count, sizeof(count));
-  }
-  return (fds[1].revents & POLLIN) != 0;
 }
 
 }  // namespace braid::proxy

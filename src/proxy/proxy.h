@@ -19,8 +19,9 @@
 // Steps are absolute and never reset, like the GPU's, so the proxy needs no knowledge of the
 // operations: it follows the counters.
 //
-// Idle: while data moves the thread polls; BRAID_PROXY_SPIN_US after its last progress it sleeps
-// between polls, 20 us at first and doubling up to a bound, so an idle communicator costs no core.
+// Idle (ProxyPacer, proxy/pacer.h): while data moves the thread polls; BRAID_PROXY_SPIN_US after
+// its last progress it sleeps between polls, 20 us at first and doubling up to a bound, so an idle
+// communicator costs no core.
 // kick() (called at every launch that uses the network) ends a sleep at once; a captured launch
 // adds a host node to its graph that kicks through a ProxyKicker, so a replay wakes the proxy as
 // well (launch/replay_wake.h). Data from a peer ends a sleep at once too: the thread sleeps in
@@ -75,6 +76,7 @@
 #include <vector>
 
 #include "device/dev_types.h"
+#include "proxy/pacer.h"
 #include "util/launch_counts.h"
 
 namespace braid::proxy {
@@ -154,21 +156,11 @@ class Proxy {
   [[nodiscard]] ncclResult_t placeReceived(const NetFifo& io, uint64_t step, size_t bytes);
   void applyChanges();
   void sendFarewells();
-  void signalWake();
-  [[nodiscard]] int longestSleepUs(std::chrono::steady_clock::time_point now,
-                                   std::chrono::steady_clock::time_point lastKick,
-                                   std::chrono::steady_clock::time_point lastProgress) const;
-  [[nodiscard]] bool sleepUntilWoken(int sleepUs, uint64_t seenKicks, bool watchSockets);
 
   std::string name_;
   ErrorSink onError_;
-  const LaunchCounts* launches_;
-  int64_t spinUs_;
-  int maxSleepUs_;
-  std::chrono::microseconds launchWindow_;
+  ProxyPacer pacer_;  // woken by kick (while it sleeps), add, remove, farewell, stop
   std::mutex mutex_;
-  int wakeFd_ = -1;  // eventfd that ends a sleep: kick (while sleeping_), add, remove, stop
-  std::atomic<bool> sleeping_{false};
   std::condition_variable applied_;  // the thread took the pending changes
   std::vector<std::unique_ptr<Batch>> pendingAdds_;
   std::vector<uint64_t> pendingRemoves_;
@@ -177,7 +169,6 @@ class Proxy {
   uint64_t changeSerial_ = 0;   // bumped by add/remove
   uint64_t appliedSerial_ = 0;  // what the thread has taken
   bool stop_ = false;
-  std::atomic<uint64_t> kicks_{0};
   std::atomic<bool> changes_{false};
   std::vector<std::unique_ptr<Batch>> batches_;  // the thread's own
   std::vector<int> peersGone_;                   // the thread's: ranks that sent a farewell
