@@ -42,8 +42,8 @@ summary="$OUT/summary.txt"
 # The PyTorch check (ctest torch_dist, tests/integration/run_torch_dist.sh), when it ran.
 grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$LOGS/ctest.log" 2>/dev/null |
   sed 's/^[0-9]*: /-- torch: /' >>"$summary"
-# Each comparison's medians also go to $OUT/json/LABEL.json, the input of scripts/perf_page.py
-# (copied to docs/perf-data/<machine>/, it rebuilds docs/performance.md's sweep tables and plots).
+# Each comparison's medians also go to $OUT/json/LABEL.json: `python3 scripts/perf_page.py --import
+# $OUT/json` files them under docs/perf-data/ and rebuilds docs/performance.md's sweep tables and plots.
 mkdir -p "$OUT/json"
 run_perf() {  # label, args...
   local label=$1; shift

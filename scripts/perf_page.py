@@ -4,6 +4,7 @@
     python3 scripts/perf_page.py                 # rewrite the page's generated part and the plots
     python3 scripts/perf_page.py --check         # exit 1 where they differ from what the data gives
     python3 scripts/perf_page.py --data DIR --page FILE --plots DIR
+    python3 scripts/perf_page.py --import $OUT/json   # file new runs (gpu-check.sh's), then rewrite
 
 The data are documents of `braid-perf OP ... --compare NVIDIA_LIB --json FILE` (tools/perf/json_report.h)
 run with Braid as the library braid-perf loads (A) and NVIDIA's libnccl.so.2 as the other (B), under
@@ -149,6 +150,32 @@ def load(data_dir):
     return cases
 
 
+def import_runs(sources, data_dir):
+    """Files each run of `sources` (files, or folders of *.json) as data_dir/<machine>/<case>.json,
+    replacing the older run of the same case on the same machine: the page shows the newest."""
+    paths = []
+    for src in sources:
+        if os.path.isdir(src):
+            paths += [os.path.join(src, n) for n in sorted(os.listdir(src)) if n.endswith(".json")]
+        else:
+            paths.append(src)
+    filed = []
+    for path in paths:
+        with open(path) as f:
+            try:
+                doc = json.load(f)
+            except ValueError as e:
+                raise DataError("%s: %s" % (path, e))
+        case = Case(doc, path)
+        dest = os.path.join(data_dir, machine_slug(case.machine), case.slug() + ".json")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        filed.append(dest)
+    return filed
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
@@ -231,8 +258,8 @@ def generate(cases, plots_rel):
     plots = OrderedDict()
     if not cases:
         lines += ["No sweep is recorded in docs/perf-data yet: `scripts/gpu-check.sh` writes one JSON file per",
-                  "braid-perf comparison to `$OUT/json/`; copy them to `docs/perf-data/<machine>/` and run",
-                  "`python3 scripts/perf_page.py`.", ""]
+                  "braid-perf comparison to `$OUT/json/`, and `python3 scripts/perf_page.py --import $OUT/json`",
+                  "files them and rebuilds this part.", ""]
     machines = OrderedDict()
     for case in sorted(cases, key=lambda c: (c.nranks, c.gpu, c.op, c.title)):
         machines.setdefault(case.machine, []).append(case)
@@ -364,10 +391,16 @@ def main(argv):
     parser.add_argument("--page", default=os.path.join(here, "docs", "performance.md"))
     parser.add_argument("--plots", default=os.path.join(here, "docs", "perf-plots"),
                         help="folder of the SVG plots (the page links them relative to its own folder)")
+    parser.add_argument("--import", dest="sources", nargs="+", default=[], metavar="JSON",
+                        help="first file these runs (braid-perf --json files, or folders of them) under --data")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 where the page or a plot "
                         "differs from what the data gives")
     args = parser.parse_args(argv)
+    if args.check and args.sources:
+        parser.error("--import changes the data; --check changes nothing")
     try:
+        for dest in import_runs(args.sources, args.data):
+            print("perf_page.py: filed %s" % dest)
         cases = load(args.data) if os.path.isdir(args.data) else []
     except DataError as e:
         print("perf_page.py: %s" % e, file=sys.stderr)

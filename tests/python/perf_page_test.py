@@ -94,6 +94,24 @@ class PerfPageTest(unittest.TestCase):
         self.add("all_reduce.json", changed)
         self.assertEqual(self.run_page("--check"), 1)
 
+    def test_import_files_runs_by_machine_and_case_newest_last(self):
+        incoming = os.path.join(self.dir, "out-json")
+        os.makedirs(incoming)
+        older = copy.deepcopy(FIXTURE)
+        older["date"] = "2026-11-01T00:00:00Z"
+        with open(os.path.join(incoming, "a.json"), "w") as f:
+            json.dump(older, f)
+        self.assertEqual(self.run_page("--import", incoming), 0)
+        newer = os.path.join(self.dir, "b.json")
+        with open(newer, "w") as f:
+            json.dump(FIXTURE, f)
+        self.assertEqual(self.run_page("--import", newer), 0)
+        filed = os.path.join(self.data, "2-h200", "allreduce-braid-direct-simple-buffsize-262144.json")
+        with open(filed) as f:
+            self.assertEqual(json.load(f)["date"], FIXTURE["date"])  # the same case: replaced
+        self.assertIn("| 2026-11-29 |", self.read_page())
+        self.assertEqual(self.run_page("--check"), 0)
+
     def test_page_without_markers_gets_the_part_appended(self):
         with open(self.page, "w") as f:
             f.write("# Page\n")
