@@ -534,7 +534,8 @@ const char* layoutText(const Layout& l, char* buf, size_t size) {
 }
 
 // The library lacks the one-sided functions (NCCL < 2.29): says so, as a comment and, with --csv, as
-// the line --compare reads, and measures nothing. Not a failure: there is nothing to measure.
+// the line --compare reads (with --json, in the document), and measures nothing. Not a failure:
+// there is nothing to measure.
 bool reportNoOneSided(const Options& opt) {
   std::vector<std::string> missing;
   loadedOneSided(&missing);
@@ -543,6 +544,11 @@ bool reportNoOneSided(const Options& opt) {
   std::printf("# braid-perf %s: %s; nothing measured\n", opt.op.c_str(), why.c_str());
   if (opt.csv) std::printf("%s\n", formatUnsupportedCsv(why).c_str());
   std::fflush(stdout);
+  if (!opt.jsonPath.empty()) {
+    JsonLibrary library = loadedLibrary();
+    library.unsupported = why;
+    (void)writeJsonReport(opt.jsonPath, singleLibraryReport(opt, opt.layout.nranks(), "", library));
+  }
   return true;
 }
 
