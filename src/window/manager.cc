@@ -30,7 +30,10 @@ Manager::~Manager() {
   }
   oneSided_.stopNetwork();  // its thread writes into windows and signal memory, reads the GIN rings
   gins_.clear();
-  windows_.clear();  // unmaps every flat range; the signal memory goes with oneSided_
+  windows_.clear();  // unmaps every flat range
+  // Here rather than in the members' destructors, which run once this device scope has ended.
+  oneSided_.freeSignalMemory();
+  registrar_.closeStream();
 }
 
 void Manager::release(bool abort, bool peerFailed) {

@@ -58,6 +58,12 @@ class OneSided {
   // GIN within one host: a network backend without links to other hosts (after a successful setUp).
   [[nodiscard]] ncclResult_t makeLocalNetwork();
   void stopNetwork() { net_.reset(); }  // its thread writes into windows and signal memory
+  // After stopNetwork: the backends, then the signal memory. The current device must be ctx.cudaDev.
+  void freeSignalMemory() {
+    backend_.reset();
+    padWindow_.reset();
+    pad_.reset();
+  }
 
  private:
   [[nodiscard]] ncclResult_t makeNetwork();

@@ -30,13 +30,17 @@ static_assert(kWinCollSymmetric == NCCL_WIN_COLL_SYMMETRIC && kWinStrictOrdering
                   kWinAlignment == NCCL_WIN_REQUIRED_ALIGNMENT,
               "window flags as nccl.h defines them");
 
-Registrar::~Registrar() {
+Registrar::~Registrar() { closeStream(); }
+
+void Registrar::closeStream() {
   if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
+  setupStream_ = nullptr;
 }
 
 ncclResult_t Registrar::open() {
   CUDACHECK(cudaStreamCreateWithFlags(&setupStream_, cudaStreamNonBlocking));
-  return fds_.open(ctx_.commHash, ctx_.rank, transport::udsSendersOf(ctx_.places, ctx_.rank));
+  NCCLCHECK(fds_.open(ctx_.commHash, ctx_.rank, transport::udsSendersOf(ctx_.places, ctx_.rank)));
+  return ncclSuccess;
 }
 
 void Registrar::unpublish(Window* w) {

@@ -48,6 +48,8 @@ class Registrar {
   [[nodiscard]] ncclResult_t tableHead(void** out) { return table_.head(setupStream_, out); }
   // A private non-blocking stream for struct writes and set-up copies.
   cudaStream_t setupStream() const { return setupStream_; }
+  // Destroys that stream (at the communicator's end; the current device must be ctx.cudaDev).
+  void closeStream();
 
  private:
   [[nodiscard]] ncclResult_t mapTeam(uint64_t serial, const std::vector<WindowOffer>& offers,
