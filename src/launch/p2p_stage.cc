@@ -84,7 +84,8 @@ bool P2pEngine::guardInPlace(const std::vector<P2pTask>& tasks, const std::vecto
     if (recv->buff != send.buff || recv->bytes != send.bytes || send.direct != nullptr || recv->direct != nullptr) {
       return false;
     }
-    const int maxChannels = peerChannels_[p];
+    // Before the first connect (ncclGroupSimulateEnd connects nothing) every peer has channels_.
+    const int maxChannels = p < peerChannels_.size() ? peerChannels_[p] : channels_;
     if (balance.chunk(send, 0, maxChannels) != 0) return false;
     if (!plan::guardFits(send.bytes, plan::p2pChannelsFor(send.bytes, maxChannels), fifoBytes)) return false;
     send.staged = false;

@@ -581,6 +581,23 @@ TEST_P(AlltoAllInPlace, RegisteredBuffer) {
             }));
 }
 
+// Whether the GPUs of every pair of the n ranks reach each other by P2P. CUDA calls: in a rank's
+// process only.
+bool allPairsP2p(int n) {
+  const char* disable = std::getenv("NCCL_P2P_DISABLE");
+  if (disable != nullptr && std::atoi(disable) != 0) return false;
+  for (int a = 0; a < n; a++) {
+    for (int b = 0; b < n; b++) {
+      int can = 1;
+      if (a == b) continue;
+      if (cudaDeviceCanAccessPeer(&can, gputest::deviceOfRank(a), gputest::deviceOfRank(b)) != cudaSuccess || !can) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Blocks that fit their peers' channel FIFOs move unstaged by default (each receive waits for its
 // channel's send), staged with BRAID_P2P_INPLACE_GUARD=0; each operation's INFO line says which, and
 // the results are exact either way.
@@ -589,14 +606,15 @@ TEST_P(AlltoAllInPlace, UnstagedWhereBlocksFitTheFifos) {
   const int n = this->n();
   colltest::ScopedSetenv debug("NCCL_DEBUG", "INFO");
   colltest::ScopedSetenv subsys("NCCL_DEBUG_SUBSYS", "COLL");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::logPattern().c_str());
   for (const bool guarded : {true, false}) {
     SCOPED_TRACE(guarded ? "guarded" : "staged");
     colltest::ScopedSetenv setting("BRAID_P2P_INPLACE_GUARD", guarded ? "1" : "0");
     EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
                 if (runCases(ranks, n, {{ncclInt32, (1 << 18) + 3, 0}, {ncclUint8, 5, 1}}, 7) != 0) return 1;
-                CHILD_EXPECT(regtest::logHas("(in place: guarded)", guarded) == guarded);
-                CHILD_EXPECT(regtest::logHas("(in place: staged)", !guarded) == !guarded);
+                const bool expectGuarded = guarded && allPairsP2p(n);  // only P2P pairs go guarded
+                CHILD_EXPECT(regtest::logHas("(in place: guarded)", expectGuarded) == expectGuarded);
+                CHILD_EXPECT(regtest::logHas("(in place: staged)", !expectGuarded) == !expectGuarded);
                 return 0;
               }));
   }
@@ -624,6 +642,30 @@ TEST_P(AlltoAllInPlace, SimulateCountsTheStaging) {
               std::fprintf(stderr, "estimates: out of place %.1f us, in place %.1f us\n", us[0], us[1]);
               CHILD_EXPECT(us[0] > 1.0f);
               CHILD_EXPECT(us[1] > us[0]);
+              std::vector<uint8_t> host(static_cast<size_t>(n) * blockBytes(c));
+              CHILD_CUDA(cudaStreamSynchronize(r.stream));
+              CHILD_CUDA(cudaMemcpy(host.data(), b.buff, host.size(), cudaMemcpyDeviceToHost));
+              for (uint8_t v : host) CHILD_EXPECT(v == kPoison);
+              return freeBuffers(r, &b);
+            }));
+}
+
+// ncclGroupSimulateEnd of an in-place AlltoAll whose blocks fit the FIFOs, on communicators that
+// have made no point-to-point connection yet (a simulation makes none): the guarded choice is
+// estimated from the channel count the connect would use, and nothing runs.
+TEST_P(AlltoAllInPlace, SimulateGuardedBeforeAnyConnection) {
+  SKIP_AGAINST_REFERENCE();
+  const int n = this->n();
+  EXPECT_EQ(0, withRanks(n, Mode::kProcesses, [&](std::vector<Rank>& ranks) {
+              Rank& r = ranks[0];
+              const Case c{ncclFloat32, 1024, 0};
+              Buffers b;
+              if (allocBuffers(r, n, c, false, &b) != 0 || fillInput(r, n, c, b, 700) != 0) return 1;
+              ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+              CHILD_NCCL(ncclGroupStart());
+              CHILD_NCCL(ncclAlltoAll(b.buff, b.buff, c.count, c.type, r.comm, r.stream));
+              CHILD_NCCL(ncclGroupSimulateEnd(&sim));
+              CHILD_EXPECT(sim.estimatedTime > 1.0f);
               std::vector<uint8_t> host(static_cast<size_t>(n) * blockBytes(c));
               CHILD_CUDA(cudaStreamSynchronize(r.stream));
               CHILD_CUDA(cudaMemcpy(host.data(), b.buff, host.size(), cudaMemcpyDeviceToHost));

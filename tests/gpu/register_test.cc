@@ -109,7 +109,7 @@ TEST_P(Register, DirectOnFewChannelsIsExact) {
 TEST_P(Register, RanksThatDisagreeGetAWarnAndTheCopyPath) {
   if (colltest::againstReference()) GTEST_SKIP() << "Braid's mismatch handling";
   colltest::ScopedSetenv debug("NCCL_DEBUG", "WARN");
-  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::kLogPattern);
+  colltest::ScopedSetenv file("NCCL_DEBUG_FILE", regtest::logPattern().c_str());
   const int n = this->n();
   EXPECT_EQ(0, gputest::withRanks<Rank>(n, mode(), kWatchdogSeconds, [n](std::vector<Rank>& ranks) {
               for (Rank& r : ranks) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -28,8 +29,20 @@ namespace regtest {
 constexpr uint8_t kPoisonByte = 0xAB;
 // Large enough for the Simple protocol (zero-copy needs it), odd so that the last chunk is ragged.
 constexpr size_t kCount = (3 << 20) + 5;
+// The folder of the logs that logHas reads, made once per test process (before it forks its
+// ranks): a fresh one, so that a file an earlier run's process of the same pid appended to is never
+// read.
+inline const std::string& logDir() {
+  static const std::string dir = [] {
+    char pattern[] = "/tmp/braid-register-test-XXXXXX";
+    const char* made = mkdtemp(pattern);
+    return std::string(made != nullptr ? made : "/tmp");
+  }();
+  return dir;
+}
+
 // NCCL_DEBUG_FILE of the tests that read their log (%p: one file per process).
-constexpr const char* kLogPattern = "/tmp/braid-register-test-%p.log";
+inline std::string logPattern() { return logDir() + "/braid-%p.log"; }
 
 inline int32_t value(int it, int rank, size_t i) {
   return static_cast<int32_t>(colltest::inputHash(static_cast<uint64_t>(it), rank, i) % 2001) - 1000;
@@ -284,10 +297,10 @@ inline int checkMemoryFlat(const Rank& r, int cycle, int settled, int last, size
   return 0;
 }
 
-// Whether the log this process wrote (kLogPattern) has a line containing `text`. When the answer
+// Whether the log this process wrote (logPattern()) has a line containing `text`. When the answer
 // is not `expected`, the last 20 lines are printed to say what happened instead.
 inline bool logHas(const std::string& text, bool expected = true) {
-  std::ifstream in("/tmp/braid-register-test-" + std::to_string(getpid()) + ".log");
+  std::ifstream in(logDir() + "/braid-" + std::to_string(getpid()) + ".log");
   std::vector<std::string> lines;
   bool found = false;
   for (std::string line; std::getline(in, line);) {
@@ -304,11 +317,11 @@ inline bool logHas(const std::string& text, bool expected = true) {
   return found;
 }
 
-// Sends this process's INFO lines of the REG subsystem to kLogPattern (for logHas) while it lives.
+// Sends this process's INFO lines of the REG subsystem to logPattern() (for logHas) while it lives.
 struct ScopedRegLog {
   colltest::ScopedSetenv debug{"NCCL_DEBUG", "INFO"};
   colltest::ScopedSetenv subsys{"NCCL_DEBUG_SUBSYS", "REG"};
-  colltest::ScopedSetenv file{"NCCL_DEBUG_FILE", kLogPattern};
+  colltest::ScopedSetenv file{"NCCL_DEBUG_FILE", logPattern().c_str()};
 };
 
 // The registration tests' parameters: GPUs, and how the ranks run (rank_modes.h).

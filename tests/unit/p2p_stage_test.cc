@@ -231,7 +231,7 @@ TEST(P2pStage, GuardedInPlaceOnlyWherePartsFitTheFifo) {
   EXPECT_TRUE(guardFits(fifo, 1, fifo));
   EXPECT_FALSE(guardFits(fifo + 16, 1, fifo));
   EXPECT_TRUE(guardFits(0, 1, fifo));
-  EXPECT_TRUE(guardFits(5, 3, 16));  // parts are whole 16-byte units: one part of 16
+  EXPECT_TRUE(guardFits(5, 3, 16));  // 5 bytes split in 16-byte units: one part, of 5 bytes
   EXPECT_FALSE(guardFits(1000, 0, fifo));
   // The channels an operation takes (p2pChannelsFor): 96 MiB needs more than 32 x 2 MiB.
   EXPECT_FALSE(guardFits(96ull << 20, p2pChannelsFor(96ull << 20, 32), fifo));
