@@ -158,25 +158,42 @@ void printMetrics(const Side& a, const Side& b, const Order& order) {
   }
 }
 
+// One column (out of place, or in place) of a side's runs of a row: the median time, algbw and
+// busbw of the runs that timed it (kRefusedUs where every run refused it, 0 where none ran it) and
+// the wrong elements of them all.
+Timing medianColumn(const std::vector<RowResult>& runs, bool inPlace) {
+  std::vector<double> times, algbws, busbws;
+  Timing t;
+  bool refused = false;
+  for (const RowResult& r : runs) {
+    const Timing& c = inPlace ? r.ip : r.oop;
+    if (c.wrong >= 0) t.wrong = std::max(0LL, t.wrong) + c.wrong;
+    if (c.us < 0) refused = true;
+    if (c.us <= 0) continue;
+    times.push_back(c.us);
+    algbws.push_back(c.algbw);
+    busbws.push_back(c.busbw);
+  }
+  t.us = !times.empty() ? median(times) : refused ? kRefusedUs : 0;
+  t.algbw = median(algbws);
+  t.busbw = median(busbws);
+  return t;
+}
+
 // Median out-of-place time and busbw of one side's runs of a row (0 when it has none, kRefusedUs
 // when the library refused it in every run); adds its wrong elements to *wrong.
 void medians(const Side& s, const std::string& key, double* us, double* busbw, long long* wrong, bool* checked) {
   *us = *busbw = 0;
   auto it = s.rows.find(key);
   if (it == s.rows.end()) return;
-  std::vector<double> times, bws;
-  for (const RowResult& r : it->second) {
-    if (r.oop.us >= 0) {
-      times.push_back(r.oop.us);
-      bws.push_back(r.oop.busbw);
-    }
-    for (const Timing* t : {&r.oop, &r.ip}) {
-      if (t->wrong >= 0) *checked = true;
-      *wrong += std::max(0LL, t->wrong);
-    }
+  const Timing oop = medianColumn(it->second, false);
+  for (const Timing& t : {oop, medianColumn(it->second, true)}) {
+    if (t.wrong < 0) continue;
+    *checked = true;
+    *wrong += t.wrong;
   }
-  *us = times.empty() ? kRefusedUs : median(times);
-  *busbw = median(bws);
+  *us = oop.us;
+  *busbw = oop.busbw;
 }
 
 // A time cell: the median, "refused", or "n/a" where the library has not the operation at all.
@@ -228,28 +245,6 @@ void printRows(const std::string& op, const Side& a, const Side& b, const Order&
   } else {
     std::printf("# summary: no size was measured by both libraries\n");
   }
-}
-
-// One column (out of place, or in place) of a side's runs of a row: the median time, algbw and
-// busbw of the runs that timed it (kRefusedUs where every run refused it, 0 where none ran it) and
-// the wrong elements of them all.
-Timing medianColumn(const std::vector<RowResult>& runs, bool inPlace) {
-  std::vector<double> times, algbws, busbws;
-  Timing t;
-  bool refused = false;
-  for (const RowResult& r : runs) {
-    const Timing& c = inPlace ? r.ip : r.oop;
-    if (c.wrong >= 0) t.wrong = std::max(0LL, t.wrong) + c.wrong;
-    if (c.us < 0) refused = true;
-    if (c.us <= 0) continue;
-    times.push_back(c.us);
-    algbws.push_back(c.algbw);
-    busbws.push_back(c.busbw);
-  }
-  t.us = !times.empty() ? median(times) : refused ? kRefusedUs : 0;
-  t.algbw = median(algbws);
-  t.busbw = median(busbws);
-  return t;
 }
 
 PerfReport compareReport(const Options& opt, const Side& a, const Side& b, const Order& order) {
