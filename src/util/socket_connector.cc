@@ -177,6 +177,13 @@ bool SocketConnector::wantsWrite() const {
 
 ncclResult_t SocketConnector::progress(bool* done) {
   *done = false;
+  // A failed proof check leaves no handshake running: without this, a later call would take the
+  // refused connection for a complete one.
+  if (failure_ == ncclSuccess) failure_ = advance(done);
+  return failure_;
+}
+
+ncclResult_t SocketConnector::advance(bool* done) {
   NCCLCHECK(proofProgress());
   if (auth_.active) return ncclSuccess;
   if (socket_.tls_.inSession()) return socket_.tls_.handshake(socket_, done);

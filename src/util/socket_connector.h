@@ -25,7 +25,7 @@ class SocketConnector {
                                           const Deadline& deadline, SocketConnector* out);
 
   // Moves the handshake on without blocking; sets *done once it is complete (and again on every
-  // later call).
+  // later call). After a failure every later call fails the same way.
   [[nodiscard]] ncclResult_t progress(bool* done);
   // While the handshake runs: wait for POLLOUT when true, else POLLIN.
   bool wantsWrite() const;
@@ -48,12 +48,14 @@ class SocketConnector {
     size_t sent = 0;
   };
 
+  [[nodiscard]] ncclResult_t advance(bool* done);
   [[nodiscard]] ncclResult_t proofProgress();
   [[nodiscard]] ncclResult_t checkAcceptorProof();
 
   Socket socket_;
   SocketAuthKey key_{};  // wiped once the acceptor's proof is checked
   Auth auth_;
+  ncclResult_t failure_ = ncclSuccess;  // the first error progress returned
 };
 
 }  // namespace braid

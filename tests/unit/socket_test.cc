@@ -15,6 +15,7 @@
 
 #include "util/log.h"
 #include "util/params.h"
+#include "util/socket_connector.h"
 
 namespace braid {
 namespace {
@@ -207,6 +208,50 @@ TEST(SocketTest, HandshakeMismatchesAreDroppedAndSilentPeersDoNotStall) {
   ::close(silent);
   AcceptedConnection none;
   EXPECT_FALSE(acceptor.takeReady(&none));
+}
+
+// A connector whose acceptor answers with a made-up proof fails, and keeps failing: the proof check
+// ends the handshake's state, and a later progress() must not take the refused connection for a
+// complete one.
+TEST(SocketTest, AConnectorRefusedByItsProofCheckStaysFailed) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  SocketAddress where = loopback4();
+  socklen_t len = socketAddressLength(where);
+  ASSERT_EQ(::bind(listener, &where.sa, len), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ASSERT_EQ(::getsockname(listener, &where.sa, &len), 0);
+  std::atomic<bool> finished{false};
+  std::thread fakeAcceptor([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    char nonce[kSocketNonceBytes] = {1};
+    char reply[kSocketHandshakeBytes];
+    char proof[kSocketProofBytes] = {2};
+    if (::send(fd, nonce, sizeof(nonce), 0) == static_cast<ssize_t>(sizeof(nonce)) &&
+        ::recv(fd, reply, sizeof(reply), MSG_WAITALL) == static_cast<ssize_t>(sizeof(reply))) {
+      (void)::send(fd, proof, sizeof(proof), 0);
+    }
+    while (!finished.load()) std::this_thread::sleep_for(milliseconds(5));  // keeps the connection open
+    ::close(fd);
+  });
+  SocketConnector connector;
+  ASSERT_EQ(SocketConnector::start(where, kMagic, SocketType::kBootstrap, "fake acceptor", false,
+                                   Deadline::after(milliseconds(2000)), &connector),
+            ncclSuccess);
+  ncclResult_t result = ncclSuccess;
+  bool done = false;
+  const auto start = std::chrono::steady_clock::now();
+  while (result == ncclSuccess && !done && secondsSince(start) < 5) {
+    pollfd pfd{connector.fd(), static_cast<short>(connector.wantsWrite() ? POLLOUT : POLLIN), 0};
+    (void)::poll(&pfd, 1, kSocketPollSliceMs);
+    result = connector.progress(&done);
+  }
+  EXPECT_EQ(result, ncclRemoteError);
+  EXPECT_FALSE(done);
+  EXPECT_EQ(connector.progress(&done), ncclRemoteError);
+  EXPECT_FALSE(done);
+  finished = true;
+  fakeAcceptor.join();
+  ::close(listener);
 }
 
 TEST(SocketTest, AcceptTimesOut) {
