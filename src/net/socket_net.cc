@@ -335,6 +335,10 @@ ncclResult_t SocketNetConnecting::start(const SocketNetHandle& handle, int nSock
 
 ncclResult_t SocketNetConnecting::progress(std::unique_ptr<SocketNetConn>* out) {
   out->reset();
+  if (connectors_.empty()) {  // the connection went to the caller already
+    WARN("net/socket: the connection to %s was already made and handed over", peer_.c_str());
+    return ncclInternalError;
+  }
   bool all = true;
   for (SocketConnector& connector : connectors_) {
     bool done = false;
