@@ -24,6 +24,7 @@ with open(os.path.join(HERE, "perf_compare_fixture.json")) as f:
 
 PAGE = "# Performance\n\nhand-written text\n\n%s\nold generated text\n%s\n\n## Other figures\nkept\n" % (
     perf_page.BEGIN, perf_page.END)
+README = "# Project\n\n%s\nold headline\n%s\n\n## Install\n" % (perf_page.HEADLINE_BEGIN, perf_page.HEADLINE_END)
 
 
 class PerfPageTest(unittest.TestCase):
@@ -32,9 +33,12 @@ class PerfPageTest(unittest.TestCase):
         self.data = os.path.join(self.dir, "perf-data")
         self.page = os.path.join(self.dir, "performance.md")
         self.plots = os.path.join(self.dir, "perf-plots")
+        self.readme = os.path.join(self.dir, "README.md")
         os.makedirs(os.path.join(self.data, "h200"))
         with open(self.page, "w") as f:
             f.write(PAGE)
+        with open(self.readme, "w") as f:
+            f.write(README)
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -44,7 +48,8 @@ class PerfPageTest(unittest.TestCase):
             json.dump(doc, f)
 
     def run_page(self, *extra):
-        return perf_page.main(["--data", self.data, "--page", self.page, "--plots", self.plots] + list(extra))
+        return perf_page.main(["--data", self.data, "--page", self.page, "--readme", self.readme, "--plots",
+                               self.plots] + list(extra))
 
     def read_page(self):
         with open(self.page) as f:
@@ -81,11 +86,23 @@ class PerfPageTest(unittest.TestCase):
         lines = root.findall("{http://www.w3.org/2000/svg}polyline")
         self.assertEqual(len(lines), 4)  # two panels, two libraries
         self.assertTrue(os.path.exists(os.path.join(self.plots, "4-h200", "allgather-windows-cuda-graph.svg")))
+        # The README's headline: the machine with the most ranks, its plain cases (else all), the plot.
+        with open(self.readme) as f:
+            readme = f.read()
+        self.assertTrue(readme.startswith("# Project\n\n" + perf_page.HEADLINE_BEGIN))
+        self.assertTrue(readme.endswith(perf_page.HEADLINE_END + "\n\n## Install\n"))
+        self.assertIn("braid-perf sweeps on 4 H200 against NVIDIA NCCL 2.28.9", readme)
+        self.assertIn("| AllGather (windows, CUDA graph) | 0.50 | - | - | 0.2 / 52.4 | 2026-11-29 | "
+                      "[plot](perf-plots/4-h200/allgather-windows-cuda-graph.svg) |", readme)
+        self.assertNotIn("| AllReduce", readme)
+        self.assertIn("[performance.md](performance.md)", readme)
 
     def test_check_mode(self):
         self.add("all_reduce.json", FIXTURE)
         self.assertEqual(self.run_page("--check"), 1)  # the page holds old text, the plot is missing
         self.assertEqual(self.read_page(), PAGE)        # and --check changed nothing
+        with open(self.readme) as f:
+            self.assertEqual(f.read(), README)
         self.assertFalse(os.path.exists(self.plots))
         self.assertEqual(self.run_page(), 0)
         self.assertEqual(self.run_page("--check"), 0)
@@ -119,6 +136,8 @@ class PerfPageTest(unittest.TestCase):
         page = self.read_page()
         self.assertTrue(page.startswith("# Page\n\n" + perf_page.BEGIN))
         self.assertIn("No sweep is recorded", page)
+        with open(self.readme) as f:
+            self.assertIn("No braid-perf sweep is recorded in docs/perf-data yet", f.read())
 
     def test_refuses_documents_it_cannot_read(self):
         single = copy.deepcopy(FIXTURE)
