@@ -105,6 +105,14 @@ def settings_of(environment):
     return [v for v in environment if not QUIET_VARIABLES.match(v)]
 
 
+def read_case(doc, path):
+    """The Case of a document; DataError (naming the file) for one that lacks what it needs."""
+    try:
+        return Case(doc, path)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise DataError("%s: not a braid-perf --compare document (%s: %s)" % (path, type(e).__name__, e))
+
+
 class Case:
     def __init__(self, doc, path):
         if doc.get("format") != FORMAT:
@@ -150,7 +158,7 @@ def load(data_dir):
                         doc = json.load(f)
                     except ValueError as e:
                         raise DataError("%s: %s" % (path, e))
-                cases.append(Case(doc, path))
+                cases.append(read_case(doc, path))
     return cases
 
 
@@ -170,7 +178,7 @@ def import_runs(sources, data_dir):
                 doc = json.load(f)
             except ValueError as e:
                 raise DataError("%s: %s" % (path, e))
-        case = Case(doc, path)
+        case = read_case(doc, path)
         dest = os.path.join(data_dir, machine_slug(case.machine), case.slug() + ".json")
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with open(dest, "w") as f:

@@ -148,6 +148,11 @@ class PerfPageTest(unittest.TestCase):
         with open(os.path.join(self.data, "h200", "broken.json"), "w") as f:
             f.write("{")
         self.assertEqual(self.run_page(), 2)
+        os.remove(os.path.join(self.data, "h200", "broken.json"))
+        rowless = copy.deepcopy(FIXTURE)
+        rowless["rows"][0]["results"] = rowless["rows"][0]["results"][:1]  # one library's figures only
+        self.add("rowless.json", rowless)
+        self.assertEqual(self.run_page(), 2)
         self.assertEqual(self.read_page(), PAGE)
 
 

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 
 namespace braidperf {
 namespace {
@@ -42,7 +41,7 @@ std::string quoted(const std::string& s) {
   return q + "\"";
 }
 
-std::string number(double v, const char* format = "%.6g") {
+std::string number(double v, const char* format) {
   if (!std::isfinite(v)) return "null";
   char buf[48];
   std::snprintf(buf, sizeof(buf), format, v);
