@@ -1,12 +1,11 @@
 // In-place AlltoAll. Where every block fits its peer's FIFOs and every peer is a P2P pair, nothing
 // is staged: each receive waits, channel by channel, until this rank's send of the same block has
 // read it (guardInPlace below, device/kernel_p2p.cu). Otherwise the group's staged sends are
-// copied into the communicator's staging memory
-// and sent from there, in batches of peers (plan/p2p_stage.h). The first batch's copies run before
-// its kernel; each later batch's copies run inside the previous batch's kernel, on its self-copy
-// CTAs, into the other half of the memory: they read blocks that no earlier batch writes, and the
-// half they fill was last read by the batch before the previous one, which has ended (the kernels
-// run in stream order).
+// copied into the communicator's staging memory and sent from there, in batches of peers
+// (plan/p2p_stage.h). The first batch's copies run before its kernel; each later batch's copies run
+// inside the previous batch's kernel, on its self-copy CTAs, into the other half of the memory: they
+// read blocks that no earlier batch writes, and the half they fill was last read by the batch
+// before the previous one, which has ended (the kernels run in stream order).
 //
 // The memory is the communicator's, shared by all its operations: they never run at the same time
 // (LaunchOrder), so each use of it ends before the next one begins, replays of captured launches
@@ -66,8 +65,9 @@ uint64_t allocationOf(uint64_t addr) {
 // sees the same steps either way, so ranks still choose in place or not independently.
 bool P2pEngine::guardInPlace(const std::vector<P2pTask>& tasks, const std::vector<char>& p2pPairs,
                              std::vector<P2pTask>* out) const {
-  if (paramInt(ParamId::kP2pInPlaceGuard) == 0) return false;
+  // Every point-to-point launch asks: the common case (nothing in place) first.
   if (std::none_of(tasks.begin(), tasks.end(), [](const P2pTask& t) { return t.staged; })) return false;
+  if (paramInt(ParamId::kP2pInPlaceGuard) == 0) return false;
   const int rank = ctx_.comm->rank_;
   std::vector<int> sends(static_cast<size_t>(ctx_.comm->nranks_), 0);
   std::vector<int> recvs(sends.size(), 0);
