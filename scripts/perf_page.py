@@ -120,7 +120,6 @@ class Case:
         libs = doc.get("libraries", [])
         if len(libs) != 2:
             raise DataError("%s: %d libraries, not a --compare run of two" % (path, len(libs)))
-        self.path = path
         self.op = doc["op"]
         self.command = doc["command"]
         self.date = doc["date"][:10]
@@ -252,15 +251,24 @@ def case_section(case, plot_path):
     return lines
 
 
+def summary_cells(case):
+    """The band ratios and the best bus bandwidths, as table cells."""
+    ratios = [fmt(band_ratio(case, lo, hi)) for _, lo, hi in BANDS]
+    bw = "%s / %s" % (fmt(best_busbw(case, 1), 1), fmt(best_busbw(case, 2), 1)) if case.rows else "-"
+    return ratios + [bw]
+
+
+def plot_path(plots_rel, case):
+    return "%s/%s/%s.svg" % (plots_rel, machine_slug(case.machine), case.slug())
+
+
 def machine_table(cases):
     lines = ["| case | sizes | Braid / NVIDIA time, %s | %s | %s | best busbw, Braid / NVIDIA (GB/s) | check | date |"
              % tuple(name for name, _, _ in BANDS), "|---|---|---:|---:|---:|---:|---|---|"]
     for case in cases:
         sizes = "%s-%s" % (size_text(case.rows[0][0]), size_text(case.rows[-1][0])) if case.rows else "-"
-        ratios = [fmt(band_ratio(case, lo, hi)) for _, lo, hi in BANDS]
-        bw = "%s / %s" % (fmt(best_busbw(case, 1), 1), fmt(best_busbw(case, 2), 1)) if case.rows else "-"
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (case.title, sizes, ratios[0], ratios[1], ratios[2],
-                                                                   bw, wrong_text(case), case.date))
+        cells = [case.title, sizes] + summary_cells(case) + [wrong_text(case), case.date]
+        lines.append("| %s |" % " | ".join(cells))
     return lines
 
 
@@ -283,7 +291,7 @@ def generate(cases, plots_rel):
         for case in group:
             rel = None
             if case.rows:
-                rel = "%s/%s/%s.svg" % (plots_rel, machine_slug(machine), case.slug())
+                rel = plot_path(plots_rel, case)
                 plots[rel] = svg_plot(case)
             lines += case_section(case, rel)
     lines.append(END)
@@ -309,11 +317,8 @@ def headline(cases, page_link, plots_rel):
                  tuple(name for name, _, _ in BANDS))
     lines.append("|---|---:|---:|---:|---:|---|---|")
     for case in group:
-        ratios = [fmt(band_ratio(case, lo, hi)) for _, lo, hi in BANDS]
-        bw = "%s / %s" % (fmt(best_busbw(case, 1), 1), fmt(best_busbw(case, 2), 1))
-        plot = "[plot](%s/%s/%s.svg)" % (plots_rel, machine_slug(top), case.slug()) if case.rows else "-"
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (case.title, ratios[0], ratios[1], ratios[2], bw,
-                                                               case.date, plot))
+        plot = "[plot](%s)" % plot_path(plots_rel, case) if case.rows else "-"
+        lines.append("| %s |" % " | ".join([case.title] + summary_cells(case) + [case.date, plot]))
     return lines + ["", HEADLINE_END]
 
 
