@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds Braid, runs the GPU tests, and runs braid-perf against Braid and NVIDIA's NCCL in the same
 # run on this machine; prints a short table last. The summary goes to $OUT (or ./out when OUT is
-# unset), the logs into $OUT/logs.tgz, braid-perf's comparisons as JSON into $OUT/json/.
+# unset), the logs and braid-perf's comparisons as JSON (json/) into $OUT/logs.tgz.
 #
 #   bash scripts/gpu-check.sh            # everything
 #   NVIDIA_NCCL=/path/libnccl.so.2 bash scripts/gpu-check.sh
 #   SKIP_TESTS=1 SKIP_CHECKS=1 SKIP_COMM=1 PERF_OPS="all_reduce" CHANNEL_SWEEP="16 24 32" bash scripts/gpu-check.sh
 #   GPU_TESTS="premulsum|split|hang" bash scripts/gpu-check.sh   # only the GPU tests whose names match
 #   GPU_TIER=quick bash scripts/gpu-check.sh   # the quick GPU tier (tests/README.md); default: full
+#   SKIP_PERF=1 bash scripts/gpu-check.sh        # the tests alone
+#   BRAID_PREBUILT=build-stage bash scripts/gpu-check.sh   # binaries from scripts/stage-prebuilt.sh, no build
 #   PERF_RANGE="-b 4 -e 4G -f 4" bash scripts/gpu-check.sh        # the sizes of the collective sweeps (8 GPUs: to 4 GiB)
 # Everything takes more than 10 minutes on 4 GPUs (the GPU tests alone ~12 min, gpu_coll_sweep_test
 # ~5 of them): to keep each run under a time limit, split it with GPU_TESTS, SKIP_TESTS and PERF_OPS.
@@ -26,15 +28,24 @@ echo "== tests"
 # The thread-safety test runs its eight threads for a minute here in the full tier (10 s by default).
 export BRAID_GPU_TIER=${GPU_TIER:-full}
 [ "$BRAID_GPU_TIER" = quick ] || export BRAID_THREAD_TEST_SECONDS=${BRAID_THREAD_TEST_SECONDS:-60}
-ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$LOGS/ctest.log" 2>&1
-tests_rc=$?
-ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$LOGS/ctest.log" 2>&1 || tests_rc=1
+if [ -n "${BRAID_PREBUILT:-}" ]; then
+  run_prebuilt_gpu_tests >"$LOGS/ctest.log" 2>&1
+  tests_rc=$?
+else
+  ctest --test-dir "$build" --output-on-failure -j8 -LE gpu >"$LOGS/ctest.log" 2>&1
+  tests_rc=$?
+  ctest --test-dir "$build" -V -L gpu -R "${GPU_TESTS:-.}" >>"$LOGS/ctest.log" 2>&1 || tests_rc=1
+fi
 grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|lost|grew|FAILED" "$LOGS/ctest.log" | tail -20
 pack_logs
 else
   tests_rc=0
 fi
 
+if [ "${SKIP_PERF:-0}" = 1 ]; then
+  echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log, in logs.tgz)"
+  exit $tests_rc
+fi
 nv=$(nvidia_nccl)
 echo "== braid-perf (NVIDIA NCCL: ${nv:-not found})"
 summary="$OUT/summary.txt"
@@ -42,13 +53,14 @@ summary="$OUT/summary.txt"
 # The PyTorch check (ctest torch_dist, tests/integration/run_torch_dist.sh), when it ran.
 grep -hE '(checks: .* passed|ddp step median|banners: .* Braid)' "$LOGS/ctest.log" 2>/dev/null |
   sed 's/^[0-9]*: /-- torch: /' >>"$summary"
-# Each comparison's medians also go to $OUT/json/LABEL.json: `python3 scripts/perf_page.py --import
-# $OUT/json` files them under docs/perf-data/ and rebuilds docs/performance.md's sweep tables and plots.
-mkdir -p "$OUT/json"
+# Each comparison's medians also go to json/LABEL.json in logs.tgz (the device tool brings back a few
+# files only): `python3 scripts/perf_page.py --import $OUT/logs.tgz` files them under docs/perf-data/
+# and rebuilds docs/performance.md's sweep tables and plots.
+mkdir -p "$LOGS/json"
 run_perf() {  # label, args...
   local label=$1; shift
   if [ -n "$nv" ]; then
-    timeout 300 "$perf" "$@" --compare "$nv" --json "$OUT/json/$label.json" >"$LOGS/perf-$label.log" 2>&1
+    timeout 300 "$perf" "$@" --compare "$nv" --json "$LOGS/json/$label.json" >"$LOGS/perf-$label.log" 2>&1
   else
     timeout 300 "$perf" "$@" >"$LOGS/perf-$label.log" 2>&1
   fi

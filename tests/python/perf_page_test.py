@@ -8,6 +8,7 @@ report (tests/unit/perf_json_test.cc checks that byte for byte), and variants of
 
 import copy
 import json
+import tarfile
 import os
 import shutil
 import sys
@@ -128,6 +129,26 @@ class PerfPageTest(unittest.TestCase):
             self.assertEqual(json.load(f)["date"], FIXTURE["date"])  # the same case: replaced
         self.assertIn("| 2026-11-29 |", self.read_page())
         self.assertEqual(self.run_page("--check"), 0)
+
+    def test_import_reads_the_runs_inside_a_tar_archive(self):
+        logs = os.path.join(self.dir, "logs")
+        os.makedirs(os.path.join(logs, "json"))
+        with open(os.path.join(logs, "json", "all_reduce-p2.json"), "w") as f:
+            json.dump(FIXTURE, f)
+        with open(os.path.join(logs, "perf-all_reduce-p2.log"), "w") as f:
+            f.write("not a run\n")
+        archive = os.path.join(self.dir, "logs.tgz")
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(logs, arcname=".")
+        self.assertEqual(self.run_page("--import", archive), 0)
+        self.assertTrue(os.path.exists(os.path.join(self.data, "2-h200",
+                                                    "allreduce-braid-direct-simple-buffsize-262144.json")))
+        with tarfile.open(archive, "w:gz") as tar:  # a broken run is refused naming the archive and member
+            broken = os.path.join(logs, "json", "all_reduce-p2.json")
+            with open(broken, "w") as f:
+                f.write("{")
+            tar.add(broken, arcname="json/broken.json")
+        self.assertEqual(self.run_page("--import", archive), 2)
 
     def test_page_without_markers_gets_the_part_appended(self):
         with open(self.page, "w") as f:
