@@ -1,10 +1,7 @@
 #include "core/child_comm.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
-#include <system_error>
-#include <thread>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/tags.h"
@@ -82,7 +79,7 @@ namespace {
 // The parent's part of a nonblocking parent's split or shrink, on a background thread: the parent
 // reports ncclInProgress from before the thread starts (beginExchange) until it ends (endExchange).
 void beginExchange(ncclComm* parent) {
-  parent->childExchanges_++;
+  parent->background_.beginExchange();
   ncclResult_t expected = ncclSuccess;  // a revoked parent may keep its dead peer's error
   (void)parent->asyncError_.compare_exchange_strong(expected, ncclInProgress);
 }
@@ -90,7 +87,7 @@ void beginExchange(ncclComm* parent) {
 void endExchange(ncclComm* parent, ncclResult_t result) {
   ncclResult_t expected = ncclInProgress;
   (void)parent->asyncError_.compare_exchange_strong(expected, result);
-  parent->childExchanges_--;
+  parent->background_.endExchange();
 }
 
 ncclResult_t exchangeInBackground(ncclComm* parent, const std::function<ncclResult_t(ncclUniqueId*)>& exchange,
@@ -124,18 +121,11 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
   if (parent->config_.blocking == 0) {
     beginExchange(parent);
     if (child == nullptr) {
-      if (parent->childExchange_.joinable()) parent->childExchange_.join();  // an earlier one, ended
-      auto body = [parent, exchange, cudaDev] {
+      // Without a thread to spare the exchange runs in this call, and ends the parent's exchange as usual.
+      parent->background_.startExchange("the child communicator's id exchange", [parent, exchange, cudaDev] {
         ncclUniqueId id;
         (void)guardThread("child id exchange", [&] { return exchangeInBackground(parent, exchange, cudaDev, &id); });
-      };
-      try {
-        parent->childExchange_ = std::thread(body);
-      } catch (const std::system_error& e) {
-        // No thread to spare: the exchange runs in this call, and ends the parent's exchange as usual.
-        WARN("Cannot start a thread for the child communicator's id exchange (%s); exchanging in this call", e.what());
-        body();
-      }
+      });
       return ncclInProgress;
     }
     return startInBackground(child, [parent, child, exchange, cudaDev, caller] {
@@ -159,13 +149,6 @@ ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
     *newcomm = nullptr;
   }
   return result;
-}
-
-void joinChildExchanges(ncclComm* parent) {
-  // A member's exchange runs on its child's thread, which this thread cannot join: it ends within
-  // NCCL_BOOTSTRAP_TIMEOUT, or at once when the parent's abort flag is raised.
-  while (parent->childExchanges_.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (parent->childExchange_.joinable()) parent->childExchange_.join();
 }
 
 }  // namespace braid

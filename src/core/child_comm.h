@@ -39,17 +39,14 @@ namespace braid {
 //   - A nonblocking parent (as in NCCL, the parent's config decides): both in the background, so
 //     that one thread can split several communicators without a group (ncclInProgress). The
 //     exchange runs on the child's background thread (a NCCL_SPLIT_NOCOLOR rank's on the parent's
-//     childExchange_); the parent reports ncclInProgress until it is done, and refuses other calls
-//     meanwhile, so nothing else uses its bootstrap. A failed exchange becomes the parent's
-//     asynchronous error (and the child's), as in NCCL.
+//     exchange thread, core/background_work.h); the parent reports ncclInProgress until it is done, and refuses other
+//     calls meanwhile, so nothing else uses its bootstrap. A failed exchange becomes the parent's asynchronous error
+//     (and the child's), as in NCCL.
 //   - A blocking parent: the exchange now; the rendezvous too, or on the background thread of a
 //     nonblocking child (ncclInProgress).
 // A failure returned here frees `child` (null on a NCCL_SPLIT_NOCOLOR rank) and clears *newcomm.
 [[nodiscard]] ncclResult_t makeChild(ncclComm* parent, ncclComm* child, ncclComm_t* newcomm,
                                      const std::function<ncclResult_t(ncclUniqueId*)>& exchange, int cudaDev,
                                      const char* caller);
-
-// Waits until no background exchange of `parent` (see makeChild) runs, and joins its thread.
-void joinChildExchanges(ncclComm* parent);
 
 }  // namespace braid

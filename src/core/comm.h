@@ -13,10 +13,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "core/background_work.h"
 #include "core/config.h"
 #include "core/data_path.h"
 #include "core/peer_info.h"
@@ -25,7 +25,6 @@
 #include "watch/comm_watch.h"
 
 namespace braid {
-class AsyncGroupJob;
 enum class CommState : int { kInitializing, kReady, kFinalized, kFailed, kRevoked };
 }  // namespace braid
 
@@ -60,18 +59,10 @@ struct ncclComm {
   std::atomic<braid::CommState> state_{braid::CommState::kInitializing};
   // What ncclCommGetAsyncError reports.
   std::atomic<ncclResult_t> asyncError_{ncclInProgress};
-  // Nonblocking creation (config blocking = 0): the thread that runs the rendezvous. Joined by
-  // destroy/abort (freeComm) after raising the abort flag, so it never outlives the communicator.
-  std::thread background_;
-  // A nonblocking parent's split or shrink runs its part over this communicator's bootstrap in the
-  // background (child_comm.h): the number of such exchanges running (0 or 1: the parent reports
-  // ncclInProgress meanwhile and refuses other calls), and the thread of a NCCL_SPLIT_NOCOLOR
-  // rank's, which has no child to run on. Destroy and abort wait for them.
-  std::atomic<int> childExchanges_{0};
-  std::thread childExchange_;
-  // A nonblocking group's background connect-and-launch that included this communicator (the
-  // latest one; core/group_job.h). Destroy and abort wait for it.
-  std::shared_ptr<braid::AsyncGroupJob> groupJob_;
+  // Nonblocking creation (config blocking = 0), a nonblocking parent's split or shrink exchange, a
+  // nonblocking group's launches: destroy and abort wait for them (freeComm, after raising the abort
+  // flag), so that none outlives the communicator.
+  braid::BackgroundWork background_;
   // The id ncclCommGetUniqueId made on this rank for the next ncclCommGrow, until that grow uses it.
   std::unique_ptr<ncclUniqueId> pendingGrowId_;
   // Between ncclCommSuspend and ncclCommResume (core/suspend.h): refuses operations.

@@ -85,7 +85,7 @@ ncclResult_t GroupContext::launchInBackground() {
       comm->asyncError_.compare_exchange_strong(expected, result);
     }
   });
-  for (ncclComm* comm : comms) comm->groupJob_ = job;
+  for (ncclComm* comm : comms) comm->background_.setGroupJob(job);
   return ncclInProgress;
 }
 

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <vector>
 
 #include "core/comm.h"
@@ -192,14 +191,9 @@ ncclResult_t startInBackground(ncclComm* comm, std::function<ncclResult_t()> job
       comm->asyncError_ = result;
     }
   };
-  try {
-    comm->background_ = std::thread(body);
-  } catch (const std::system_error& e) {
-    // No thread to spare: do the work here. The call blocks, but the communicator ends in a
-    // state ncclCommGetAsyncError reports instead of initializing forever.
-    WARN("Cannot start a thread for nonblocking communicator creation (%s); creating it in this call", e.what());
-    body();
-  }
+  // Without a thread to spare the call blocks, but the communicator ends in a state
+  // ncclCommGetAsyncError reports instead of initializing forever.
+  comm->background_.startCreation("nonblocking communicator creation", body);
   return ncclInProgress;
 }
 

@@ -17,11 +17,11 @@ namespace {
 // A nonblocking creation still running is cancelled (its waits poll the abort flag), then joined;
 // then the background exchanges of splits and shrinks of this communicator end.
 void joinBackground(ncclComm* comm) {
-  if (comm->background_.joinable()) {
+  if (comm->background_.creationRunning()) {
     if (comm->state_.load() == CommState::kInitializing) comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
-    comm->background_.join();
+    comm->background_.joinCreation();
   }
-  joinChildExchanges(comm);
+  comm->background_.joinExchanges();
 }
 
 // A nonblocking communicator used before ncclCommGetAsyncError said its last operation is done:
@@ -143,7 +143,7 @@ ncclResult_t commCheckParent(const ncclComm* comm, const char* caller) {
   if (state == CommState::kRevoked || state == CommState::kReady) {
     // Even with a dead peer, but not while its bootstrap is busy in the background (a revoked
     // parent with a dead peer keeps that error during its shrink, so the count says so).
-    if (comm->asyncError_.load() == ncclInProgress || comm->childExchanges_.load() != 0) {
+    if (comm->asyncError_.load() == ncclInProgress || comm->background_.exchangeRunning()) {
       return refuseInProgress(comm, caller, kBackgroundWork);
     }
     return ncclSuccess;
@@ -203,8 +203,8 @@ ncclResult_t release(ncclComm_t comm, bool abort, const char* caller) {
   comm->watch_.stop();
   // Abort cuts short the bootstrap waits of the background work waited for below.
   if (abort) comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
-  joinBackground(comm);                          // no nonblocking creation, split or shrink exchange may still use it
-  if (comm->groupJob_) comm->groupJob_->wait();  // nor a nonblocking group's launches
+  joinBackground(comm);              // no nonblocking creation, split or shrink exchange may still use it
+  comm->background_.waitGroupJob();  // nor a nonblocking group's launches
   if (comm->dataPath_) {
     // Destroy waits for launched work (as ncclCommFinalize would) unless finalize already did, or a
     // peer has failed, before or during the wait (the work may wait for it: destroy then aborts it,
