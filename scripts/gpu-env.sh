@@ -10,11 +10,13 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # CUDA_ARCHS (BRAID_CUDA_ARCHS, e.g. 80-as-90: the Ampere code paths on Hopper) builds into its own folder.
 build=build-gpu${CUDA_ARCHS:+-$CUDA_ARCHS}
 # BRAID_PREBUILT names a folder made by scripts/stage-prebuilt.sh on a machine with nvcc (bin/: the
-# GPU test programs and braid-perf; lib/: libnccl.so.2): nothing is built, those binaries run.
+# GPU test programs and braid-perf; lib/: libnccl.so.2; plugins/: the tests' net plugins): nothing
+# is built, those binaries run.
 # A GPU machine's time is then spent on measurements, not on compiling.
 if [ -n "${BRAID_PREBUILT:-}" ]; then
   BRAID_PREBUILT=$(cd "$BRAID_PREBUILT" && pwd) || return 1
   export LD_LIBRARY_PATH="$BRAID_PREBUILT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export BRAID_TEST_PLUGIN_DIR="$BRAID_PREBUILT/plugins"
 fi
 LOGS=$(mktemp -d /tmp/braid-logs.XXXXXX)
 pack_logs() { tar czf "$OUT/logs.tgz.part" -C "$LOGS" . && mv "$OUT/logs.tgz.part" "$OUT/logs.tgz"; }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -801,10 +802,18 @@ TEST_P(CollSweepAcrossHosts, AllReduceTrees) {
   }
 }
 
+// A test net plugin where the build put it, or in BRAID_TEST_PLUGIN_DIR (binaries staged elsewhere:
+// scripts/stage-prebuilt.sh).
+std::string testPlugin(const std::string& built) {
+  const char* dir = std::getenv("BRAID_TEST_PLUGIN_DIR");
+  if (dir == nullptr || *dir == '\0') return built;
+  return std::string(dir) + "/" + built.substr(built.find_last_of('/') + 1);
+}
+
 // The same over an external net plugin (examples/net_plugin_tcp, a v8 table) loaded through
 // NCCL_NET_PLUGIN: the largest hosts that fit (2 of 2 on 4 GPUs).
 TEST_P(CollSweepAcrossHosts, AllCollsOverTheExampleNetPlugin) {
-  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_EXAMPLE_NET_PLUGIN);
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", testPlugin(BRAID_EXAMPLE_NET_PLUGIN).c_str());
   ScopedSetenv net("NCCL_NET", "ExampleTCP");
   ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
   sweep(Mode::kProcesses, tierSweepAllColls(nranks()), cudaStreamDefault, largestHost());
@@ -813,7 +822,7 @@ TEST_P(CollSweepAcrossHosts, AllCollsOverTheExampleNetPlugin) {
 // The same plugin behind the oldest table NCCL 2.28 loads (v6: int sizes, no device handles),
 // through Braid's v6 shim (against NVIDIA's library: its own v6 loader, which checks the test plugin).
 TEST_P(CollSweepAcrossHosts, AllCollsOverAV6NetPlugin) {
-  ScopedSetenv plugin("NCCL_NET_PLUGIN", BRAID_OLD_API_NET_PLUGIN_V6);
+  ScopedSetenv plugin("NCCL_NET_PLUGIN", testPlugin(BRAID_OLD_API_NET_PLUGIN_V6).c_str());
   ScopedSetenv net("NCCL_NET", "ExampleTCPv6");
   ScopedSetenv addr("EXAMPLE_TCP_ADDR", "127.0.0.1");
   sweep(Mode::kProcesses, tierSweepAllColls(nranks()), cudaStreamDefault, largestHost());
