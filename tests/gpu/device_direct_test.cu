@@ -39,33 +39,33 @@ const Variant kVariants[] = {{kProtoLL, false}, {kProtoSimple, false}, {kProtoSi
 TEST(DeviceDirect, CollectiveSweepFloatSum) {
   Buffers buffers;
   int checked = 0;
-  for (int n : {2, 3, 4, 8}) {
-    for (int nChannels : {1, 3}) {
-      RingEmulation ring(n, nChannels);
-      int variant = 0;
-      for (const Variant& v : kVariants) {
-        for (CollId coll : kColls) {
-          if (v.twoShot && coll != CollId::kAllReduce) continue;
-          for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{100003}, int64_t{1} << 20}) {
-            for (int inPlace = 0; inPlace < 2; inPlace++) {
-              for (uint32_t chunk : {4096u, 0u}) {
-                if (count >= 100003 && chunk != 0) continue;  // many chunks already
-                OpSpec op;
-                op.coll = coll;
-                op.algo = DevAlgo::kDirect;
-                op.proto = v.proto;
-                op.twoShot = v.twoShot;
-                op.count = count;
-                op.inPlace = inPlace != 0;
-                op.nChannels = nChannels;
-                op.chunkBytes = chunk;
-                op.root = variant % n;
-                op.misalign = (variant / 2) % 2 == 1;
-                op.seed = 3000 * n + variant;
-                variant++;
-                ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
-                checked++;
-              }
+  for (const devtest::RingShape& shape : devtest::sweepRingShapes()) {
+    const int n = shape.nranks;
+    const int nChannels = shape.nChannels;
+    RingEmulation ring(n, nChannels);
+    int variant = 0;
+    for (const Variant& v : kVariants) {
+      for (CollId coll : kColls) {
+        if (v.twoShot && coll != CollId::kAllReduce) continue;
+        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{100003}, int64_t{1} << 20}) {
+          for (int inPlace = 0; inPlace < 2; inPlace++) {
+            for (uint32_t chunk : {4096u, 0u}) {
+              if (count >= 100003 && chunk != 0) continue;  // many chunks already
+              OpSpec op;
+              op.coll = coll;
+              op.algo = DevAlgo::kDirect;
+              op.proto = v.proto;
+              op.twoShot = v.twoShot;
+              op.count = count;
+              op.inPlace = inPlace != 0;
+              op.nChannels = nChannels;
+              op.chunkBytes = chunk;
+              op.root = variant % n;
+              op.misalign = (variant / 2) % 2 == 1;
+              op.seed = 3000 * n + variant;
+              variant++;
+              ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
+              checked++;
             }
           }
         }
@@ -138,32 +138,32 @@ TEST(DeviceDirect, SymmetricTypeOpSweep) { typeOpSweep(true); }
 TEST(DeviceDirect, SymmetricSweepFloatSum) {
   Buffers buffers;
   int checked = 0;
-  for (int n : {2, 3, 4, 8}) {
-    for (int nChannels : {1, 3}) {
-      RingEmulation ring(n, nChannels);
-      int variant = 0;
-      for (bool twoShot : {false, true}) {
-        for (CollId coll : kColls) {
-          if (twoShot && coll != CollId::kAllReduce) continue;
-          for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{100003}, int64_t{1} << 20}) {
-            for (int inPlace = 0; inPlace < 2; inPlace++) {
-              if (coll == CollId::kAllReduce && !twoShot && inPlace) continue;
-              OpSpec op;
-              op.coll = coll;
-              op.algo = DevAlgo::kDirect;
-              op.proto = kProtoSimple;
-              op.symmetric = true;
-              op.twoShot = twoShot;
-              op.count = count;
-              op.inPlace = inPlace != 0;
-              op.nChannels = nChannels;
-              op.root = variant % n;
-              op.misalign = variant % 3 == 1;
-              op.seed = 5000 * n + variant;
-              variant++;
-              ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
-              checked++;
-            }
+  for (const devtest::RingShape& shape : devtest::sweepRingShapes()) {
+    const int n = shape.nranks;
+    const int nChannels = shape.nChannels;
+    RingEmulation ring(n, nChannels);
+    int variant = 0;
+    for (bool twoShot : {false, true}) {
+      for (CollId coll : kColls) {
+        if (twoShot && coll != CollId::kAllReduce) continue;
+        for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{100003}, int64_t{1} << 20}) {
+          for (int inPlace = 0; inPlace < 2; inPlace++) {
+            if (coll == CollId::kAllReduce && !twoShot && inPlace) continue;
+            OpSpec op;
+            op.coll = coll;
+            op.algo = DevAlgo::kDirect;
+            op.proto = kProtoSimple;
+            op.symmetric = true;
+            op.twoShot = twoShot;
+            op.count = count;
+            op.inPlace = inPlace != 0;
+            op.nChannels = nChannels;
+            op.root = variant % n;
+            op.misalign = variant % 3 == 1;
+            op.seed = 5000 * n + variant;
+            variant++;
+            ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
+            checked++;
           }
         }
       }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -32,6 +33,23 @@ namespace devtest {
       return false;                                                                                      \
     }                                                                                                    \
   } while (0)
+
+// The (ranks, channels) shapes of the emulated rings a sweep runs. The full tier: 2, 3, 4 and 8 ranks
+// on 1 and 3 channels. The quick tier (BRAID_GPU_TIER=quick, tests/README.md) keeps each rank count
+// and channel count once, with a non-power-of-two ring: 2 on 1 channel, 3 and 8 on 3.
+struct RingShape {
+  int nranks;
+  int nChannels;
+};
+inline std::vector<RingShape> sweepRingShapes() {
+  const char* tier = std::getenv("BRAID_GPU_TIER");
+  if (tier != nullptr && std::string(tier) == "quick") return {{2, 1}, {3, 3}, {8, 3}};
+  std::vector<RingShape> shapes;
+  for (int n : {2, 3, 4, 8}) {
+    for (int nChannels : {1, 3}) shapes.push_back({n, nChannels});
+  }
+  return shapes;
+}
 
 constexpr uint8_t kPoison = 0xAB;
 constexpr size_t kGuardBytes = 64;

@@ -37,34 +37,34 @@ constexpr uint32_t kSmallChunk = 4096;
 TEST(DeviceRing, CollectiveSweepFloatSum) {
   Buffers buffers;
   int checked = 0;
-  for (int n : {2, 3, 4, 8}) {
-    for (int nChannels : {1, 3}) {
-      RingEmulation ring(n, nChannels);
-      int variant = 0;
-      for (int proto : kProtos) {
-        for (CollId coll : kColls) {
-          for (int64_t count : kCounts) {
-            for (int inPlace = 0; inPlace < 2; inPlace++) {
-              for (uint32_t chunk : {kSmallChunk, 0u}) {
-                // The largest count (mostly host-side checking time) only with the default chunk
-                // and 3 channels; 4097 already spans several loops of the small chunk.
-                if (count == kBig && (chunk != 0 || nChannels != 3)) continue;
-                OpSpec op;
-                op.coll = coll;
-                op.dtype = ncclFloat32;
-                op.op = ncclSum;
-                op.proto = proto;
-                op.count = count;
-                op.inPlace = inPlace != 0;
-                op.nChannels = nChannels;
-                op.chunkBytes = chunk;
-                op.root = variant % n;
-                op.misalign = (variant / 2) % 2 == 1;
-                op.seed = 1000 * n + variant;
-                variant++;
-                ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
-                checked++;
-              }
+  for (const devtest::RingShape& shape : devtest::sweepRingShapes()) {
+    const int n = shape.nranks;
+    const int nChannels = shape.nChannels;
+    RingEmulation ring(n, nChannels);
+    int variant = 0;
+    for (int proto : kProtos) {
+      for (CollId coll : kColls) {
+        for (int64_t count : kCounts) {
+          for (int inPlace = 0; inPlace < 2; inPlace++) {
+            for (uint32_t chunk : {kSmallChunk, 0u}) {
+              // The largest count (mostly host-side checking time) only with the default chunk
+              // and 3 channels; 4097 already spans several loops of the small chunk.
+              if (count == kBig && (chunk != 0 || nChannels != 3)) continue;
+              OpSpec op;
+              op.coll = coll;
+              op.dtype = ncclFloat32;
+              op.op = ncclSum;
+              op.proto = proto;
+              op.count = count;
+              op.inPlace = inPlace != 0;
+              op.nChannels = nChannels;
+              op.chunkBytes = chunk;
+              op.root = variant % n;
+              op.misalign = (variant / 2) % 2 == 1;
+              op.seed = 1000 * n + variant;
+              variant++;
+              ASSERT_TRUE(devtest::runAndCheck(ring, buffers, op)) << op.describe(n);
+              checked++;
             }
           }
         }
