@@ -100,10 +100,28 @@ def options_of(command):
 # Variables that do not change what a run measures: logging, the test suite's own, and the one every
 # run sets (multicast stays off on shared machines).
 QUIET_VARIABLES = re.compile(r"^(NCCL_DEBUG\w*|BRAID_GPU_TIER|BRAID_THREAD_TEST_SECONDS|NCCL_NVLS_ENABLE)=")
+# braid-perf records every NCCL_* and BRAID_* variable of the run; a case is set apart only by those
+# a library reads: Braid's parameters (src/util/params.def), and NCCL_* names Braid does not read
+# (they may steer NVIDIA's run) except the ones a machine's image sets for its own bookkeeping.
+IMAGE_VARIABLES = re.compile(r"^(NCCL_VERSION|NCCL_HOME|NCCL_ROOT|NCCL_DIR|NCCL_LIB\w*|NCCL_INCLUDE\w*)=")
+PARAMS_DEF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "util", "params.def")
+
+
+def braid_parameters():
+    with open(PARAMS_DEF) as f:
+        return set(re.findall(r'^BRAID_PARAM\(\w+, \w+, "(\w+)"', f.read(), re.M))
 
 
 def settings_of(environment):
-    return [v for v in environment if not QUIET_VARIABLES.match(v)]
+    known = braid_parameters()
+    kept = []
+    for var in environment:
+        name = var.split("=", 1)[0]
+        if QUIET_VARIABLES.match(var) or IMAGE_VARIABLES.match(var):
+            continue
+        if name in known or name.startswith("NCCL_"):
+            kept.append(var)
+    return kept
 
 
 def read_case(doc, path):
@@ -334,9 +352,20 @@ def headline(cases, page_link, plots_rel):
     lines.append("| operation | %s | %s | %s | best busbw, Braid / NVIDIA (GB/s) | date | plot |" %
                  tuple(name for name, _, _ in BANDS))
     lines.append("|---|---:|---:|---:|---:|---|---|")
-    for case in group:
-        plot = "[plot](%s)" % plot_path(plots_rel, case) if case.rows else "-"
+    for case in (c for c in group if c.rows):
+        plot = "[plot](%s)" % plot_path(plots_rel, case)
         lines.append("| %s |" % " | ".join([case.title] + summary_cells(case) + [case.date, plot]))
+    slower = ["%s at %s (%s)" % (case.title, band, fmt(ratio))
+              for case in sorted((c for c in cases if c.machine == top), key=lambda c: (c.op, c.title))
+              for (band, lo, hi) in BANDS for ratio in [band_ratio(case, lo, hi)] if ratio is not None and ratio >= 1.005]
+    if slower:
+        lines += ["", "Where Braid is slower (a band's geometric mean of any case on the page): %s." % "; ".join(slower)]
+    measured = [c for c in group if not c.rows and c.metrics]
+    if measured:
+        lines.append("")
+    for case in measured:  # figures without a size sweep (braid-perf comm): Braid / NVIDIA each
+        figures = ", ".join("%s %s / %s" % (name, fmt(a), fmt(b)) for name, a, b in case.metrics)
+        lines.append("%s, Braid / NVIDIA (%s): %s." % (case.title, case.date, figures))
     return lines + ["", HEADLINE_END]
 
 

@@ -150,6 +150,14 @@ class PerfPageTest(unittest.TestCase):
             tar.add(broken, arcname="json/broken.json")
         self.assertEqual(self.run_page("--import", archive), 2)
 
+    def test_only_variables_a_library_reads_set_a_case_apart(self):
+        doc = copy.deepcopy(FIXTURE)
+        doc["environment"] += ["BRAID_PREBUILT=/tmp/stage", "NCCL_VERSION=2.28.3-1", "NCCL_DEBUG=INFO"]
+        self.assertEqual(perf_page.read_case(doc, "x").slug(), perf_page.read_case(FIXTURE, "x").slug())
+        doc["environment"] += ["NCCL_PROTO=LL", "NCCL_IB_HCA=mlx5"]  # Braid's parameter; one NVIDIA's only
+        self.assertEqual(perf_page.read_case(doc, "x").slug(),
+                         "allreduce-braid-direct-simple-buffsize-262144-nccl-proto-ll-nccl-ib-hca-mlx5")
+
     def test_page_without_markers_gets_the_part_appended(self):
         with open(self.page, "w") as f:
             f.write("# Page\n")
