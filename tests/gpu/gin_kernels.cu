@@ -57,7 +57,7 @@ __device__ void worldBarrier(ncclGin& gin, bool hybrid, ncclGinFenceLevel fence)
 }
 
 __global__ void ginBarrierRoundsKernel(ncclDevComm comm, ncclWindow_t win, size_t slotOffset, int rounds, bool hybrid,
-                                       int* errors) {
+                                       GinBarrierCheck* check) {
   ncclGin gin(comm, 0);
   ncclTeam world = ncclTeamWorld(comm);
   uint64_t* slots = static_cast<uint64_t*>(ncclGetLocalPointer(win, slotOffset));
@@ -68,7 +68,11 @@ __global__ void ginBarrierRoundsKernel(ncclDevComm comm, ncclWindow_t win, size_
     worldBarrier(gin, hybrid, ncclGinFenceLevel::Put | ncclGinFenceLevel::Get);
     for (int p = int(threadIdx.x); p < comm.nRanks; p += int(blockDim.x)) {
       uint64_t got = cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(slots[p]).load(cuda::memory_order_relaxed);
-      if (got != uint64_t(r) * 1000 + uint64_t(p)) atomicAdd(errors, 1);
+      if (got != uint64_t(r) * 1000 + uint64_t(p) && atomicAdd(&check->mismatches, 1) == 0) {
+        check->round = r;
+        check->peer = p;
+        check->got = got;
+      }
     }
     /* No peer may overwrite the slots with the next round's values before they are checked. */
     worldBarrier(gin, hybrid, ncclGinFenceLevel::None);
@@ -182,8 +186,8 @@ cudaError_t launchGinPutValueVa(const ncclDevComm& comm, ncclWindow_t win, size_
 }
 
 cudaError_t launchGinBarrierRounds(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, int rounds,
-                                   bool hybrid, int* errors, cudaStream_t stream) {
-  ginBarrierRoundsKernel<<<1, kThreads, 0, stream>>>(comm, win, slotOffset, rounds, hybrid, errors);
+                                   bool hybrid, GinBarrierCheck* check, cudaStream_t stream) {
+  ginBarrierRoundsKernel<<<1, kThreads, 0, stream>>>(comm, win, slotOffset, rounds, hybrid, check);
   return cudaGetLastError();
 }
 

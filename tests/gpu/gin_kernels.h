@@ -29,14 +29,24 @@ cudaError_t launchGinAllToAll(const ncclDevComm& comm, ncclWindow_t win, size_t 
 cudaError_t launchGinPutValueVa(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, size_t vaSignalOffset,
                                 uint64_t base, uint64_t round, cudaStream_t stream);
 
+/* What launchGinBarrierRounds found (device memory the caller zeroed): the number of slots that
+ * did not hold their round's value after the barrier, and the first such slot seen. */
+struct GinBarrierCheck {
+  int mismatches;
+  int round;
+  int peer;
+  int unused;
+  unsigned long long got;
+};
+
 /* `rounds` rounds of: rank r putValues round * 1000 + r (no signal) into every rank's slot
  * slotOffset + 8 * r, a world barrier (index 0, fence Put | Get), a check that every slot p
- * holds round * 1000 + p (each mismatch adds 1 to *errors, device memory the caller zeroed), and a
- * second barrier (fence None) before the next round overwrites the slots. The barriers are GIN
- * barriers (worldGinBarrier), or with `hybrid` the hybrid barriers of barrierCount (ncclBarrier:
- * the dense GIN barrier for the Put fence, LSA then rail for None). */
+ * holds round * 1000 + p (into *check), and a second barrier (fence None) before the next round
+ * overwrites the slots. The barriers are GIN barriers (worldGinBarrier), or with `hybrid` the
+ * hybrid barriers of barrierCount (ncclBarrier: the dense GIN barrier for the Put fence, LSA then
+ * rail for None). */
 cudaError_t launchGinBarrierRounds(const ncclDevComm& comm, ncclWindow_t win, size_t slotOffset, int rounds,
-                                   bool hybrid, int* errors, cudaStream_t stream);
+                                   bool hybrid, GinBarrierCheck* check, cudaStream_t stream);
 
 /* A timed waitSignal (timeoutCycles clock64 cycles) for one more than the current value of signal
  * 0 of context 0, which no one raises meanwhile; writes the ncclResult_t it returned to *result
