@@ -57,9 +57,13 @@ ncclResult_t GinComm::create(const GinShape& shape, const GinPlaces& places,
     d.signalOffsets = reinterpret_cast<uint64_t*>(g->local(places.signalOffsets)) + perSignal;
     d.lastIssuedGet = reinterpret_cast<uint32_t*>(g->local(places.lastIssuedGet)) + perPeer;
     d.lastVisibleGet = reinterpret_cast<uint32_t*>(g->local(places.lastVisibleGet)) + perPeer;
-    // Every put to a peer travels one connection in order and lands before the next: any signal
-    // settles every earlier put.
-    d.flushesAllPutsOnAnySignal = true;
+    // False although every put to a peer travels one connection in order and lands before the next
+    // (a signal settles the earlier puts of its own sender): NCCL 2.32's hybrid barrier, where this
+    // is true, trades its GIN barrier of every rank for a flush by each producer, an LSA barrier and
+    // a rail barrier, which needs a flush to mean the puts have landed at their targets. Here a
+    // flush waits for the consumer index, which moves once a put's source has been read, so a put
+    // to another host's rank off the rail could land after that barrier ends.
+    d.flushesAllPutsOnAnySignal = false;
   }
   CUDACHECK_AT(what, cudaMemcpyAsync(g->local(places.contexts), ctxs.data(), ctxs.size() * sizeof(ctxs[0]),
                                      cudaMemcpyHostToDevice, stream));
