@@ -8,10 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "plan/plan.h"
 #include "plan/selection.h"
-#include "plan/tuning_constants.h"
-#include "util/log.h"
+#include "plan_test_util.h"
 
 namespace braid::plan {
 namespace {
@@ -19,24 +17,11 @@ namespace {
 constexpr CollId kColls[kNumColls] = {CollId::kBroadcast, CollId::kReduce, CollId::kAllGather, CollId::kReduceScatter,
                                       CollId::kAllReduce};
 
-// One H100-like node of `nranks` with 16 ring channels and, where `direct`, 16 direct channels.
+// One H100-like node of `nranks` (plan_test_util.h) with 16 ring channels and, where `direct`, 16
+// direct channels.
 CommModel nodeModel(int nranks, bool direct) {
-  CommModel m{};
-  m.nranks = nranks;
-  m.nNodes = 1;
-  m.maxChannels = 16;
+  CommModel m = test_helpers::hopperModel(nranks);
   m.maxDirectChannels = direct ? kMaxDirectChannels : 0;
-  m.bwPerChannelGBps = 20.0;
-  const double hopUs[kNumProtos] = {1.6, 2.2, 2.9};
-  for (int p = 0; p < kNumProtos; ++p) m.hopLatencyUs[p] = hopUs[p];
-  m.ll128Ok = true;
-  m.llOk = true;
-  m.slotPayloadBytes[kProtoSimple] = (4u << 20) / kFifoSlots[kProtoSimple];
-  m.slotPayloadBytes[kProtoLL] = (512u << 10) / kFifoSlots[kProtoLL] / 2;
-  m.slotPayloadBytes[kProtoLL128] = 4915200u / kFifoSlots[kProtoLL128] * 120 / 128;
-  m.nthreadsOverride = -1;
-  m.ll128NthreadsOverride = -1;
-  m.cgaClusterSize = kAutoClusterSize;
   return m;
 }
 
