@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -147,9 +148,12 @@ class RootJob {
   Member stitch_;
   size_t expected_ = SIZE_MAX;  // check-ins this root answers in all
 
-  bool failed_ = false;
-  ncclResult_t failResult_ = ncclSuccess;
-  std::string failText_;
+  // The job's failure once there is one (the first wins): every rank gets it, as it checks in.
+  struct Failure {
+    ncclResult_t result = ncclSuccess;
+    std::string text;
+  };
+  std::optional<Failure> failure_;
   size_t answered_ = 0;
   RateLimit refusals_;
 };
@@ -165,7 +169,7 @@ void RootJob::run() {
       return;
     }
     if (started_ && deadline_.expired()) {
-      if (!failed_) {
+      if (!failure_) {
         std::vector<int> missing = missingRanks();
         fail(ncclRemoteError,
              formatText("rank%s %s of %d never checked in after %.3g s; check that every rank calls "
@@ -197,7 +201,7 @@ void RootJob::run() {
     AcceptedConnection conn;
     while (acceptor_.takeReady(&conn)) handleCheckIn(std::move(conn));
     // A rank sends nothing after its check-in: input means it closed (exited) or broke protocol.
-    for (size_t i = 0; i < polled.size() && !failed_; ++i) {
+    for (size_t i = 0; i < polled.size() && !failure_; ++i) {
       if (fds[firstMember + i].revents == 0 || !polled[i]->socket.valid()) continue;
       const RootCheckIn& in = polled[i]->info;
       polled[i]->socket.close();
@@ -208,8 +212,8 @@ void RootJob::run() {
                       "exited, aborted or failed); rank%s %s of %d had not checked in yet",
                       describe(in).c_str(), plural(missing.size()), sortedRankText(missing).c_str(), first_.nranks));
     }
-    if (failed_ ? answered_ >= expected_ : complete()) {
-      if (!failed_) replyAll();
+    if (failure_ ? answered_ >= expected_ : complete()) {
+      if (!failure_) replyAll();
       return;
     }
   }
@@ -259,7 +263,7 @@ void RootJob::handleCheckIn(AcceptedConnection conn) {
   // Another protocol fails the job (a mixed installation); a check-in that cannot be from a rank of
   // any job (fields out of range) is refused alone: it neither starts nor fails the job.
   if (in.protocol != kBootstrapProtocol) {
-    if (!failed_) {
+    if (!failure_) {
       fail(ncclInvalidUsage, formatText("%s speaks bootstrap protocol 0x%x, this root 0x%x: every process must "
                                         "load the same Braid library",
                                         describe(in).c_str(), in.protocol, kBootstrapProtocol));
@@ -271,7 +275,7 @@ void RootJob::handleCheckIn(AcceptedConnection conn) {
     refuse(&conn, in, bad);
     return;
   }
-  if (failed_) {
+  if (failure_) {
     reject(&conn.socket);
     return;
   }
@@ -341,10 +345,8 @@ void RootJob::sendReply(Socket* socket, ncclResult_t result, const SocketAddress
 }
 
 void RootJob::fail(ncclResult_t result, const std::string& text) {
-  if (failed_) return;
-  failed_ = true;
-  failResult_ = result;
-  failText_ = text;
+  if (failure_) return;
+  failure_ = Failure{result, text};
   if (started_) {
     WARN("Bootstrap root %d of %d (%s): %s", first_.root, first_.nroots, where_.c_str(), text.c_str());
   } else {
@@ -357,7 +359,7 @@ void RootJob::fail(ncclResult_t result, const std::string& text) {
 }
 
 void RootJob::reject(Socket* socket) {
-  sendReply(socket, failResult_, nullptr, failText_);
+  sendReply(socket, failure_->result, nullptr, failure_->text);
   socket->close();
   ++answered_;
 }
