@@ -355,6 +355,10 @@ def headline(cases, page_link, plots_rel):
     for case in (c for c in group if c.rows):
         plot = "[plot](%s)" % plot_path(plots_rel, case)
         lines.append("| %s |" % " | ".join([case.title] + summary_cells(case) + [case.date, plot]))
+    shown = next((c for c in group if c.op == "all_reduce" and c.rows), None)
+    if shown is not None:
+        lines += ["", "![%s on %s: time and bus bandwidth against size, Braid and NVIDIA NCCL](%s)"
+                  % (shown.title, top, plot_path(plots_rel, shown))]
     slower = ["%s at %s (%s)" % (case.title, band, fmt(ratio))
               for case in sorted((c for c in cases if c.machine == top), key=lambda c: (c.op, c.title))
               for (band, lo, hi) in BANDS for ratio in [band_ratio(case, lo, hi)] if ratio is not None and ratio >= 1.005]

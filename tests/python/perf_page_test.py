@@ -96,7 +96,24 @@ class PerfPageTest(unittest.TestCase):
         self.assertIn("| AllGather (windows, CUDA graph) | 0.50 | - | - | 0.2 / 52.4 | 2026-11-29 | "
                       "[plot](perf-plots/4-h200/allgather-windows-cuda-graph.svg) |", readme)
         self.assertNotIn("| AllReduce", readme)
+        self.assertNotIn("![", readme)  # the plot it shows is the headline machine's AllReduce: none here
         self.assertIn("[performance.md](performance.md)", readme)
+
+    def test_headline_shows_the_allreduce_plot_and_where_braid_is_slower(self):
+        slower = copy.deepcopy(FIXTURE)
+        for row in slower["rows"]:
+            braid, nvidia = row["results"]
+            if braid.get("time_us") and nvidia.get("time_us"):
+                braid["time_us"] = nvidia["time_us"] * 1.5
+        self.add("all_reduce.json", slower)
+        self.assertEqual(self.run_page(), 0)
+        with open(self.readme) as f:
+            readme = f.read()
+        self.assertIn("![AllReduce (BRAID_DIRECT_SIMPLE_BUFFSIZE=262144) on 2 H200: time and bus bandwidth against "
+                      "size, Braid and NVIDIA NCCL](perf-plots/2-h200/allreduce-braid-direct-simple-buffsize-262144.svg)",
+                      readme)
+        self.assertIn("Where Braid is slower (a band's geometric mean of any case on the page): AllReduce "
+                      "(BRAID_DIRECT_SIMPLE_BUFFSIZE=262144) at <= 64 KiB (1.50)", readme)
 
     def test_check_mode(self):
         self.add("all_reduce.json", FIXTURE)
