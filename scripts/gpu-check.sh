@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-source scripts/gpu-env.sh
+source scripts/gpu-env.sh || exit 1
 gpu_build || exit 1
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpus.txt"
 ngpu=$(nvidia-smi -L | wc -l)

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 # shellcheck source=scripts/gpu-env.sh
-source scripts/gpu-env.sh
+source scripts/gpu-env.sh || exit 1
 phase=${1:?usage: gpu-targets.sh p2p|reg|hosts|tests}
 gpu_build || exit 1
 nv=$(nvidia_nccl)
@@ -57,7 +57,7 @@ case $phase in
       cmp "all_reduce-small-hosts$hosts" "<= 1.0x NCCL time" all_reduce -p -N "$n" --hosts $hosts -b 8 -e 64K -f 8 \
         -w 20 -n 100 -c 1
     done
-    for lib in "$build/src/libnccl.so.2" "$nv"; do
+    for lib in "$braid_lib" "$nv"; do
       LD_PRELOAD=$lib timeout 120 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
         scripts/idle_cpu.py >"$LOGS/idle-cpu.log" 2>&1
       echo "-- idle CPU, $n processes each its own host (target < 5% of a core), $lib:" >>"$summary"
@@ -68,8 +68,12 @@ case $phase in
     # The thread-safety test with 4 ranks for its full minute, splits 2x2 / 4x1, shrink after a kill,
     # ncclCommInitRankScalable with 2 roots, sharing splits, graphs and registration at 4 GPUs.
     export BRAID_THREAD_TEST_SECONDS=60
-    timeout 560 ctest --test-dir "$build" -V -L gpu \
-      -R "${GPU_TESTS:-ThreadSafety|Split|Shrink|Scalable|Graph|Register|MemAlloc}" >"$LOGS/ctest.log" 2>&1
+    GPU_TESTS=${GPU_TESTS:-thread_safety|split|shrink|lifecycle|graph|register|mem_alloc}
+    if [ -n "${BRAID_PREBUILT:-}" ]; then
+      GPU_TEST_TIMEOUT=${GPU_TEST_TIMEOUT:-300} run_prebuilt_gpu_tests >"$LOGS/ctest.log" 2>&1
+    else
+      timeout 560 ctest --test-dir "$build" -V -L gpu -R "$GPU_TESTS" >"$LOGS/ctest.log" 2>&1
+    fi
     echo "-- GPU tests (rc $?): $(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)" >>"$summary"
     grep -E '\*\*\*Failed|FAILED|Not Run' "$LOGS/ctest.log" | head -20 >>"$summary"
     ;;

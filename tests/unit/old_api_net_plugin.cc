@@ -1,6 +1,7 @@
 // A net plugin of an older API version (6 or 7, chosen by OLD_NET_API at compile time) for the
 // loader's tests (net_plugin_test.cc): it forwards every call to the example TCP plugin (a v8
-// table, loaded from BRAID_EXAMPLE_NET_PLUGIN), narrowing or dropping what the older version lacks,
+// table, loaded from BRAID_EXAMPLE_NET_PLUGIN, or from BRAID_TEST_PLUGIN_DIR where the test programs
+// run away from their build: scripts/stage-prebuilt.sh), narrowing or dropping what the older version lacks,
 // so that Braid's v7 and v6 shims carry real messages. Two variables change what getProperties
 // reports, to try the loader's refusals: OLD_API_NET_PTR_SUPPORT (the ptrSupport bits) and, for
 // v7, OLD_API_NET_DEVICE_TYPE (the offload type).
@@ -8,6 +9,7 @@
 #include <nccl_net.h>
 
 #include <cstdlib>
+#include <string>
 
 #if OLD_NET_API != 6 && OLD_NET_API != 7
 #error "OLD_NET_API must be 6 or 7"
@@ -17,7 +19,10 @@ namespace {
 
 const ncclNet_v8_t* base() {
   static const ncclNet_v8_t* const table = [] {
-    void* handle = dlopen(BRAID_EXAMPLE_NET_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    std::string path = BRAID_EXAMPLE_NET_PLUGIN;
+    const char* dir = std::getenv("BRAID_TEST_PLUGIN_DIR");
+    if (dir != nullptr && *dir != '\0') path = std::string(dir) + path.substr(path.find_last_of('/'));
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     return handle != nullptr ? static_cast<const ncclNet_v8_t*>(dlsym(handle, "ncclNetPlugin_v8")) : nullptr;
   }();
   return table;
