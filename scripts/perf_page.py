@@ -189,7 +189,7 @@ def parse_run(text, where):
 
 def runs_in(src):
     """(where, document) of each run in `src`: a braid-perf --json file, a folder of them, or a
-    tar archive holding them anywhere inside (gpu-check.sh's logs.tgz keeps them under json/)."""
+    tar archive holding them (those in a json/ folder where it has one: gpu-check.sh's logs.tgz)."""
     if not os.path.exists(src):
         raise DataError("%s: no such file or folder" % src)
     if os.path.isdir(src):
@@ -198,10 +198,11 @@ def runs_in(src):
                 yield from runs_in(os.path.join(src, name))
     elif tarfile.is_tarfile(src):
         with tarfile.open(src) as archive:
-            for member in sorted(archive.getmembers(), key=lambda m: m.name):
-                if member.isfile() and member.name.endswith(".json"):
-                    where = "%s:%s" % (src, member.name)
-                    yield where, parse_run(archive.extractfile(member).read().decode(), where)
+            found = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".json")]
+            runs = [m for m in found if "json" in m.name.split("/")[:-1]]  # gpu-check.sh's folder, if there
+            for member in sorted(runs or found, key=lambda m: m.name):
+                where = "%s:%s" % (src, member.name)
+                yield where, parse_run(archive.extractfile(member).read().decode(), where)
     else:
         with open(src) as f:
             yield src, parse_run(f.read(), src)
@@ -361,9 +362,11 @@ def headline(cases, page_link, plots_rel):
                   % (shown.title, top, plot_path(plots_rel, shown))]
     slower = ["%s at %s (%s)" % (case.title, band, fmt(ratio))
               for case in sorted((c for c in cases if c.machine == top), key=lambda c: (c.op, c.title))
-              for (band, lo, hi) in BANDS for ratio in [band_ratio(case, lo, hi)] if ratio is not None and ratio >= 1.005]
+              for (band, lo, hi) in BANDS for ratio in [band_ratio(case, lo, hi)]
+              if ratio is not None and round(ratio, 2) > 1.0]  # as printed: above 1.00
     if slower:
-        lines += ["", "Where Braid is slower (a band's geometric mean of any case on the page): %s." % "; ".join(slower)]
+        lines += ["", "Where Braid is slower on %s (a band's geometric mean, any case of the page): %s."
+                  % (top, "; ".join(slower))]
     measured = [c for c in group if not c.rows and c.metrics]
     if measured:
         lines.append("")

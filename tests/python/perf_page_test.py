@@ -112,7 +112,7 @@ class PerfPageTest(unittest.TestCase):
         self.assertIn("![AllReduce (BRAID_DIRECT_SIMPLE_BUFFSIZE=262144) on 2 H200: time and bus bandwidth against "
                       "size, Braid and NVIDIA NCCL](perf-plots/2-h200/allreduce-braid-direct-simple-buffsize-262144.svg)",
                       readme)
-        self.assertIn("Where Braid is slower (a band's geometric mean of any case on the page): AllReduce "
+        self.assertIn("Where Braid is slower on 2 H200 (a band's geometric mean, any case of the page): AllReduce "
                       "(BRAID_DIRECT_SIMPLE_BUFFSIZE=262144) at <= 64 KiB (1.50)", readme)
 
     def test_check_mode(self):
@@ -154,6 +154,8 @@ class PerfPageTest(unittest.TestCase):
             json.dump(FIXTURE, f)
         with open(os.path.join(logs, "perf-all_reduce-p2.log"), "w") as f:
             f.write("not a run\n")
+        with open(os.path.join(logs, "stray.json"), "w") as f:  # outside json/: not read
+            f.write("{")
         archive = os.path.join(self.dir, "logs.tgz")
         with tarfile.open(archive, "w:gz") as tar:
             tar.add(logs, arcname=".")
