@@ -35,8 +35,8 @@ namespace devtest {
   } while (0)
 
 // The (ranks, channels) shapes of the emulated rings a sweep runs. The full tier: 2, 3, 4 and 8 ranks
-// on 1 and 3 channels. The quick tier (BRAID_GPU_TIER=quick, tests/README.md) keeps each rank count
-// and channel count once, with a non-power-of-two ring: 2 on 1 channel, 3 and 8 on 3.
+// on 1 and 3 channels. The quick tier (BRAID_GPU_TIER=quick, tests/README.md) runs 2 ranks on 1
+// channel, 3 (a ring that is not a power of two) and 8 on 3.
 struct RingShape {
   int nranks;
   int nChannels;
