@@ -11,7 +11,7 @@
 #   SKIP_PERF=1 bash scripts/gpu-check.sh        # the tests alone
 #   BRAID_PREBUILT=build-stage bash scripts/gpu-check.sh   # binaries from scripts/stage-prebuilt.sh, no build
 #   PERF_RANGE="-b 4 -e 4G -f 4" bash scripts/gpu-check.sh        # the sizes of the collective sweeps (8 GPUs: to 4 GiB)
-# Everything takes more than 10 minutes on 4 GPUs (the GPU tests alone ~12 min, gpu_coll_sweep_test
+# Everything takes more than 10 minutes on 4 GPUs (the GPU tests alone ~12 min, the collective sweeps
 # ~5 of them): to keep each run under a time limit, split it with GPU_TESTS, SKIP_TESTS and PERF_OPS.
 set -uo pipefail
 cd "$(dirname "$0")/.."

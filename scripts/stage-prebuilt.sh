@@ -3,7 +3,7 @@
 # (default build) into DEST (default build-stage), about 60 MB, stripped, in the build tree's own
 # layout (src/libnccl.so.2, tests/gpu/gpu_*, tools/perf/braid-perf: the programs' RPATHs are
 # $ORIGIN-relative, so each finds this library and no other), and plugins/ with the net plugins
-# gpu_coll_sweep_test loads (BRAID_TEST_PLUGIN_DIR). Then, on the GPU machine:
+# gpu_coll_sweep_hosts_test loads (BRAID_TEST_PLUGIN_DIR). Then, on the GPU machine:
 #   BRAID_PREBUILT=build-stage bash scripts/gpu-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
