@@ -22,7 +22,7 @@ class BackgroundWork {
   // Runs `body` on the creation thread; where no thread can be made, runs it in this call (with a
   // WARN naming `what`): the caller blocks, but the work still ends.
   void startCreation(const char* what, const std::function<void()>& body);
-  bool creationRunning() const { return creation_.joinable(); }
+  bool hasCreationThread() const { return creation_.joinable(); }  // started, not yet joined
   void joinCreation();
 
   // A parent's exchange is counted from before its work starts (beginExchange) until it has ended

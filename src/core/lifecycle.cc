@@ -17,7 +17,7 @@ namespace {
 // A nonblocking creation still running is cancelled (its waits poll the abort flag), then joined;
 // then the background exchanges of splits and shrinks of this communicator end.
 void joinBackground(ncclComm* comm) {
-  if (comm->background_.creationRunning()) {
+  if (comm->background_.hasCreationThread()) {
     if (comm->state_.load() == CommState::kInitializing) comm->watch_.abortFlag().raise(watch::kAbortHostWaits);
     comm->background_.joinCreation();
   }
