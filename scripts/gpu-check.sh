@@ -42,8 +42,9 @@ else
   tests_rc=0
 fi
 
+tests_verdict() { echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log, in logs.tgz)"; }
 if [ "${SKIP_PERF:-0}" = 1 ]; then
-  echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log, in logs.tgz)"
+  tests_verdict
   exit $tests_rc
 fi
 nv=$(nvidia_nccl)
@@ -120,5 +121,5 @@ fi
 echo
 echo "== summary (A = Braid, B = NVIDIA NCCL; medians; A/B < 1 means Braid is cheaper)"
 cat "$summary"
-echo "tests: $( [ $tests_rc -eq 0 ] && echo PASS || echo FAIL ) (details in ctest.log, in logs.tgz)"
+tests_verdict
 exit $tests_rc

@@ -17,6 +17,7 @@ depends on the data alone, so --check can run in CI.
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -107,6 +108,7 @@ IMAGE_VARIABLES = re.compile(r"^(NCCL_VERSION|NCCL_HOME|NCCL_ROOT|NCCL_DIR|NCCL_
 PARAMS_DEF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "util", "params.def")
 
 
+@functools.lru_cache(maxsize=None)
 def braid_parameters():
     with open(PARAMS_DEF) as f:
         return set(re.findall(r'^BRAID_PARAM\(\w+, \w+, "(\w+)"', f.read(), re.M))
@@ -172,11 +174,7 @@ def load(data_dir):
             if name.endswith(".json"):
                 path = os.path.join(root, name)
                 with open(path) as f:
-                    try:
-                        doc = json.load(f)
-                    except ValueError as e:
-                        raise DataError("%s: %s" % (path, e))
-                cases.append(read_case(doc, path))
+                    cases.append(read_case(parse_run(f.read(), path), path))
     return cases
 
 
