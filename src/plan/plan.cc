@@ -414,10 +414,19 @@ void fitDecision(const CommModel& model, CollId coll, size_t bytes, int minChann
 // ReduceScatter is one read per channel on each GPU (device/coll/ring_colls.h, twoRankDirectChunk) and
 // on half the channels beats the copy path on all: 312 against 287 GB/s at 256 MiB, where a
 // two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance-log.md, 2026-11-28).
+//
+// The half keeps the whole bandwidth in the model too, so that the zero-copy plan is priced against
+// the copy path's on equal terms: with the bandwidth halved, every protocol looked twice as slow
+// and a captured 2 MiB operation on 2 H200 took the Simple ring (AllReduce 25.5 us, AllGather 18.7,
+// ReduceScatter 20.2 replayed from a graph) where the copy path's LL128 takes 21.0 / 14.0 / 14.7
+// (tune-plans/2026-11-30-two-rank-ll128.txt).
 CommModel zeroCopyModel(const CommModel& model, CollId coll) {
   const bool half = !readsPeerSendBuffers(coll) || (coll == CollId::kReduceScatter && model.nranks == 2);
   CommModel out = model;
-  if (half) out.maxChannels = std::max(1, model.maxChannels / 2);
+  if (half) {
+    out.maxChannels = std::max(1, model.maxChannels / 2);
+    out.bwPerChannelGBps = model.bwPerChannelGBps * model.maxChannels / out.maxChannels;
+  }
   return out;
 }
 
@@ -454,7 +463,9 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
   bool reduces = coll != CollId::kAllGather && coll != CollId::kBroadcast;
   double bw =
       ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * (reduces ? kDirectReduceBwFactor : kDirectCopyBwFactor);
-  double latency = kDirectBaseLatencyUs + model.hopLatencyUs[kProtoLL] + (reduces ? kDirectReduceLatencyUs : 0.0);
+  const int pricedPeers = std::min(model.nranks - 2, kDirectPeersPriced);
+  double latency = kDirectBaseLatencyUs + pricedPeers * kDirectPeerLatencyUs + model.hopLatencyUs[kProtoLL] +
+                   (reduces ? kDirectReduceLatencyUs : 0.0);
   return latency + wireBytes / (1000.0 * bw);
 }
 

@@ -40,15 +40,22 @@ constexpr double kRingSimpleBwFactor = 0.92;
 constexpr double kLlMaxBusBwGBps[3] = {120.0, 45.0, 35.0};  // by node count: 1, 2, >= 3
 constexpr double kRingLl128MaxBwPerChannelGBps = 36.7;
 
-// Direct (LL, one hop): latency = kDirectBaseLatencyUs + topo's LL hop, plus
-// kDirectReduceLatencyUs where the receivers reduce; bandwidth is the ring LL bus bandwidth times
-// kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1 connections).
-// Fitted on 2 and 4 H200 (scripts/experiments/tune-plans/2026-11-22-ll-channels.txt and the protocol sweeps of
-// docs/performance-log.md, 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4,
-// ReduceScatter 7.8 and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s
-// when it reduces and 45-90 when it copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and
-// AllGather / ReduceScatter 9.5 up to 128 KiB.
-constexpr double kDirectBaseLatencyUs = 5.2;
+// Direct (LL, one hop): latency = kDirectBaseLatencyUs + kDirectPeerLatencyUs per peer past the
+// first (at most kDirectPeersPriced) + topo's LL hop, plus kDirectReduceLatencyUs where the receivers reduce; bandwidth
+// is the ring LL bus bandwidth times kDirect{Reduce,Copy}BwFactor, for the bytes of the rank's busiest port (nranks - 1
+// connections). Fitted on 2 and 4 H200 (scripts/experiments/tune-plans/2026-11-22-ll-channels.txt and the protocol
+// sweeps of docs/performance-log.md, 2026-11-22): at 16 KiB AllReduce 8.1 us on 2 ranks and 7.9 on 4, ReduceScatter 7.8
+// and 7.6, AllGather 6.1 and 6.8; from there the busiest port takes 30-56 GB/s when it reduces and 45-90 when it
+// copies. Ring LL took 14.5 us from 64 to 128 KiB on 4 ranks and AllGather / ReduceScatter 9.5 up to 128 KiB. The base
+// is the ring LL's: replayed from CUDA graphs on 2 H200, where the host adds nothing, a Direct AllReduce (one hop, then
+// the reduction) took 5.2-6.2 us from 8 B to 32 KiB and the two-hop ring LL 5.8-6.9, one ReduceScatter ring
+// step 4.8-5.1 (tune-plans/2026-11-30-two-rank-algos.txt). Each peer past the first adds kDirectPeerLatencyUs (a CTA's
+// items and polls grow with the peers) up to kDirectPeersPriced, which gives 4 ranks the 5.2 us base of the 2026-11-22
+// fit; the flat 5.2 had kept the slower ring on 2 ranks. Larger communicators are not measured: they keep the 4-rank
+// base.
+constexpr double kDirectBaseLatencyUs = kRingBaseLatencyUs[kProtoLL];
+constexpr double kDirectPeerLatencyUs = 0.5;
+constexpr int kDirectPeersPriced = 2;
 constexpr double kDirectReduceLatencyUs = 0.7;
 constexpr double kDirectReduceBwFactor = 0.45;
 constexpr double kDirectCopyBwFactor = 0.81;

@@ -82,9 +82,14 @@ TEST(PlanEstimate, DirectIsOneHopOverTheBusiestPort) {
   // One hop whatever the collective, and the reduction where the receivers reduce.
   for (CollId coll : kColls) {
     bool copies = coll == CollId::kAllGather || coll == CollId::kBroadcast;
-    EXPECT_DOUBLE_EQ(estimateDirectUs(m, coll, 16, 0),
-                     kDirectBaseLatencyUs + m.hopLatencyUs[kProtoLL] + (copies ? 0.0 : kDirectReduceLatencyUs));
+    EXPECT_DOUBLE_EQ(estimateDirectUs(m, coll, 16, 0), kDirectBaseLatencyUs + 2 * kDirectPeerLatencyUs +
+                                                           m.hopLatencyUs[kProtoLL] +
+                                                           (copies ? 0.0 : kDirectReduceLatencyUs));
   }
+  // Each peer past the first adds its part of the latency.
+  EXPECT_DOUBLE_EQ(
+      estimateDirectUs(m, CollId::kAllGather, 16, 0) - estimateDirectUs(directModel(2), CollId::kAllGather, 16, 0),
+      2 * kDirectPeerLatencyUs);
   // ReduceScatter sends one quarter to each of 3 peers, AllReduce everything: 4x the bytes per port.
   // AllGather moves ReduceScatter's bytes without reducing them, faster.
   auto bytesUs = [&](CollId coll) { return estimateDirectUs(m, coll, 16, 1 << 20) - estimateDirectUs(m, coll, 16, 0); };

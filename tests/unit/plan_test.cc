@@ -290,11 +290,11 @@ TEST(PlanDecide, DirectForSmallOperationsRingForLarge) {
   Filter all = allowAll();
   for (int n = 2; n <= 8; ++n) {
     for (CollId coll : kColls) {
-      // Direct's one hop costs more fixed time than a ring hop (tuning_constants.h), and a
-      // reduction more: it wins for AllReduce (2(n-1) ring hops) and AllGather (n-1) from 3 ranks,
-      // ReduceScatter from 4, and against the cheaper hops of a chain, Broadcast from 6 and Reduce
-      // from 7.
-      constexpr int kDirectFrom[kNumColls] = {6, 7, 3, 4, 3};  // by CollId
+      // Direct's one hop costs a ring's base, more with each peer up to 4 ranks, and a reduction
+      // more (tuning_constants.h): it wins for AllReduce (2(n-1) ring hops) from 2 ranks, for
+      // AllGather and ReduceScatter (n-1) from 3, and against the cheaper hops of a chain, Broadcast
+      // from 6 and Reduce from 7.
+      constexpr int kDirectFrom[kNumColls] = {6, 7, 3, 3, 2};  // by CollId
       bool direct = n >= kDirectFrom[static_cast<int>(coll)];
       CommModel m = directModel(n);
       Decision d = decideOk(m, all, coll, 8);
@@ -308,6 +308,8 @@ TEST(PlanDecide, DirectForSmallOperationsRingForLarge) {
       EXPECT_EQ(decideOk(m, all, coll, size_t{256} << 20).algo, kAlgoRing) << n << " " << collName(coll);
     }
   }
+  // Two ranks: Direct up to the mid sizes where its one hop still beats the ring's two.
+  EXPECT_EQ(decideOk(directModel(2), all, CollId::kAllReduce, size_t{32} << 10).algo, kAlgoDirect);
   // NCCL_ALGO=Ring keeps Ring; NCCL_PROTO without LL leaves no Direct.
   EXPECT_EQ(decideOk(directModel(4), parse("ring", nullptr), CollId::kAllReduce, 8).algo, kAlgoRing);
   EXPECT_EQ(decideOk(directModel(4), parse(nullptr, "simple"), CollId::kAllReduce, 8).algo, kAlgoRing);
@@ -545,7 +547,17 @@ TEST(PlanDecide, ZeroCopyTakesHalfTheChannelsWhereItKeepsTheBandwidth) {
   for (int nranks : {2, 4, 8}) {
     const CommModel m = hopperModel(nranks);
     for (CollId coll : {CollId::kAllReduce, CollId::kAllGather, CollId::kBroadcast}) {
-      EXPECT_EQ(zeroCopyModel(m, coll).maxChannels, m.maxChannels / 2) << collName(coll) << " " << nranks;
+      const CommModel zeroCopy = zeroCopyModel(m, coll);
+      EXPECT_EQ(zeroCopy.maxChannels, m.maxChannels / 2) << collName(coll) << " " << nranks;
+      EXPECT_DOUBLE_EQ(zeroCopy.maxChannels * zeroCopy.bwPerChannelGBps, m.maxChannels * m.bwPerChannelGBps);
+      // Where the copy path takes LL or LL128, so does the zero-copy plan (which then stays on the copy
+      // path); the Simple ring only where the copy path takes it too.
+      for (size_t bytes : {size_t{64} << 10, size_t{2} << 20, size_t{256} << 20}) {
+        const Decision copy = decideOk(m, allowAll(), coll, bytes);
+        const Decision registered = decideOk(zeroCopy, allowAll(), coll, bytes);
+        EXPECT_EQ(registered.proto == kProtoSimple, copy.proto == kProtoSimple)
+            << collName(coll) << " " << nranks << " ranks, " << bytes << " bytes";
+      }
     }
     EXPECT_EQ(zeroCopyModel(m, CollId::kReduce).maxChannels, m.maxChannels) << nranks;
     EXPECT_EQ(zeroCopyModel(m, CollId::kReduceScatter).maxChannels, nranks == 2 ? m.maxChannels / 2 : m.maxChannels)
