@@ -104,8 +104,12 @@ BRAID_DIRECT_SIMPLE_BUFFSIZE=262144 run_perf "all_reduce-direct-simple-graph-p$n
 for op in all_reduce all_gather reduce_scatter; do
   run_perf "$op-symmetric-p$ngpu" "$op" -p -N "$ngpu" -R 2 -b 8 -e 16M -f 4 -w 5 -n 20 -c 1 --runs 3
 done
-# Small AllReduce inside a replayed CUDA graph (nccl-tests -G).
+# Small AllReduce inside a replayed CUDA graph (nccl-tests -G), and mid sizes of the three
+# collectives there, where graph registration may take the zero-copy rings.
 run_perf "all_reduce-graph-p$ngpu" all_reduce -p -N "$ngpu" -b 8 -e 64K -f 8 -w 20 -n 100 -G 20 -c 0 --runs 3
+for op in all_reduce all_gather reduce_scatter; do
+  run_perf "$op-graph-mid-p$ngpu" "$op" -p -N "$ngpu" -b 64K -e 16M -f 4 -w 20 -n 50 -G 10 -c 0 --runs 3
+done
 for n in 2; do
   [ "$ngpu" -gt $n ] && run_perf "all_reduce-p$n" all_reduce -p -N $n -b 8 -e 1G -f 64 -w 5 -n 20 -c 0 --runs 3
 done

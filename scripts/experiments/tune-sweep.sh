@@ -17,7 +17,8 @@ table="$OUT/tune-table.txt"
 : >"$table"
 n=0
 while IFS='|' read -r label envs args; do
-  label=$(echo "$label" | xargs)
+  label=${label#"${label%%[![:space:]]*}"}
+  label=${label%"${label##*[![:space:]]}"}
   case "$label" in ''|\#*) continue ;; esac
   n=$((n + 1))
   log="$LOGS/tune-$n.log"
