@@ -95,7 +95,20 @@ def options_of(command):
         parts.append(value["-o"])
     if "--hosts" in value:
         parts.append("%s emulated hosts" % value["--hosts"])
+    # A sweep that starts above the smallest sizes (a mid-size one) is a case of its own beside the
+    # full sweep of the same operation.
+    first = size_of(value.get("-b", "8"))
+    if first is not None and first > 8:
+        parts.append("%s-%s" % (size_text(first), size_text(size_of(value.get("-e", "")) or first)))
     return parts
+
+
+def size_of(word):
+    """Bytes of a braid-perf size word (8, 64K, 16M, 1G); None for one that is not."""
+    m = re.fullmatch(r"(\d+)([KMG]?)", word)
+    if not m:
+        return None
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
 
 
 # Variables that do not change what a run measures: logging, the test suite's own, and the one every
@@ -530,12 +543,22 @@ def main(argv):
         with open(args.readme) as f:
             write_or_check(args.readme, splice(f.read(), "\n".join(top), HEADLINE_BEGIN, HEADLINE_END), args.check,
                            stale)
+    wanted = set()
     for rel, text in plots.items():
-        write_or_check(os.path.normpath(os.path.join(base, rel)), text, args.check, stale)
+        path = os.path.normpath(os.path.join(base, rel))
+        wanted.add(path)
+        write_or_check(path, text, args.check, stale)
+    for root, _, files in os.walk(args.plots):
+        for name in files:
+            path = os.path.normpath(os.path.join(root, name))
+            if name.endswith(".svg") and path not in wanted:  # a case the data no longer has
+                stale.append(path)
+                if not args.check:
+                    os.remove(path)
     if args.check:
         for path in stale:
-            print("perf_page.py: %s differs from what %s gives; run python3 scripts/perf_page.py" % (path, args.data),
-                  file=sys.stderr)
+            print("perf_page.py: %s differs from what %s gives, or has no case there; run python3 scripts/perf_page.py"
+                  % (path, args.data), file=sys.stderr)
         return 1 if stale else 0
     print("perf_page.py: %d cases on %d machines; %d files rewritten" % (
         len(cases), len({c.machine for c in cases}), len(stale)))

@@ -177,6 +177,28 @@ class PerfPageTest(unittest.TestCase):
         self.assertEqual(perf_page.read_case(doc, "x").slug(),
                          "allreduce-braid-direct-simple-buffsize-262144-nccl-proto-ll-nccl-ib-hca-mlx5")
 
+    def test_a_sweep_from_mid_sizes_is_a_case_of_its_own(self):
+        full = copy.deepcopy(FIXTURE)
+        full["command"] += ["-b", "8", "-e", "1G", "-G", "20"]
+        mid = copy.deepcopy(FIXTURE)
+        mid["command"] += ["-b", "64K", "-e", "16M", "-G", "10"]
+        self.assertEqual(perf_page.read_case(full, "x").title,
+                         "AllReduce (CUDA graph, BRAID_DIRECT_SIMPLE_BUFFSIZE=262144)")
+        self.assertEqual(perf_page.read_case(mid, "x").title,
+                         "AllReduce (CUDA graph, 64 KiB-16 MiB, BRAID_DIRECT_SIMPLE_BUFFSIZE=262144)")
+
+    def test_plots_of_cases_no_longer_in_the_data_are_removed(self):
+        self.add("all_reduce.json", FIXTURE)
+        self.assertEqual(self.run_page(), 0)
+        stray = os.path.join(self.plots, "2-h200", "gone.svg")
+        with open(stray, "w") as f:
+            f.write("<svg/>")
+        self.assertEqual(self.run_page("--check"), 1)
+        self.assertTrue(os.path.exists(stray))
+        self.assertEqual(self.run_page(), 0)
+        self.assertFalse(os.path.exists(stray))
+        self.assertEqual(self.run_page("--check"), 0)
+
     def test_page_without_markers_gets_the_part_appended(self):
         with open(self.page, "w") as f:
             f.write("# Page\n")
