@@ -77,8 +77,12 @@ constexpr int kMinOverrideThreads[kNumProtos] = {64, 160, 64};
 constexpr int kMinAutoThreads = 128;
 // Automatic growth of an LL / LL128 CTA on one host stops here (across hosts: kMaxThreads, not
 // measured otherwise). 4 H200, AllReduce LL on 16 channels: 256 KiB 17.9 us with 256 threads, 24.4
-// with 512; 512 KiB 21.0 against 26.0 (2026-11-22-ll-channels.txt).
-constexpr int kMaxGrownThreads[kNumProtos] = {256, 640, 512};
+// with 512; 512 KiB 21.0 against 26.0 (2026-11-22-ll-channels.txt). LL128 on 32 channels of 2 H200
+// at 2 MiB, eager / replayed from a graph: AllReduce 19.3 / 18.7 us with 320 threads, 21.5 / 21.0
+// with 640; AllGather 13.1 / 12.6 against 14.8 / 14.0; ReduceScatter 13.8 / 13.4 against 15.5 / 14.7;
+// at 4 MiB the same or better with 320; 640 gains only at 8 MiB, where Simple is faster than both
+// (2026-11-30-two-rank-ll128.txt, 2026-11-30-two-rank-windows-and-eager.txt).
+constexpr int kMaxGrownThreads[kNumProtos] = {256, 320, 512};
 
 // LL and LL128 start from CTAs this small and add channels first: a receiving thread spins on its
 // own lines and every step ends at a barrier of the whole CTA, so a CTA of few warps steps faster.

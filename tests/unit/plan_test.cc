@@ -437,6 +437,11 @@ TEST(PlanDecide, LowLatencyProtocolsFillChannelsBeforeThreads) {
   EXPECT_EQ(d.nThreads, 160);
   d = decideOk(m, ll128, CollId::kAllReduce, 400 << 10);
   EXPECT_EQ(d.nThreads, 320);
+  d = decideOk(m, ll128, CollId::kAllReduce, 64 << 20);
+  EXPECT_EQ(d.nThreads, 320);  // kMaxGrownThreads: 640-thread LL128 CTAs step slower on one host
+  CommModel hosts = netModel(2, 2);
+  hosts.ll128Ok = true;
+  EXPECT_EQ(decideOk(hosts, ll128, CollId::kAllReduce, 64 << 20).nThreads, 640);  // across hosts: up to kMaxThreads
   // A thread count the user set is kept, and channels shrink to fit it (the Simple rule).
   m.nthreadsOverride = 256;
   d = decideOk(m, ll, CollId::kAllReduce, 64 << 10);
