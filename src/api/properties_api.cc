@@ -28,7 +28,7 @@ constexpr size_t kFirstField = offsetof(ncclCommProperties_t, rank);
 // driver allow them, and the signal memory that the first window registration makes has not
 // failed (across hosts through the network: window/net_backend.h).
 bool hostRma(ncclComm* comm) {
-  if (comm->config_.numRmaCtx <= 0) return false;
+  if (comm->config_.rma.numRmaCtx <= 0) return false;
   const braid::CudaDriver* drv = nullptr;
   std::string why;
   if (braid::cudaDriver(&drv) != ncclSuccess || !braid::window::rmaSupport(drv, comm->cudaDev_, &why)) return false;

@@ -21,8 +21,8 @@ window::WindowContext contextOf(ncclComm* comm) {
   const LsaLayout lsa = lsaLayoutOf(comm->peers_, comm->rank_);
   ctx.lsaSize = lsa.size;
   ctx.lsaRank = lsa.rank;
-  ctx.numRmaCtx = comm->config_.numRmaCtx;
-  ctx.numRmaSig = comm->config_.numRmaSig == NCCL_CONFIG_UNDEF_INT ? 1 : comm->config_.numRmaSig;
+  ctx.numRmaCtx = comm->config_.rma.numRmaCtx;
+  ctx.numRmaSig = comm->config_.rma.numRmaSig == NCCL_CONFIG_UNDEF_INT ? 1 : comm->config_.rma.numRmaSig;
   ctx.openNetwork = [comm](net::Network** out) { return networkOf(comm, out); };
   ctx.asyncError = [comm](ncclResult_t error) {
     ncclResult_t expected = ncclSuccess;

@@ -94,9 +94,9 @@ ncclResult_t checkRange(const char* caller, const char* field, int value, int lo
 // The fields of NCCL 2.29-2.32.
 ncclResult_t validateLaterFields(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "graphUsageMode", c.graphUsageMode, 0, 2));
-  NCCLCHECK(checkRange(caller, "numRmaCtx", c.numRmaCtx, 0, INT_MAX));
-  if (!isUndef(c.numRmaSig)) NCCLCHECK(checkRange(caller, "numRmaSig", c.numRmaSig, 1, INT_MAX));
-  NCCLCHECK(checkRange(caller, "rmaEagerInit", c.rmaEagerInit, 0, 1));
+  NCCLCHECK(checkRange(caller, "numRmaCtx", c.rma.numRmaCtx, 0, INT_MAX));
+  if (!isUndef(c.rma.numRmaSig)) NCCLCHECK(checkRange(caller, "numRmaSig", c.rma.numRmaSig, 1, INT_MAX));
+  NCCLCHECK(checkRange(caller, "rmaEagerInit", c.rma.rmaEagerInit, 0, 1));
   if (!isUndef(c.maxP2pPeers)) NCCLCHECK(checkRange(caller, "maxP2pPeers", c.maxP2pPeers, 1, INT_MAX));
   NCCLCHECK(checkRange(caller, "graphStreamOrdering", c.graphStreamOrdering, 0, 1));
   NCCLCHECK(checkRange(caller, "launchOrderImplicit", c.launchOrderImplicit, 0, 1));
@@ -131,22 +131,22 @@ ncclResult_t validateLaterFields(const CommConfig& c, const char* caller) {
 
 ncclResult_t validate(const CommConfig& c, const char* caller) {
   NCCLCHECK(checkRange(caller, "blocking", c.blocking, 0, 1));
-  if (!isUndef(c.cgaClusterSize)) NCCLCHECK(checkRange(caller, "cgaClusterSize", c.cgaClusterSize, 0, 8));
-  NCCLCHECK(checkRange(caller, "minCTAs", c.minCTAs, 1, kMaxConfigCtas));
-  NCCLCHECK(checkRange(caller, "maxCTAs", c.maxCTAs, 1, kMaxConfigCtas));
-  if (c.minCTAs > c.maxCTAs) {
-    WARN("%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", caller, c.minCTAs, c.maxCTAs);
+  if (!isUndef(c.ctas.cgaClusterSize)) NCCLCHECK(checkRange(caller, "cgaClusterSize", c.ctas.cgaClusterSize, 0, 8));
+  NCCLCHECK(checkRange(caller, "minCTAs", c.ctas.minCTAs, 1, kMaxConfigCtas));
+  NCCLCHECK(checkRange(caller, "maxCTAs", c.ctas.maxCTAs, 1, kMaxConfigCtas));
+  if (c.ctas.minCTAs > c.ctas.maxCTAs) {
+    WARN("%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", caller, c.ctas.minCTAs, c.ctas.maxCTAs);
     return ncclInvalidArgument;
   }
   NCCLCHECK(checkRange(caller, "splitShare", c.splitShare, 0, 1));
-  NCCLCHECK(checkRange(caller, "collnetEnable", c.collnetEnable, 0, 1));
-  NCCLCHECK(checkRange(caller, "CTAPolicy", c.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO));
+  NCCLCHECK(checkRange(caller, "collnetEnable", c.net.collnetEnable, 0, 1));
+  NCCLCHECK(checkRange(caller, "CTAPolicy", c.ctas.ctaPolicy, NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_ZERO));
   NCCLCHECK(checkRange(caller, "shrinkShare", c.shrinkShare, 0, 1));
-  if (!isUndef(c.nvlsCTAs)) {
-    NCCLCHECK(checkRange(caller, "nvlsCTAs", c.nvlsCTAs, 1, kMaxConfigCtas));
+  if (!isUndef(c.ctas.nvlsCTAs)) {
+    NCCLCHECK(checkRange(caller, "nvlsCTAs", c.ctas.nvlsCTAs, 1, kMaxConfigCtas));
   }
-  if (!isUndef(c.nChannelsPerNetPeer)) {
-    NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxConfigCtas));
+  if (!isUndef(c.net.nChannelsPerNetPeer)) {
+    NCCLCHECK(checkRange(caller, "nChannelsPerNetPeer", c.net.nChannelsPerNetPeer, 1, kMaxConfigCtas));
   }
   NCCLCHECK(checkRange(caller, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1));
   return validateLaterFields(c, caller);
@@ -158,26 +158,26 @@ void mergeDefined(const ncclConfig_t& raw, CommConfig* c) {
     if (!isUndef(v)) *field = v;
   };
   take(raw.blocking, &c->blocking);
-  take(raw.cgaClusterSize, &c->cgaClusterSize);
-  take(raw.minCTAs, &c->minCTAs);
-  take(raw.maxCTAs, &c->maxCTAs);
-  if (raw.netName != nullptr) c->netName = raw.netName;
+  take(raw.cgaClusterSize, &c->ctas.cgaClusterSize);
+  take(raw.minCTAs, &c->ctas.minCTAs);
+  take(raw.maxCTAs, &c->ctas.maxCTAs);
+  if (raw.netName != nullptr) c->net.netName = raw.netName;
   take(raw.splitShare, &c->splitShare);
-  take(raw.trafficClass, &c->trafficClass);
+  take(raw.trafficClass, &c->net.trafficClass);
   if (raw.commName != nullptr) c->commName = raw.commName;
-  take(raw.collnetEnable, &c->collnetEnable);
-  take(raw.CTAPolicy, &c->ctaPolicy);
+  take(raw.collnetEnable, &c->net.collnetEnable);
+  take(raw.CTAPolicy, &c->ctas.ctaPolicy);
   take(raw.shrinkShare, &c->shrinkShare);
-  take(raw.nvlsCTAs, &c->nvlsCTAs);
-  take(raw.nChannelsPerNetPeer, &c->nChannelsPerNetPeer);
+  take(raw.nvlsCTAs, &c->ctas.nvlsCTAs);
+  take(raw.nChannelsPerNetPeer, &c->net.nChannelsPerNetPeer);
   take(raw.nvlinkCentricSched, &c->nvlinkCentricSched);
   take(raw.graphUsageMode, &c->graphUsageMode);
-  take(raw.numRmaCtx, &c->numRmaCtx);
+  take(raw.numRmaCtx, &c->rma.numRmaCtx);
   take(raw.maxP2pPeers, &c->maxP2pPeers);
   take(raw.graphStreamOrdering, &c->graphStreamOrdering);
   take(raw.launchOrderImplicit, &c->launchOrderImplicit);
-  take(raw.numRmaSig, &c->numRmaSig);
-  take(raw.rmaEagerInit, &c->rmaEagerInit);
+  take(raw.numRmaSig, &c->rma.numRmaSig);
+  take(raw.rmaEagerInit, &c->rma.rmaEagerInit);
   take(raw.hostCftMode, &c->hostCftMode);
   take(raw.nvlsHostMode, &c->nvlsHostMode);
 }
@@ -189,9 +189,9 @@ ncclResult_t parseOnto(const ncclConfig_t* user, const char* caller, CommConfig*
   // A user value outside the range is the caller's mistake: report it before any override.
   NCCLCHECK(validate(*c, caller));
   applyOverride(ParamId::kCommBlocking, &c->blocking);
-  applyOverride(ParamId::kCgaClusterSize, &c->cgaClusterSize);
-  applyOverride(ParamId::kMinCtas, &c->minCTAs);
-  applyOverride(ParamId::kMaxCtas, &c->maxCTAs);
+  applyOverride(ParamId::kCgaClusterSize, &c->ctas.cgaClusterSize);
+  applyOverride(ParamId::kMinCtas, &c->ctas.minCTAs);
+  applyOverride(ParamId::kMaxCtas, &c->ctas.maxCTAs);
   applyOverride(ParamId::kCommSplitShareResources, &c->splitShare);
   // NCCL_GRAPH_MIXING_SUPPORT, when set, decides graphUsageMode as in NCCL: 1 is mode 2 (mixing).
   if (paramIsSet(ParamId::kGraphMixingSupport)) c->graphUsageMode = paramInt(ParamId::kGraphMixingSupport) == 1 ? 2 : 0;

@@ -9,29 +9,43 @@
 
 namespace braid {
 
-struct CommConfig {
-  int blocking = 1;
+// ncclConfig_t's fields about the CTAs of the communicator's kernels.
+struct CtaConfig {
   int cgaClusterSize = NCCL_CONFIG_UNDEF_INT;  // UNDEF: the planner picks per collective (plan::Decision)
   int minCTAs = 1;
   int maxCTAs = 64;
-  std::string netName;  // empty: automatic
-  int splitShare = 0;
-  int trafficClass = NCCL_CONFIG_UNDEF_INT;  // UNDEF: the network decides
-  std::string commName;
-  int collnetEnable = 0;
   int ctaPolicy = NCCL_CTA_POLICY_DEFAULT;
-  int shrinkShare = 0;
-  int nvlsCTAs = NCCL_CONFIG_UNDEF_INT;             // UNDEF: automatic
+  int nvlsCTAs = NCCL_CONFIG_UNDEF_INT;  // UNDEF: automatic
+};
+
+// ncclConfig_t's fields about the network.
+struct NetConfig {
+  std::string netName;                       // empty: automatic
+  int trafficClass = NCCL_CONFIG_UNDEF_INT;  // UNDEF: the network decides
+  int collnetEnable = 0;
   int nChannelsPerNetPeer = NCCL_CONFIG_UNDEF_INT;  // UNDEF: automatic
-  int nvlinkCentricSched = 0;
-  // 2: graphs and eager work of the communicator may interleave (NCCL_GRAPH_MIXING_SUPPORT=1);
-  // 0 (no graphs) or 1 (one graph): the user keeps them apart, so launches need no ordering nodes.
-  int graphUsageMode = 2;
-  // One-sided (RMA) resources: kept for the day Braid has one-sided operations, which today fail
-  // with a WARN whatever these say.
+};
+
+// One-sided (RMA) resources (window/one_sided.h).
+struct RmaConfig {
   int numRmaCtx = 1;
   int numRmaSig = NCCL_CONFIG_UNDEF_INT;
   int rmaEagerInit = 0;
+};
+
+// A communicator's ncclConfig_t after defaults, inheritance and NCCL_* overrides, by subject.
+struct CommConfig {
+  int blocking = 1;
+  std::string commName;
+  int splitShare = 0;
+  int shrinkShare = 0;
+  int nvlinkCentricSched = 0;
+  CtaConfig ctas;
+  NetConfig net;
+  RmaConfig rma;
+  // 2: graphs and eager work of the communicator may interleave (NCCL_GRAPH_MIXING_SUPPORT=1);
+  // 0 (no graphs) or 1 (one graph): the user keeps them apart, so launches need no ordering nodes.
+  int graphUsageMode = 2;
   // A bound on concurrent point-to-point peers (UNDEF: all). Braid connects a pair only when it
   // first exchanges data, so the bound is met by any program that keeps to it.
   int maxP2pPeers = NCCL_CONFIG_UNDEF_INT;

@@ -121,8 +121,8 @@ void noteInertFields(const ncclCollConfig_t& raw, const CollConfigTarget& target
 
 CollConfigComm collConfigCommOf(const ncclComm& comm) {
   CollConfigComm c{};
-  c.maxCtas = comm.config_.maxCTAs;
-  c.ctaPolicy = comm.config_.ctaPolicy;
+  c.maxCtas = comm.config_.ctas.maxCTAs;
+  c.ctaPolicy = comm.config_.ctas.ctaPolicy;
   c.envClusterSize = envOverrides(ParamId::kCgaClusterSize);
   c.envMinCtas = envOverrides(ParamId::kMinCtas);
   c.envMaxCtas = envOverrides(ParamId::kMaxCtas);

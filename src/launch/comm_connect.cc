@@ -66,7 +66,7 @@ plan::CommModel CollectiveEngine::commModel(const DevComm& dev) const {
   model.directAllReduceHops = static_cast<int>(paramInt(ParamId::kDirectAllReduceHops));
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
-  const int clusterSize = ctx_.comm->config_.cgaClusterSize;
+  const int clusterSize = ctx_.comm->config_.ctas.cgaClusterSize;
   model.cgaClusterSize = clusterSize == NCCL_CONFIG_UNDEF_INT ? plan::kAutoClusterSize : clusterSize;
   // Payload per slot: LL carries 8 data bytes per 16-byte line, LL128 120 per 128-byte line.
   model.slotPayloadBytes[kProtoSimple] = dev.slotBytes[kProtoSimple];
@@ -81,7 +81,7 @@ ncclResult_t CollectiveEngine::buildRings() {
   std::vector<RankPlace> ranks = placesOf(ctx_.comm->peers_);
   std::vector<topo::Link> row;
   NCCLCHECK(topo::detectLinks(ranks, rank, &row));
-  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.minCTAs, ctx_.comm->config_.maxCTAs);
+  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.ctas.minCTAs, ctx_.comm->config_.ctas.maxCTAs);
   params.singleHostTrees = plan::onlyTreeForAllReduce(filter_);
   // Across hosts the network is opened first: its devices' speeds are the NET hops' bandwidth in the
   // cost model, and exchanged with the links so that every rank models the same (slower) end.

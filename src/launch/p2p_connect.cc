@@ -94,7 +94,7 @@ ncclResult_t P2pEngine::connect(const std::vector<P2pTask>& queue, bool netLl) {
   ctx.buffBytes[kProtoLL128] = 0;
   ctx.buffBytes[kProtoSimple] = slotBytes_ * kFifoSlotsSimple;
   ctx.connectTags = tags::kP2pConnect;
-  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.minCTAs, ctx_.comm->config_.maxCTAs);
+  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.ctas.minCTAs, ctx_.comm->config_.ctas.maxCTAs);
   for (int peer : peers) NCCLCHECK(connectPeer(ctx, params, peer));
   return ncclSuccess;
 }

@@ -47,7 +47,7 @@ ncclResult_t P2pEngine::addEstimatedUs(const std::vector<P2pTask>& groupTasks, d
   NCCLCHECK(initPlan());
   const int rank = ctx_.comm->rank_;
   const int nranks = ctx_.comm->nranks_;
-  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.minCTAs, ctx_.comm->config_.maxCTAs);
+  topo::TopoParams params = topo::topoParamsFromEnv(ctx_.comm->config_.ctas.minCTAs, ctx_.comm->config_.ctas.maxCTAs);
   std::vector<char> nvlinkPairs(nranks, 0);
   for (int peer = 0; peer < nranks; peer++) {
     nvlinkPairs[peer] = peer != rank && nvlinkP2p(links_[peer], params) ? 1 : 0;

@@ -33,12 +33,12 @@ TEST_F(ConfigTest, NullMeansDefaults) {
   c.blocking = 7;
   ASSERT_EQ(ncclSuccess, parseConfig(nullptr, "test", &c));
   EXPECT_EQ(1, c.blocking);
-  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.cgaClusterSize);  // the planner picks
-  EXPECT_EQ(1, c.minCTAs);
-  EXPECT_EQ(kMaxConfigCtas, c.maxCTAs);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.ctas.cgaClusterSize);  // the planner picks
+  EXPECT_EQ(1, c.ctas.minCTAs);
+  EXPECT_EQ(kMaxConfigCtas, c.ctas.maxCTAs);
   EXPECT_EQ(0, c.splitShare);
-  EXPECT_EQ(NCCL_CTA_POLICY_DEFAULT, c.ctaPolicy);
-  EXPECT_TRUE(c.netName.empty());
+  EXPECT_EQ(NCCL_CTA_POLICY_DEFAULT, c.ctas.ctaPolicy);
+  EXPECT_TRUE(c.net.netName.empty());
 }
 
 TEST_F(ConfigTest, CurrentLayoutFieldsAreRead) {
@@ -53,12 +53,12 @@ TEST_F(ConfigTest, CurrentLayoutFieldsAreRead) {
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
   EXPECT_EQ(0, c.blocking);
-  EXPECT_EQ(2, c.minCTAs);
-  EXPECT_EQ(16, c.maxCTAs);
-  EXPECT_EQ("Socket", c.netName);
+  EXPECT_EQ(2, c.ctas.minCTAs);
+  EXPECT_EQ(16, c.ctas.maxCTAs);
+  EXPECT_EQ("Socket", c.net.netName);
   EXPECT_EQ("trainer", c.commName);
-  EXPECT_EQ(NCCL_CTA_POLICY_EFFICIENCY, c.ctaPolicy);
-  EXPECT_EQ(4, c.nChannelsPerNetPeer);
+  EXPECT_EQ(NCCL_CTA_POLICY_EFFICIENCY, c.ctas.ctaPolicy);
+  EXPECT_EQ(4, c.net.nChannelsPerNetPeer);
 }
 
 // A 2.25 program passes a 48-byte struct whose last 4 bytes are padding: whatever garbage they
@@ -74,8 +74,8 @@ TEST_F(ConfigTest, Layout225IgnoresPaddingAndLaterFields) {
   std::memcpy(buffer, &full, 48);
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(reinterpret_cast<ncclConfig_t*>(buffer), "test", &c));
-  EXPECT_EQ(8, c.maxCTAs);
-  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.trafficClass);
+  EXPECT_EQ(8, c.ctas.maxCTAs);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.net.trafficClass);
   EXPECT_TRUE(c.commName.empty());
   EXPECT_EQ(0, c.nvlinkCentricSched);
 }
@@ -87,7 +87,7 @@ TEST_F(ConfigTest, Layout226ReadsTrafficClass) {
   user.trafficClass = 3;
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
-  EXPECT_EQ(3, c.trafficClass);
+  EXPECT_EQ(3, c.net.trafficClass);
 }
 
 TEST_F(ConfigTest, NewerLargerLayoutIsAccepted) {
@@ -99,7 +99,7 @@ TEST_F(ConfigTest, NewerLargerLayoutIsAccepted) {
   std::memcpy(buffer, &full, sizeof(full));
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(reinterpret_cast<ncclConfig_t*>(buffer), "test", &c));
-  EXPECT_EQ(12, c.maxCTAs);
+  EXPECT_EQ(12, c.ctas.maxCTAs);
 }
 
 // A caller's struct of `size` bytes with header version `version`, the rest of the buffer garbage.
@@ -134,10 +134,10 @@ TEST_F(ConfigTest, Layout229ReadsItsTwoNewFieldsOnly) {
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(user.get(), "test", &c));
   EXPECT_EQ(1, c.graphUsageMode);
-  EXPECT_EQ(3, c.numRmaCtx);
+  EXPECT_EQ(3, c.rma.numRmaCtx);
   EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.maxP2pPeers);
   EXPECT_EQ(1, c.graphStreamOrdering);
-  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.numRmaSig);
+  EXPECT_EQ(NCCL_CONFIG_UNDEF_INT, c.rma.numRmaSig);
 }
 
 // 2.30's 96 bytes: graphStreamOrdering is a field from 2.30.5 (PyTorch 2.15 passes 2.30.7's), and
@@ -148,7 +148,7 @@ TEST_F(ConfigTest, Layout230ReadsGraphStreamOrderingFrom2305) {
   ASSERT_EQ(ncclSuccess, parseConfig(v2307.get(), "test", &c));
   EXPECT_EQ(5, c.maxP2pPeers);
   EXPECT_EQ(0, c.graphStreamOrdering);
-  EXPECT_EQ(0, c.rmaEagerInit);  // beyond 96 bytes
+  EXPECT_EQ(0, c.rma.rmaEagerInit);  // beyond 96 bytes
 
   ncclConfig_t padded = everyLaterField();
   padded.graphStreamOrdering = 0x5555;  // padding in 2.30.3
@@ -166,11 +166,11 @@ TEST_F(ConfigTest, Layout231ReadsEveryField) {
     CommConfig c;
     ASSERT_EQ(ncclSuccess, parseConfig(user.get(), "test", &c)) << version;
     EXPECT_EQ(1, c.graphUsageMode);
-    EXPECT_EQ(3, c.numRmaCtx);
+    EXPECT_EQ(3, c.rma.numRmaCtx);
     EXPECT_EQ(5, c.maxP2pPeers);
     EXPECT_EQ(0, c.graphStreamOrdering);
-    EXPECT_EQ(7, c.numRmaSig);
-    EXPECT_EQ(1, c.rmaEagerInit);
+    EXPECT_EQ(7, c.rma.numRmaSig);
+    EXPECT_EQ(1, c.rma.rmaEagerInit);
     EXPECT_EQ(ncclHostCftFallback, c.hostCftMode);
     EXPECT_EQ(ncclNvlsHostModeDisable, c.nvlsHostMode);
   }
@@ -255,7 +255,7 @@ TEST_F(ConfigTest, EnvironmentOverridesConfig) {
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfig(&user, "test", &c));
   EXPECT_EQ(0, c.blocking);
-  EXPECT_EQ(8, c.maxCTAs);
+  EXPECT_EQ(8, c.ctas.maxCTAs);
 }
 
 TEST_F(ConfigTest, ContradictoryEnvironmentIsRejected) {
@@ -269,17 +269,17 @@ TEST_F(ConfigTest, ContradictoryEnvironmentIsRejected) {
 TEST_F(ConfigTest, InheritedConfigKeepsParentValuesForUndefinedFields) {
   CommConfig parent;
   parent.blocking = 0;
-  parent.maxCTAs = 8;
+  parent.ctas.maxCTAs = 8;
   parent.commName = "parent";
   ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
   user.maxCTAs = 4;
   CommConfig c;
   ASSERT_EQ(ncclSuccess, parseConfigInherited(&user, parent, "ncclCommSplit", &c));
   EXPECT_EQ(0, c.blocking);
-  EXPECT_EQ(4, c.maxCTAs);
+  EXPECT_EQ(4, c.ctas.maxCTAs);
   EXPECT_EQ("parent", c.commName);
   ASSERT_EQ(ncclSuccess, parseConfigInherited(nullptr, parent, "ncclCommSplit", &c));
-  EXPECT_EQ(8, c.maxCTAs);
+  EXPECT_EQ(8, c.ctas.maxCTAs);
 }
 
 }  // namespace
