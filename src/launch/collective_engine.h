@@ -46,8 +46,8 @@ class CollectiveEngine {
   // NET rule).
   transport::Context transportContext() const { return ctx_.transportContext(topo_.llOk); }
 
-  // The plan of `task` on the model of the connected rings, within its options (the zero-copy
-  // variant when zeroCopy, plan::zeroCopyModel; the symmetric kernels where `symmetric` names
+  // The plan of `task` on the model of the connected rings, within its options (when zeroCopy, the
+  // Simple ring fitted to plan::zeroCopyModel; the symmetric kernels where `symmetric` names
   // buffers in symmetric windows): the planner's one caller.
   [[nodiscard]] ncclResult_t decide(const CollTask& task, bool zeroCopy, plan::Decision* out,
                                     const plan::SymmetricBuffers& symmetric = {}) const;

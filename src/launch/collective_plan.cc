@@ -83,14 +83,23 @@ DevAlgo devAlgoOf(plan::AlgoId algo) {
 ncclResult_t CollectiveEngine::decide(const CollTask& task, bool zeroCopy, plan::Decision* out,
                                       const plan::SymmetricBuffers& symmetric) const {
   plan::CommModel model = model_;
+  const plan::Filter* filter = &filter_;
   if (zeroCopy) {
+    // The zero-copy rings are Simple rings: this fits one on the zero-copy model (the copy path's
+    // plan decides whether to go zero-copy at all; BufferRegistration::exchange).
+    static const plan::Filter kSimpleRing = [] {
+      plan::Filter f;
+      (void)plan::parseFilter("Ring", "Simple", &f);
+      return f;
+    }();
     model = plan::zeroCopyModel(model_, task.coll);
+    filter = &kSimpleRing;
   } else {
     model.userPreMulSum = hasUserOp(task);  // the plan offers no Direct for a user PreMulSum op
   }
   plan::OpConstraints op = task.options.plan;
   op.symmetric = symmetric;
-  return plan::decide(model, filter_, op, task.coll, collBytes(task, ctx_.comm->nranks_), out);
+  return plan::decide(model, *filter, op, task.coll, collBytes(task, ctx_.comm->nranks_), out);
 }
 
 ncclResult_t CollectiveEngine::plan(const CollTask& task, const RegisteredLaunch& registered, PlannedColl* out) const {

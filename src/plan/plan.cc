@@ -415,11 +415,12 @@ void fitDecision(const CommModel& model, CollId coll, size_t bytes, int minChann
 // on half the channels beats the copy path on all: 312 against 287 GB/s at 256 MiB, where a
 // two-rank Reduce moved 355 on half and 362 on all (2 H200, docs/performance-log.md, 2026-11-28).
 //
-// The half keeps the whole bandwidth in the model too, so that the zero-copy plan is priced against
-// the copy path's on equal terms: with the bandwidth halved, every protocol looked twice as slow
-// and a captured 2 MiB operation on 2 H200 took the Simple ring (AllReduce 25.5 us, AllGather 18.7,
-// ReduceScatter 20.2 replayed from a graph) where the copy path's LL128 takes 21.0 / 14.0 / 14.7
-// (tune-plans/2026-11-30-two-rank-ll128.txt).
+// The half carries the whole bandwidth in the model too, as measured, so that a zero-copy plan's
+// estimate compares with the copy path's. (Whether to go zero-copy at all is the copy path's plan:
+// where it is not the Simple ring, LL or LL128 is faster. Planned on this model with the bandwidth
+// halved, a captured 2 MiB operation on 2 H200 took the zero-copy Simple ring: AllReduce 25.5 us,
+// AllGather 18.7, ReduceScatter 20.2 replayed from a graph, where the copy path's LL128 takes
+// 21.0 / 14.0 / 14.7; tune-plans/2026-11-30-two-rank-ll128.txt.)
 CommModel zeroCopyModel(const CommModel& model, CollId coll) {
   const bool half = !readsPeerSendBuffers(coll) || (coll == CollId::kReduceScatter && model.nranks == 2);
   CommModel out = model;

@@ -156,9 +156,9 @@ struct OpConstraints {
 [[nodiscard]] ncclResult_t decide(const CommModel& model, const Filter& filter, const OpConstraints& op, CollId coll,
                                   size_t bytes, Decision* out);
 
-// The model a zero-copy (registered) ring of `coll` is planned on: half the channels where the
-// zero-copy path keeps the copy path's bandwidth on them (write-direct; read-direct ReduceScatter on
-// two ranks), else all of them (see plan.cc).
+// The model a zero-copy (registered) ring of `coll` is planned on: half the channels, carrying the
+// whole bandwidth, where the zero-copy path keeps the copy path's bandwidth on them (write-direct;
+// read-direct ReduceScatter on two ranks), else all of them (see plan.cc).
 CommModel zeroCopyModel(const CommModel& model, CollId coll);
 
 // Estimated time in microseconds of Ring with `proto` on `nChannels` channels (values below 1 count
