@@ -99,16 +99,17 @@ def options_of(command):
     # full sweep of the same operation.
     first = size_of(value.get("-b", "8"))
     if first is not None and first > 8:
-        parts.append("%s-%s" % (size_text(first), size_text(size_of(value.get("-e", "")) or first)))
+        last = size_of(value.get("-e", "128M"))  # braid-perf's defaults (tools/perf/options.h)
+        parts.append("%s-%s" % (size_text(first), size_text(last) if last is not None else value["-e"]))
     return parts
 
 
 def size_of(word):
     """Bytes of a braid-perf size word (8, 64K, 16M, 1G); None for one that is not."""
-    m = re.fullmatch(r"(\d+)([KMG]?)", word)
+    m = re.fullmatch(r"(\d+)([KMGkmg]?)", word)
     if not m:
         return None
-    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
 
 
 # Variables that do not change what a run measures: logging, the test suite's own, and the one every
@@ -546,12 +547,12 @@ def main(argv):
     wanted = set()
     for rel, text in plots.items():
         path = os.path.normpath(os.path.join(base, rel))
-        wanted.add(path)
+        wanted.add(os.path.realpath(path))
         write_or_check(path, text, args.check, stale)
-    for root, _, files in os.walk(args.plots):
+    for root, _, files in os.walk(os.path.abspath(args.plots)):
         for name in files:
-            path = os.path.normpath(os.path.join(root, name))
-            if name.endswith(".svg") and path not in wanted:  # a case the data no longer has
+            path = os.path.join(root, name)
+            if name.endswith(".svg") and os.path.realpath(path) not in wanted:  # a case the data no longer has
                 stale.append(path)
                 if not args.check:
                     os.remove(path)

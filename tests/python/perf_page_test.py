@@ -186,10 +186,22 @@ class PerfPageTest(unittest.TestCase):
                          "AllReduce (CUDA graph, BRAID_DIRECT_SIMPLE_BUFFSIZE=262144)")
         self.assertEqual(perf_page.read_case(mid, "x").title,
                          "AllReduce (CUDA graph, 64 KiB-16 MiB, BRAID_DIRECT_SIMPLE_BUFFSIZE=262144)")
+        lower = copy.deepcopy(FIXTURE)
+        lower["command"] += ["-b", "64k"]  # braid-perf takes either case; -e defaults to 128M
+        self.assertEqual(perf_page.read_case(lower, "x").title,
+                         "AllReduce (64 KiB-128 MiB, BRAID_DIRECT_SIMPLE_BUFFSIZE=262144)")
 
     def test_plots_of_cases_no_longer_in_the_data_are_removed(self):
         self.add("all_reduce.json", FIXTURE)
-        self.assertEqual(self.run_page(), 0)
+        here = os.getcwd()
+        os.chdir(self.dir)  # a relative plots folder keeps the plots the data gives
+        try:
+            self.assertEqual(perf_page.main(["--data", self.data, "--page", self.page, "--readme", self.readme,
+                                             "--plots", "perf-plots"]), 0)
+            self.assertEqual(os.listdir(os.path.join(self.plots, "2-h200")), ["allreduce-braid-direct-simple-"
+                                                                              "buffsize-262144.svg"])
+        finally:
+            os.chdir(here)
         stray = os.path.join(self.plots, "2-h200", "gone.svg")
         with open(stray, "w") as f:
             f.write("<svg/>")
