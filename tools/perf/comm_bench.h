@@ -1,6 +1,8 @@
 // braid-perf comm: what a communicator costs. Per cycle, every rank creates a communicator
-// (ncclCommInitRank, or ncclCommInitAll with -g) and destroys it; reported per cycle is the
-// slowest rank's time and the largest device-memory growth, then the median over cycles.
+// (ncclCommInitRank, or ncclCommInitAll with -g), runs its first operation (an AllReduce of 1 MiB,
+// where the libraries connect their peers) and destroys it; reported per cycle is the slowest
+// rank's time and the largest device-memory growth (after init, and after the first AllReduce),
+// then the median over cycles.
 #pragma once
 
 #include <string>
