@@ -64,6 +64,7 @@ plan::CommModel CollectiveEngine::commModel(const DevComm& dev) const {
   model.maxDirectChannels = topo_.nDirectChannels;
   model.directSimpleSlotBytes = dev.directSlotBytes;
   model.directAllReduceHops = static_cast<int>(paramInt(ParamId::kDirectAllReduceHops));
+  model.symmetricCtas = static_cast<int>(paramInt(ParamId::kSymCtas));
   model.nthreadsOverride = static_cast<int>(paramInt(ParamId::kNthreads));
   model.ll128NthreadsOverride = static_cast<int>(paramInt(ParamId::kLl128Nthreads));
   const int clusterSize = ctx_.comm->config_.ctas.cgaClusterSize;

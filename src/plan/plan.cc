@@ -175,15 +175,19 @@ uint64_t symmetricRemoteBytes(CollId coll, int nranks, size_t bytes, bool twoSho
   }
 }
 
-// The symmetric kernels: a CTA per kSymmetricBytesPerCta its rank moves across, up to every
-// direct channel, threads as Direct/Simple; no chunks (one grain, which nothing reads).
+// The symmetric kernels: a CTA per kSymmetricBytesPerCta its rank moves across (NCCL_SYM_CTAS:
+// that many), up to every direct channel, threads as Direct/Simple (NCCL_NTHREADS: that many); no
+// chunks (one grain, which nothing reads).
 void fitSymmetric(const CommModel& model, CollId coll, size_t bytes, int minChannels, Decision* d) {
   const uint64_t remote = std::max<uint64_t>(symmetricRemoteBytes(coll, model.nranks, bytes, d->twoShot), 1);
-  const uint64_t channels = ceilDiv(remote, kSymmetricBytesPerCta);
+  const uint64_t channels =
+      model.symmetricCtas > 0 ? static_cast<uint64_t>(model.symmetricCtas) : ceilDiv(remote, kSymmetricBytesPerCta);
   int nc = static_cast<int>(std::min<uint64_t>(channels, static_cast<uint64_t>(model.maxDirectChannels)));
   nc = std::max(nc, std::clamp(minChannels, 1, model.maxDirectChannels));
-  int nt = kMaxThreads[kProtoSimple];
-  while (nt > kMinAutoThreads && remote < static_cast<uint64_t>(nc) * nt * kThreadThresholdBytes[kProtoSimple]) nt /= 2;
+  int nt = startThreads(model, kProtoSimple);
+  while (!threadsOverridden(model, kProtoSimple) && nt > kMinAutoThreads &&
+         remote < static_cast<uint64_t>(nc) * nt * kThreadThresholdBytes[kProtoSimple])
+    nt /= 2;
   d->nChannels = nc;
   d->nThreads = nt;
   d->chunkBytes = kChunkGrainBytes[kProtoSimple];
@@ -367,11 +371,17 @@ bool pickCandidate(const CommModel& model, const Filter& filter, uint64_t rows, 
       offer(kAlgoDirect, kProtoSimple, estimateDirectSimpleUs(model, coll, model.maxDirectChannels, bytes, true), true);
     }
   }
-  // The symmetric kernels need the direct channels but none of their FIFOs.
+  // The symmetric kernels need the direct channels but none of their FIFOs; from
+  // kSymmetricPreferredBytes to kSymmetricPreferredMaxBytes (AllReduce: two hops) they win
+  // whatever the estimates say.
   if (directUsable(model) && selected(filter, rows, coll, kAlgoDirect, kProtoSimple)) {
     offerSymmetric(sym, coll, [&](bool twoShot) {
-      offer(kAlgoDirect, kProtoSimple, estimateSymmetricUs(model, coll, model.maxDirectChannels, bytes, twoShot),
-            twoShot, true);
+      const double us = estimateSymmetricUs(model, coll, model.maxDirectChannels, bytes, twoShot);
+      const int c = static_cast<int>(coll);
+      const bool preferred = us >= 0 && bytes >= kSymmetricPreferredBytes[c] &&
+                             bytes <= kSymmetricPreferredMaxBytes[c] && (coll != CollId::kAllReduce || twoShot);
+      if (preferred) found = false;
+      offer(kAlgoDirect, kProtoSimple, us, twoShot, true);
     });
   }
   return found;
@@ -402,6 +412,11 @@ void fitDecision(const CommModel& model, CollId coll, size_t bytes, int minChann
     fitChannelsAndThreads(model, d->proto, bytes, minChannels, &d->nChannels, &d->nThreads);
     d->chunkBytes = chooseChunk(model, coll, d->proto, d->nChannels, d->nThreads, bytes);
   }
+}
+
+// What each peer past the first adds to a one-hop kernel's fixed cost (kDirectPeerLatencyUs).
+double directPeersUs(const CommModel& model) {
+  return std::clamp(model.nranks - 2, 0, kDirectPeersPriced) * kDirectPeerLatencyUs;
 }
 
 }  // namespace
@@ -464,8 +479,7 @@ double estimateDirectUs(const CommModel& model, CollId coll, int nChannels, size
   bool reduces = coll != CollId::kAllGather && coll != CollId::kBroadcast;
   double bw =
       ringBusBwGBps(model, kProtoLL, std::max(nChannels, 1)) * (reduces ? kDirectReduceBwFactor : kDirectCopyBwFactor);
-  const int pricedPeers = std::min(model.nranks - 2, kDirectPeersPriced);
-  double latency = kDirectBaseLatencyUs + pricedPeers * kDirectPeerLatencyUs + model.hopLatencyUs[kProtoLL] +
+  double latency = kDirectBaseLatencyUs + directPeersUs(model) + model.hopLatencyUs[kProtoLL] +
                    (reduces ? kDirectReduceLatencyUs : 0.0);
   return latency + wireBytes / (1000.0 * bw);
 }
@@ -500,9 +514,10 @@ double estimateSymmetricUs(const CommModel& model, CollId coll, int nChannels, s
   if (model.nranks < 1 || !directUsable(model)) return -1.0;
   if (model.nranks == 1) return 0.0;
   if (model.bwPerChannelGBps <= 0) return -1.0;
-  const double barrierUs = std::max(model.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
-  const double bw = ringBusBwGBps(model, kProtoSimple, std::max(nChannels, 1));
-  return kRingBaseLatencyUs[kProtoSimple] + 2 * barrierUs +
+  const double baseUs = coll == CollId::kAllGather ? kSymmetricStoreBaseUs : kSymmetricLoadBaseUs;
+  const double linkGBps = model.bwPerChannelGBps * model.maxChannels * kSymmetricBwFactor;
+  const double bw = std::min(std::max(nChannels, 1) * kSymmetricCtaGBps, linkGBps);
+  return baseUs + directPeersUs(model) +
          static_cast<double>(symmetricRemoteBytes(coll, model.nranks, bytes, twoShot)) / (1000.0 * bw);
 }
 

@@ -67,6 +67,7 @@ struct CommModel {
   int maxDirectChannels;                 // direct channels connected, 0..kMaxDirectChannels (0: no Direct)
   uint32_t directSimpleSlotBytes;        // Simple slot of the direct connections (0: Direct runs LL only)
   int directAllReduceHops;               // Direct/Simple AllReduce: 1 one-shot only, 2 two-shot only, 0 by cost
+  int symmetricCtas;                     // CTAs of the symmetric kernels (NCCL_SYM_CTAS); 0: by size
   double bwPerChannelGBps;               // topo: model bandwidth of one channel
   double hopLatencyUs[kNumProtos];       // topo: per-hop latency by protocol (see tuning_constants.h)
   double localHopLatencyUs[kNumProtos];  // topo: the same for a hop inside a host (tree edges)

@@ -102,9 +102,33 @@ constexpr uint64_t kDirectBytesPerCta = 2 << 10;
 // Direct on Simple: one CTA per this many bytes its rank receives (each CTA copies its share to
 // every peer; a Simple ring channel moves ~20 GB/s), up to every direct channel. Not yet fitted.
 constexpr uint64_t kDirectSimpleBytesPerCta = 64 << 10;
-// Symmetric kernels: one CTA per this many bytes its rank loads from or stores to its peers, up to
-// every direct channel. Not yet fitted.
-constexpr uint64_t kSymmetricBytesPerCta = 64 << 10;
+// Symmetric kernels (device/coll/symmetric_colls.h): one CTA per kSymmetricBytesPerCta its rank
+// loads from or stores to its peers, up to every direct channel; time = base (the kernel's launch and
+// two barriers with every peer; a kernel that loads from its peers waits for their round trips too)
+// + Direct's price per peer past the first + those bytes / min(CTAs x kSymmetricCtaGBps, the pair's
+// link bandwidth x kSymmetricBwFactor). Fitted on 2 H200 (tune-plans/2026-11-30-symmetric-cta-count.txt,
+// NCCL_SYM_CTAS 1-16, 16 KiB-16 MiB): AllGather, which only stores, took 8.0-8.5 us at 16 KiB and the
+// kernels that load 10.4-11.5; a CTA moved 20-29 GB/s across, 16 of them 296 (ReduceScatter), 326
+// (two-shot AllReduce) and 346 (AllGather) GB/s of the 371 the topology gives the pair; CTAs past
+// what the bytes need cost 0.3-0.5 us at 16 KiB, and one CTA per 64 KiB had left 1 MiB at half speed.
+constexpr uint64_t kSymmetricBytesPerCta = 16 << 10;
+constexpr double kSymmetricStoreBaseUs = 8.3;
+constexpr double kSymmetricLoadBaseUs = 11.3;
+constexpr double kSymmetricCtaGBps = 25.0;
+constexpr double kSymmetricBwFactor = 0.85;
+// From kSymmetricPreferredBytes to kSymmetricPreferredMaxBytes of the operation (by CollId;
+// AllReduce: the two-shot, both buffers windows) the symmetric kernels are taken over the
+// estimates, which there favour the Simple ring: on 2 H200 its fixed and bandwidth terms are both
+// optimistic from 1 MiB on (AllGather 4 / 16 MiB estimated 13.6 / 32.1 us, measured 19.3 / 43.9),
+// while the symmetric kernels took AllGather 14.4 / 32.7, ReduceScatter 18.6 / 39.6 (ring 19.7 /
+// 44.2) and AllReduce 24.6 / 63.0 (ring 28.4 / 69.9); at 1 MiB the ring and Direct plans were as
+// fast or faster (2026-11-30-symmetric-cta-count.txt). Above the bounds the ring's estimate, fitted
+// on large operations, is right and lower: from 64 MiB ReduceScatter's loads keep to ~225 GB/s
+// against the ring's 240-303, from 256 MiB AllReduce moves 308-312 against 318-344; AllGather's
+// stores stay ahead to 1 GiB (355 GB/s against 299; 2026-11-30-symmetric-large.txt). Broadcast,
+// Reduce and the one-hop AllReduce are not measured: by the estimates alone.
+constexpr uint64_t kSymmetricPreferredBytes[kNumColls] = {UINT64_MAX, UINT64_MAX, 2 << 20, 4 << 20, 4 << 20};
+constexpr uint64_t kSymmetricPreferredMaxBytes[kNumColls] = {0, 0, UINT64_MAX, 16 << 20, 64 << 20};
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every
 // thread has at least this much work. Ring LL multiplies it by nranks (NCCL's rule): an LL thread

@@ -52,14 +52,16 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   EXPECT_EQ(estimateUs(hopperModel(0), CollId::kAllReduce, kProtoSimple, 1, 1 << 20), -1.0);
 }
 
-// The symmetric kernels: two barriers at 0 bytes, then the bytes a rank moves across: AllReduce's
-// one hop loads n - 1 whole buffers, its two hops load and store (n - 1) / n of one each, and
-// ReduceScatter moves a quarter of what the one-hop AllReduce does on 4 ranks; nondecreasing.
+// The symmetric kernels: their base at 0 bytes (AllGather only stores; the others load from their
+// peers) plus Direct's price of the peers past the first, then the bytes a rank moves across:
+// AllReduce's one hop loads n - 1 whole buffers, its two hops load and store (n - 1) / n of one
+// each, and ReduceScatter moves a quarter of what the one-hop AllReduce does on 4 ranks;
+// nondecreasing. The bandwidth grows with the CTAs up to the link's.
 TEST(PlanEstimate, SymmetricPricesTheBytesMovedAcross) {
   const CommModel m = directModel(4);
-  const double barrier = std::max(m.hopLatencyUs[kProtoSimple], kRingStepFloorUs[kProtoSimple]);
   for (CollId coll : kColls) {
-    EXPECT_DOUBLE_EQ(estimateSymmetricUs(m, coll, 16, 0, false), kRingBaseLatencyUs[kProtoSimple] + 2 * barrier);
+    const double base = coll == CollId::kAllGather ? kSymmetricStoreBaseUs : kSymmetricLoadBaseUs;
+    EXPECT_DOUBLE_EQ(estimateSymmetricUs(m, coll, 16, 0, false), base + 2 * kDirectPeerLatencyUs);
     double last = 0;
     for (size_t bytes : sweepSizes()) {
       const double us = estimateSymmetricUs(m, coll, 16, bytes, coll == CollId::kAllReduce);
@@ -73,6 +75,12 @@ TEST(PlanEstimate, SymmetricPricesTheBytesMovedAcross) {
   EXPECT_NEAR(bytesUs(CollId::kAllReduce, false), 4 * bytesUs(CollId::kReduceScatter, false), 1e-9);
   EXPECT_NEAR(bytesUs(CollId::kAllReduce, true), 2 * bytesUs(CollId::kReduceScatter, false), 1e-9);
   EXPECT_NEAR(bytesUs(CollId::kAllGather, false), bytesUs(CollId::kReduceScatter, false), 1e-9);
+  const double acrossBytes = 3.0 * (1 << 20) / 4;  // AllGather of 1 MiB on 4 ranks: 3 peers' quarters
+  const double oneCta = estimateSymmetricUs(m, CollId::kAllGather, 1, 1 << 20, false);
+  EXPECT_NEAR(oneCta - kSymmetricStoreBaseUs - 2 * kDirectPeerLatencyUs, acrossBytes / (1000.0 * kSymmetricCtaGBps),
+              1e-9);
+  const double linkGBps = m.bwPerChannelGBps * m.maxChannels * kSymmetricBwFactor;
+  EXPECT_NEAR(bytesUs(CollId::kAllGather, false), acrossBytes / (1000.0 * linkGBps), 1e-9);
   EXPECT_EQ(estimateSymmetricUs(hopperModel(4), CollId::kAllReduce, 16, 8, true), -1.0);  // no direct channels
   EXPECT_EQ(estimateSymmetricUs(directModel(1), CollId::kAllReduce, 16, 8, true), 0.0);
 }

@@ -200,6 +200,17 @@ TEST(PlanDecide, SymmetricKernelsTakeTheBuffersTheirPeersTouch) {
     EXPECT_GE(d.nChannels, 1);
     EXPECT_EQ(d.nThreads, 512);
     EXPECT_LT(decideSymmetric(m, directSimple, both, CollId::kAllReduce, 64).nThreads, 512);
+    // NCCL_SYM_CTAS and NCCL_NTHREADS: exactly that many, within the direct channels.
+    CommModel forced = m;
+    forced.symmetricCtas = 3;
+    forced.nthreadsOverride = 256;
+    for (size_t size : {size_t{64}, size_t{64} << 20}) {
+      d = decideSymmetric(forced, directSimple, both, CollId::kAllGather, size);
+      EXPECT_EQ(d.nChannels, 3);
+      EXPECT_EQ(d.nThreads, 256);
+    }
+    forced.symmetricCtas = 1000;
+    EXPECT_EQ(decideSymmetric(forced, directSimple, both, CollId::kAllGather, 64).nChannels, m.maxDirectChannels);
     // No direct channels (a host of PCIe peers): nothing symmetric.
     CommModel noDirect = m;
     noDirect.maxDirectChannels = 0;
@@ -210,6 +221,42 @@ TEST(PlanDecide, SymmetricKernelsTakeTheBuffersTheirPeersTouch) {
       EXPECT_FALSE(decideSymmetric(m, allowAll(), none, coll, size_t{4} << 20).symmetric);
       EXPECT_FALSE(decideSymmetric(m, allowAll(), none, coll, 64).symmetric);
     }
+  }
+}
+
+// Every algorithm allowed on windows: the symmetric kernels from kSymmetricPreferredBytes to
+// kSymmetricPreferredMaxBytes (AllReduce only with both buffers windows: two hops), where they
+// were measured faster than the plans whose estimates are lower; the estimates below and above
+// (where the ring's are lower; AllGather has no bound).
+TEST(PlanDecide, SymmetricKernelsTakeTheMeasuredMidSizes) {
+  const SymmetricBuffers sendOnly{true, false}, both{true, true};
+  for (int n : {2, 4}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    const CommModel m = directModel(n);
+    for (CollId coll : {CollId::kAllGather, CollId::kReduceScatter, CollId::kAllReduce}) {
+      SCOPED_TRACE(collName(coll));
+      const size_t from = kSymmetricPreferredBytes[static_cast<int>(coll)];
+      const size_t to = std::min<uint64_t>(kSymmetricPreferredMaxBytes[static_cast<int>(coll)], uint64_t{1} << 30);
+      for (size_t bytes : {from, from * 2, to}) {
+        const Decision d = decideSymmetric(m, allowAll(), both, coll, bytes);
+        EXPECT_TRUE(d.symmetric && d.algo == kAlgoDirect && d.proto == kProtoSimple);
+        EXPECT_EQ(d.twoShot, coll == CollId::kAllReduce);
+        EXPECT_DOUBLE_EQ(d.estimatedUs, estimateSymmetricUs(m, coll, m.maxDirectChannels, bytes, d.twoShot));
+      }
+      for (size_t bytes : {from / 4, to * 4}) {
+        if (bytes > to && coll == CollId::kAllGather) continue;  // no upper bound
+        const Decision d = decideSymmetric(m, allowAll(), both, coll, bytes);
+        const Decision plain = decideSymmetric(m, allowAll(), SymmetricBuffers{}, coll, bytes);
+        EXPECT_EQ(d.symmetric, d.estimatedUs < plain.estimatedUs);
+        EXPECT_LE(d.estimatedUs, plain.estimatedUs);
+      }
+      // Two ranks: a one-step ring or Direct is cheaper below (on 4 ranks the ring takes three
+      // steps, and the estimates may take the symmetric kernels earlier).
+      if (n == 2) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, from / 4).symmetric);
+      if (coll != CollId::kAllGather) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, to * 4).symmetric);
+    }
+    EXPECT_FALSE(decideSymmetric(m, allowAll(), sendOnly, CollId::kAllReduce, size_t{16} << 20).symmetric);
+    EXPECT_FALSE(decideSymmetric(m, parse("Ring", ""), both, CollId::kAllGather, size_t{16} << 20).symmetric);
   }
 }
 

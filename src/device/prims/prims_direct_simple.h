@@ -41,6 +41,7 @@ struct DirectSimpleShared : DirectConns {
   uint64_t* outTail[kMaxDirectPeers];       // peer slot k's tail (its memory)
   const uint64_t* inTail[kMaxDirectPeers];  // ours for peer slot k
   const char* source[kMaxDirectPeers + 1];  // a reduction's inputs in rank order (per chunk)
+  char* copyTo[kMaxDirectPeers];            // where a reduction's result also goes (symmetric kernels)
 };
 
 struct DirectSimpleState {
@@ -109,18 +110,21 @@ __device__ __forceinline__ T loadElem(const char* p, int64_t i) {
   return v;
 }
 
-// dst = post(pre(x_0) op ... op pre(x_{n-1})) over nelem elements, x_q = sh->source[q]. 16-byte
-// packs, kDirectReduceUnroll of them per source in flight, when every pointer allows; else
-// elements. Every source but the caller's own input is in this GPU's memory, so fewer packs in flight
-// than the ring's kSimpleUnroll suffice, and each of the 57 (T, Fn) copies stays small (the library
-// keeps within 15 MB per architecture).
+// dst = post(pre(x_0) op ... op pre(x_{n-1})) over nelem elements, x_q = sh->source[q], and the
+// same values to sh->copyTo[0..nCopies) in the same pass. 16-byte packs, kDirectReduceUnroll of
+// them per source in flight, when every pointer allows; else elements. Every source but the
+// caller's own input is in this GPU's memory, so fewer packs in flight than the ring's
+// kSimpleUnroll suffice, and each of the 57 (T, Fn) copies stays small (the library keeps within
+// 15 MB per architecture).
 template <typename T, typename Fn>
-__device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s, const Fn& fn, char* dst,
+__device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s, const Fn& fn, char* dst, int nCopies,
                                                       int64_t nelem) {
   const char* const* src = s.sh->source;
+  char* const* copyTo = s.sh->copyTo;
   const int n = s.nranks;
   uintptr_t bits = reinterpret_cast<uintptr_t>(dst);
   for (int q = 0; q < n; q++) bits |= reinterpret_cast<uintptr_t>(src[q]);
+  for (int c = 0; c < nCopies; c++) bits |= reinterpret_cast<uintptr_t>(copyTo[c]);
   int64_t done = 0;
   if (bits % 16 == 0) {
     constexpr int kU = kDirectReduceUnroll;
@@ -147,6 +151,7 @@ __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s
         if (i >= nPacks) break;
         if (Fn::kHasPostOp) acc[u] = applyPostOp<Fn, T, uint4>(fn, acc[u]);
         stGlobal16(reinterpret_cast<uint4*>(dst) + i, acc[u]);
+        for (int c = 0; c < nCopies; c++) stGlobal16(reinterpret_cast<uint4*>(copyTo[c]) + i, acc[u]);
       }
     }
     done = nPacks * 16 / static_cast<int64_t>(sizeof(T));
@@ -160,20 +165,22 @@ __device__ __forceinline__ void directSimpleReduceAll(const DirectSimpleState& s
     }
     if (Fn::kHasPostOp) acc = fn.postOp(acc);
     reinterpret_cast<T*>(dst)[i] = acc;
+    for (int c = 0; c < nCopies; c++) reinterpret_cast<T*>(copyTo[c])[i] = acc;
   }
 }
 
 // The reduce form's reduction for one (T, Fn). Not inlined: one copy per (T, Fn); its state is
 // rebuilt from shared memory.
 template <typename T, typename Fn>
-__device__ __noinline__ void simpleDirectReduce(DirectSimpleShared* sh, uint64_t chunk, char* dst, int64_t nelem) {
+__device__ __noinline__ void simpleDirectReduce(DirectSimpleShared* sh, uint64_t chunk, char* dst, int nCopies,
+                                                int64_t nelem) {
   DirectSimpleState s(sh);
   s.chunk = chunk;
   const Fn fn(sh->scalar);
-  directSimpleReduceAll<T, Fn>(s, fn, dst, nelem);
+  directSimpleReduceAll<T, Fn>(s, fn, dst, nCopies, nelem);
 }
 
-using DirectSimpleReduceFn = void (*)(DirectSimpleShared*, uint64_t chunk, char* dst, int64_t nelem);
+using DirectSimpleReduceFn = void (*)(DirectSimpleShared*, uint64_t chunk, char* dst, int nCopies, int64_t nelem);
 
 // Step 1: thread k waits for room in peer slot k's FIFO.
 __device__ __forceinline__ void directSimpleWaitRoom(DirectSimpleState& s, uint32_t sendMask) {
@@ -280,7 +287,7 @@ __device__ __forceinline__ void simpleDirectChunk(DirectSimpleState& s, const Di
   }
   if (!s.abort.aborted()) {
     if (c.reduceAll && c.recvMask != 0) {
-      reduce(s.sh, s.chunk, c.dst, shareOf(c, s.rank));
+      reduce(s.sh, s.chunk, c.dst, 0, shareOf(c, s.rank));
     } else {
       directSimpleMoveBytes(s, c, elemSize, false);
     }
