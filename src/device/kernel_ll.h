@@ -13,6 +13,7 @@ namespace braid {
 
 // The step function of this protocol for the (T, Fn) that visitTypeOp picks.
 struct LLPicker {
+  using Steps = LLSteps;
   StepChoice choice;
   template <typename T, typename Fn>
   __device__ void run() {

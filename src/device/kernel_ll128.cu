@@ -9,6 +9,7 @@ namespace braid {
 
 // The step function of this protocol for the (T, Fn) that visitTypeOp picks.
 struct LL128Picker {
+  using Steps = LL128Steps;
   StepChoice choice;
   template <typename T, typename Fn>
   __device__ void run() {
@@ -27,11 +28,15 @@ __global__ void __launch_bounds__(kMaxThreads, 1) ll128Kernel(const DevKernelArg
   runWork<LL128Picker>(args, state);
 }
 
-cudaError_t loadLL128Kernel(KernelArch* arch) { return loadKernel(ll128Kernel, arch); }
+using LL128RingKernels = PairRingKernels<LL128Picker, kProtoLL128>;
+
+cudaError_t loadLL128Kernel(KernelArch* arch) { return loadPairKernels<LL128RingKernels>(ll128Kernel, arch); }
 
 cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                               cudaStream_t stream) {
-  return launchWithConfig(ll128Kernel, args.work.nChannels, nThreads, launch, stream, args);
+  const InlinedPair pair = nThreads <= kMaxPairRingThreads ? inlinedPairOf(args.work) : InlinedPair::kNone;
+  return launchWithConfig(kernelForPair<LL128RingKernels>(pair, ll128Kernel), args.work.nChannels, nThreads, launch,
+                          stream, args);
 }
 
 }  // namespace braid

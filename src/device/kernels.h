@@ -12,6 +12,7 @@
 #include "device/dev_types.h"
 #include "device/launch_kernel.h"
 #include "device/prims/prims_common.h"
+#include "device/reduce/reduce_dispatch.h"
 
 namespace braid {
 
@@ -35,6 +36,52 @@ constexpr int kMaxSimpleWorkers = 512;
 [[nodiscard]] cudaError_t launchLL128Kernel(const DevKernelArgs& args, int nThreads, const LaunchOptions& launch,
                                             cudaStream_t stream);
 
+// The (type, op) pairs whose LL and LL128 rings have kernels of their own, with the step compiled
+// in (coll/run_work.h, runInlinedWork): the copies (AllGather and Broadcast move bytes) and the
+// sums of float, half and bfloat16, what training and inference move. A step called through a
+// pointer keeps the CTA's state in memory and saves and restores the caller's registers, a cost
+// that grows with the CTA: on 2 H200 the LL ring AllReduce of 64 KiB took 6.9 / 8.2 / 11.2 us on
+// CTAs of 128 / 256 / 512 threads with called steps, 5.8 / 5.8 / 6.1 with the step inlined
+// (tune-plans/2026-11-30-ll-threads.txt, 2026-11-30-ll-inline-step.txt). A kernel per pair keeps
+// each one's registers to its own pair; all 57 pairs so would not fit the library's size budget.
+enum class InlinedPair { kNone, kCopy, kFloatSum, kHalfSum, kBfloat16Sum };
+
+inline InlinedPair inlinedPairOf(const DevWork& work) {
+  if (work.algo == static_cast<uint8_t>(DevAlgo::kTree)) return InlinedPair::kNone;
+  const auto coll = static_cast<CollId>(work.coll);
+  if (coll == CollId::kAllGather || coll == CollId::kBroadcast) return InlinedPair::kCopy;
+  if (work.redOp != static_cast<uint8_t>(DevRedOp::kSum)) return InlinedPair::kNone;
+  switch (work.dtype) {
+    case kDevFloat32:
+      return InlinedPair::kFloatSum;
+    case kDevFloat16:
+      return InlinedPair::kHalfSum;
+    case kDevBfloat16:
+      return InlinedPair::kBfloat16Sum;
+    default:
+      return InlinedPair::kNone;
+  }
+}
+
+using CollectiveKernel = void (*)(DevKernelArgs);
+
+// A protocol's kernel for `pair`: `generic` for kNone, RingKernels::ring<T, Fn>() for the pair.
+template <typename RingKernels>
+CollectiveKernel kernelForPair(InlinedPair pair, CollectiveKernel generic) {
+  switch (pair) {
+    case InlinedPair::kCopy:
+      return RingKernels::template ring<uint8_t, FuncSum<uint8_t>>();
+    case InlinedPair::kFloatSum:
+      return RingKernels::template ring<float, FuncSum<float>>();
+    case InlinedPair::kHalfSum:
+      return RingKernels::template ring<__half, FuncSum<__half>>();
+    case InlinedPair::kBfloat16Sum:
+      return RingKernels::template ring<__nv_bfloat16, FuncSum<__nv_bfloat16>>();
+    default:
+      return generic;
+  }
+}
+
 // Loaders (loadKernels in launch_kernel.h): each makes its translation unit's kernels resident on
 // the current GPU and adds what they were compiled for to *arch.
 [[nodiscard]] cudaError_t loadSimpleKernel(KernelArch* arch);
@@ -53,6 +100,17 @@ cudaError_t loadKernel(void (*kernel)(Args), KernelArch* arch) {
   const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
   if (err == cudaSuccess) arch->add(attributes.ptxVersion, attributes.binaryVersion);
   return err;
+}
+
+// Loads a protocol's kernels: the generic one and every pair's (kernelForPair).
+template <typename RingKernels>
+cudaError_t loadPairKernels(CollectiveKernel generic, KernelArch* arch) {
+  for (InlinedPair pair : {InlinedPair::kNone, InlinedPair::kCopy, InlinedPair::kFloatSum, InlinedPair::kHalfSum,
+                           InlinedPair::kBfloat16Sum}) {
+    const cudaError_t err = loadKernel(kernelForPair<RingKernels>(pair, generic), arch);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 // Runs `loaders` in order up to the first that fails: its error, or cudaSuccess.

@@ -87,6 +87,7 @@ constexpr int clusterSizeFor(int blocks, int wanted) {
 [[nodiscard]] cudaError_t queryKernelArch(KernelArch* arch);
 
 constexpr int kMaxThreads = 640;
+constexpr int kMaxLLThreads = 512;  // LL CTAs (the planner's maximum): 128 registers a thread, no spills
 constexpr int kMaxSimpleP2pWorkers = 512;
 
 }  // namespace braid

@@ -1,6 +1,8 @@
 // Ring algorithms of the five collectives, written once against the protocol interface of
 // prims/prims_common.h: Prims::step moves one ring step through the protocol's step function for the
-// work's (T, Fn), so this code is compiled once per protocol kernel, not once per type and op.
+// work's (T, Fn), so this code is compiled once per protocol kernel, not once per type and op; and
+// InlinePrims has one pair's step compiled in, for the kernels of the common pairs (kernels.h,
+// inlinedPairOf).
 //
 // Contract:
 //   - A CTA runs one channel's ring on its part [begin, end) of the element range (elements of T;
@@ -17,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "device/prims/prims_common.h"
 
@@ -55,6 +58,8 @@ __device__ __forceinline__ int64_t minI64(int64_t a, int64_t b) { return a < b ?
 
 // A protocol's step for one (T, Fn), on buffers addressed in elements of elemSize bytes.
 struct Prims {
+  static constexpr bool kCopies = true;   // runs AllGather and Broadcast
+  static constexpr bool kReduces = true;  // runs AllReduce, ReduceScatter and Reduce
   ProtoState* state;
   StepFn fn;
   int64_t elemSize;
@@ -67,6 +72,24 @@ struct Prims {
   __device__ void enter() const { fn(*state, nullptr, nullptr, 1, kStepEnter); }
   // The kStepDrain wait that ends a read-direct operation.
   __device__ void drain() const { fn(*state, nullptr, nullptr, 1, kStepDrain); }
+};
+
+// The same interface with (T, Fn)'s step compiled in (Steps::run<T, Fn>, a protocol's): no call,
+// and the state stays in registers wherever the caller's does. The byte copy runs the copies only,
+// any other pair the reductions only, so that a kernel of one pair carries no code for the rest.
+template <typename Steps, typename T, typename Fn>
+struct InlinePrims {
+  static constexpr bool kCopies = std::is_same<Fn, FuncSum<uint8_t>>::value;
+  static constexpr bool kReduces = !kCopies;
+  ProtoState* state;
+  static constexpr int64_t elemSize = sizeof(T);
+  __device__ __forceinline__ void step(const char* src, char* dst, int64_t nelem, int flags) const {
+    Steps::template run<T, Fn>(*state, src, dst, nelem, flags);
+  }
+  __device__ const char* at(const char* p, int64_t elems) const { return p + elems * elemSize; }
+  __device__ char* at(char* p, int64_t elems) const { return p + elems * elemSize; }
+  __device__ void enter() const { step(nullptr, nullptr, 1, kStepEnter); }
+  __device__ void drain() const { step(nullptr, nullptr, 1, kStepDrain); }
 };
 
 // The extra step flags of a ring whose buffers are registered (DevRegPeers), zero otherwise.
@@ -102,8 +125,9 @@ __device__ __forceinline__ int64_t twoRankDirectChunk(const RingInfo& ring, Dire
 // AllReduce: per loop of n chunks, n-1 reduce-scatter steps then n-1 all-gather steps (§3.10).
 // Direct: the all-gather half writes into the next rank's receive buffer (the reduce-scatter half
 // keeps the FIFO: its partial sums have no place in a user buffer when the operation is in place).
-__device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                     ChannelPart part, int64_t chunkElems, int64_t grain, DirectFlags d) {
+template <typename P>
+__device__ __forceinline__ void ringAllReduce(const P& prims, const RingInfo& ring, const char* src, char* dst,
+                                              ChannelPart part, int64_t chunkElems, int64_t grain, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   int64_t chunk = 0;
@@ -135,8 +159,9 @@ __device__ inline void ringAllReduce(const Prims& prims, const RingInfo& ring, c
 // ReduceScatter: block r of every rank's input reduces onto rank r; count is the per-rank count.
 // Read-direct: the first hop (a rank's input block, not yet reduced) is read by the next rank from
 // the sender's send buffer; on two ranks that is the whole operation, in one step (twoRankDirectChunk).
-__device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                         int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
+template <typename P>
+__device__ __forceinline__ void ringReduceScatter(const P& prims, const RingInfo& ring, const char* src, char* dst,
+                                                  int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   chunkElems = twoRankDirectChunk(ring, d, part, chunkElems);
@@ -157,8 +182,9 @@ __device__ inline void ringReduceScatter(const Prims& prims, const RingInfo& rin
 // AllGather (bytes): count is the per-rank byte count. Direct: the first step needs the own
 // block's place in dst even in place (the next rank's copy goes to the same offset there); on two
 // ranks each channel sends and receives its part in one step (twoRankDirectChunk).
-__device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, const char* src, char* dst,
-                                     int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
+template <typename P>
+__device__ __forceinline__ void ringAllGather(const P& prims, const RingInfo& ring, const char* src, char* dst,
+                                              int64_t count, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int i = ring.index;
   char* own = prims.at(dst, ring.rank * count);
@@ -176,8 +202,9 @@ __device__ inline void ringAllGather(const Prims& prims, const RingInfo& ring, c
 }
 
 // Broadcast (bytes): pipelined from the root along the ring (direct on two ranks: in one step).
-__device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
-                                     ChannelPart part, int64_t chunkElems, DirectFlags d) {
+template <typename P>
+__device__ __forceinline__ void ringBroadcast(const P& prims, const RingInfo& ring, const char* src, char* dst,
+                                              int root, ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int p = ((ring.index - ring.positionOf(root)) % n + n) % n;  // 0 at the root
   const bool skipOwn = src == dst && d.send == 0;
@@ -196,8 +223,9 @@ __device__ inline void ringBroadcast(const Prims& prims, const RingInfo& ring, c
 
 // Reduce: pipelined along the ring, starting after the root and ending at it. Read-direct: the
 // first rank's input is read by the second from its send buffer (on two ranks in one step).
-__device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, const char* src, char* dst, int root,
-                                  ChannelPart part, int64_t chunkElems, DirectFlags d) {
+template <typename P>
+__device__ __forceinline__ void ringReduce(const P& prims, const RingInfo& ring, const char* src, char* dst, int root,
+                                           ChannelPart part, int64_t chunkElems, DirectFlags d) {
   const int n = ring.n;
   const int q = ((ring.index - ring.positionOf(root) - 1) % n + n) % n;  // n-1 at the root
   const int firstRecv = q == 1 ? d.recv : 0;
@@ -215,8 +243,9 @@ __device__ inline void ringReduce(const Prims& prims, const RingInfo& ring, cons
 }
 
 // One rank: dst = post(pre(src)) chunk by chunk, skipped when it would copy a buffer onto itself.
-__device__ inline void localCopy(const Prims& prims, const char* src, char* dst, ChannelPart part, int64_t chunkElems,
-                                 bool hasOps) {
+template <typename P>
+__device__ __forceinline__ void localCopy(const P& prims, const char* src, char* dst, ChannelPart part,
+                                          int64_t chunkElems, bool hasOps) {
   if (src == dst && !hasOps) return;
   for (int64_t o = part.begin; o < part.end; o += chunkElems) {
     prims.step(prims.at(src, o), prims.at(dst, o), minI64(chunkElems, part.end - o), kStepPreOp | kStepPostOp);

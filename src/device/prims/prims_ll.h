@@ -136,9 +136,15 @@ __device__ __forceinline__ void llAnnounceNetStep(ProtoState& s, int64_t nlines)
   storeNetLlSize(s.sendSizes, s.sendStep, nlines);
 }
 
-// One LL step. Not inlined: one copy per (T, Fn).
+// One LL step: LLSteps::run<T, Fn> where it is compiled into the ring's code (InlinePrims, in the
+// kernels of the pairs of inlinedPairOf), llStep<T, Fn> where it is called through a StepFn.
+struct LLSteps {
+  template <typename T, typename Fn>
+  static __device__ __forceinline__ void run(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags);
+};
+
 template <typename T, typename Fn>
-__device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+__device__ __forceinline__ void LLSteps::run(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
   if (nelem <= 0) return;
   const bool recv = (flags & kStepRecv) != 0;
   const bool send = (flags & kStepSend) != 0;
@@ -163,6 +169,12 @@ __device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, i
   }
   if (send) s.sendStep++;
   if (recv) postRecvHead(s, kLLBarrier);
+}
+
+// Not inlined: one copy per (T, Fn), its state in memory.
+template <typename T, typename Fn>
+__device__ __noinline__ void llStep(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+  LLSteps::run<T, Fn>(s, src, dst, nelem, flags);
 }
 
 }  // namespace braid

@@ -115,9 +115,15 @@ __device__ __forceinline__ void ll128Lines(ProtoState& s, const Fn& fn, const LL
   }
 }
 
-// One LL128 step. Not inlined: one copy per (T, Fn).
+// One LL128 step: LL128Steps::run<T, Fn> where it is compiled into the ring's code (InlinePrims, in
+// the kernels of the pairs of inlinedPairOf), ll128Step<T, Fn> where it is called through a StepFn.
+struct LL128Steps {
+  template <typename T, typename Fn>
+  static __device__ __forceinline__ void run(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags);
+};
+
 template <typename T, typename Fn>
-__device__ __noinline__ void ll128Step(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+__device__ __forceinline__ void LL128Steps::run(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
   if (nelem <= 0) return;
   const bool recv = (flags & kStepRecv) != 0;
   const bool send = (flags & kStepSend) != 0;
@@ -143,6 +149,12 @@ __device__ __noinline__ void ll128Step(ProtoState& s, const char* src, char* dst
   }
   if (send) s.sendStep++;
   if (recv) postRecvHead(s, kLL128Barrier);
+}
+
+// Not inlined: one copy per (T, Fn), its state in memory.
+template <typename T, typename Fn>
+__device__ __noinline__ void ll128Step(ProtoState& s, const char* src, char* dst, int64_t nelem, int flags) {
+  LL128Steps::run<T, Fn>(s, src, dst, nelem, flags);
 }
 
 }  // namespace braid
