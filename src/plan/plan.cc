@@ -446,6 +446,15 @@ CommModel zeroCopyModel(const CommModel& model, CollId coll) {
   return out;
 }
 
+// How many slot-sized chunks each channel of a Simple ring moves per ring step (a channel's part
+// of the data in nranks blocks, cut at the slot's payload): at least 1, fractional above, so that
+// the estimate stays continuous in the bytes.
+double ringChunksPerStep(const CommModel& model, int nChannels, size_t bytes) {
+  const double slot = std::max<double>(model.slotPayloadBytes[kProtoSimple], 1.0);
+  const double perStep = std::max(nChannels, 1) * std::max(model.nranks, 1) * slot;
+  return std::max(1.0, static_cast<double>(bytes) / perStep);
+}
+
 double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes) {
   if (model.nranks < 1 || proto < 0 || proto >= kNumProtos) return -1.0;
   if (model.nranks == 1) return 0.0;
@@ -457,7 +466,20 @@ double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChann
   double hopUs = model.hopLatencyUs[proto] * (chain ? kChainHopFactor : 1.0);
   double latency = kRingBaseLatencyUs[proto] + nsteps * hopUs;
   double floorUs = chain ? 0.0 : kRingBaseLatencyUs[proto] + nsteps * std::max(hopUs, kRingStepFloorUs[proto]);
-  return std::max(floorUs, latency + static_cast<double>(bytes) / (1000.0 * algBw));
+  const double dataUs = static_cast<double>(bytes) / (1000.0 * algBw);
+  // A Simple ring overlaps a step's handshake (the step floor's part above the hop) with the data
+  // of other steps, but not at the ends of a channel's pipeline: with one chunk per channel and
+  // step, the first and the last handshake add to the data (a share of them with more chunks). On
+  // 2 H200 (one chunk per channel up to 32 MiB) AllReduce took 28.9 / 42.3 / 70.3 us at 4 / 8 / 16
+  // MiB: the hops, the data and two handshakes give 29.9 / 42.2 / 66.8, where the larger of the
+  // floor and the hops plus the data had given 22.7 / 35.0 / 59.6
+  // (tune-plans/2026-11-30-two-rank-ll128-simple.txt); on 4 H200 AllReduce of 16 MiB took 103.4
+  // (2026-11-28), the same model 103.1.
+  const double handshakeUs = std::max(0.0, kRingStepFloorUs[proto] - hopUs);
+  const double exposedUs = proto == kProtoSimple && !chain
+                               ? std::min(nsteps, 2) * handshakeUs / ringChunksPerStep(model, nChannels, bytes)
+                               : 0.0;
+  return std::max(floorUs, latency + dataUs + exposedUs);
 }
 
 double estimateTreeUs(const CommModel& model, ProtoId proto, int nChannels, size_t bytes) {

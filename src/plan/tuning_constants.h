@@ -118,16 +118,16 @@ constexpr double kSymmetricCtaGBps = 25.0;
 constexpr double kSymmetricBwFactor = 0.85;
 // From kSymmetricPreferredBytes to kSymmetricPreferredMaxBytes of the operation (by CollId;
 // AllReduce: the two-shot, both buffers windows) the symmetric kernels are taken over the
-// estimates, which there favour the Simple ring: on 2 H200 its fixed and bandwidth terms are both
-// optimistic from 1 MiB on (AllGather 4 / 16 MiB estimated 13.6 / 32.1 us, measured 19.3 / 43.9),
-// while the symmetric kernels took AllGather 14.4 / 32.7, ReduceScatter 18.6 / 39.6 (ring 19.7 /
-// 44.2) and AllReduce 24.6 / 63.0 (ring 28.4 / 69.9); at 1 MiB the ring and Direct plans were as
-// fast or faster (2026-11-30-symmetric-cta-count.txt). Above the bounds the ring's estimate, fitted
-// on large operations, is right and lower: from 64 MiB ReduceScatter's loads keep to ~225 GB/s
-// against the ring's 240-303, from 256 MiB AllReduce moves 308-312 against 318-344; AllGather's
-// stores stay ahead to 1 GiB (355 GB/s against 299; 2026-11-30-symmetric-large.txt). Broadcast,
-// Reduce and the one-hop AllReduce are not measured: by the estimates alone.
-constexpr uint64_t kSymmetricPreferredBytes[kNumColls] = {UINT64_MAX, UINT64_MAX, 2 << 20, 4 << 20, 4 << 20};
+// estimates, which there favour the rings: on 2 H200 the symmetric kernels took AllGather 14.4 /
+// 32.7 us at 4 / 16 MiB (its LL128 ring 14.8 at 4 MiB, 24.8 at 8, the Simple ring 44.3 at 16),
+// ReduceScatter 39.6 at 16 MiB (the rings 44.5) and AllReduce 63.0 (70.3); below 8 MiB the LL128
+// ring with its step compiled in is faster for ReduceScatter and AllReduce (15.7 and 22.5 us at 4
+// MiB against 18.6 and 24.6). Above the bounds the ring is right: from 64 MiB ReduceScatter's loads
+// keep to ~225 GB/s against the ring's 240-303, from 256 MiB AllReduce moves 308-312 against
+// 318-344; AllGather's stores stay ahead to 1 GiB (355 GB/s against 299).
+// (tune-plans/2026-11-30-symmetric-cta-count.txt, -symmetric-large.txt, -two-rank-ll128-simple.txt.)
+// Broadcast, Reduce and the one-hop AllReduce are not measured: by the estimates alone.
+constexpr uint64_t kSymmetricPreferredBytes[kNumColls] = {UINT64_MAX, UINT64_MAX, 4 << 20, 8 << 20, 8 << 20};
 constexpr uint64_t kSymmetricPreferredMaxBytes[kNumColls] = {0, 0, UINT64_MAX, 16 << 20, 64 << 20};
 
 // Channels, then threads, are reduced while bytes < nChannels * nThreads * threshold, so that every

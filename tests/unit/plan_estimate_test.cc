@@ -27,9 +27,6 @@ TEST(PlanEstimate, MonotonicAndShaped) {
   // Latency only at 0 bytes: base + 2(n-1) hops for AllReduce, n-1 for AllGather, n for Broadcast.
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0),
                    kRingBaseLatencyUs[kProtoSimple] + 14 * kRingStepFloorUs[kProtoSimple]);
-  // Simple's step floor hides behind the data once the operation is large.
-  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 8 << 10),
-                   estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0));
   // Network hops are slower than the floor: it changes nothing there.
   CommModel net = netModel(2, 2);
   EXPECT_DOUBLE_EQ(estimateUs(net, CollId::kAllReduce, kProtoSimple, 1, 0),
@@ -38,11 +35,20 @@ TEST(PlanEstimate, MonotonicAndShaped) {
                    kRingBaseLatencyUs[kProtoLL] + 7 * m.hopLatencyUs[kProtoLL]);
   EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kBroadcast, kProtoLL128, 16, 0),
                    kRingBaseLatencyUs[kProtoLL128] + 8 * m.hopLatencyUs[kProtoLL128] * kChainHopFactor);
-  // Simple bandwidth: 16 x 20 GB/s bus x kRingSimpleBwFactor, algBw = bus x 8 / 14, above the
-  // latency of the steps without their floor.
-  double simple1G = estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000) -
-                    (kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple]);
-  EXPECT_NEAR(simple1G, 1e9 / (1000.0 * 320.0 * kRingSimpleBwFactor * 8 / 14), 1e-6);
+  // Simple bandwidth: 16 x 20 GB/s bus x kRingSimpleBwFactor, algBw = bus x 8 / 14, on top of the
+  // latency of the steps and of the first and last step's handshake (the floor's part above the
+  // hop): whole with one chunk per channel and step (64 MiB: 16 channels x 8 blocks of a slot),
+  // the share of one chunk with more (1 GB); below, the floor.
+  const double algBw = 320.0 * kRingSimpleBwFactor * 8 / 14;
+  const double latencyUs = kRingBaseLatencyUs[kProtoSimple] + 14 * m.hopLatencyUs[kProtoSimple];
+  const double twoHandshakesUs = 2 * (kRingStepFloorUs[kProtoSimple] - m.hopLatencyUs[kProtoSimple]);
+  EXPECT_DOUBLE_EQ(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 8 << 10),
+                   estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 0));
+  const double oneChunk = 16.0 * 8 * m.slotPayloadBytes[kProtoSimple];
+  EXPECT_NEAR(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, static_cast<size_t>(oneChunk)),
+              latencyUs + oneChunk / (1000.0 * algBw) + twoHandshakesUs, 1e-6);
+  EXPECT_NEAR(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1000000000),
+              latencyUs + 1e9 / (1000.0 * algBw) + twoHandshakesUs * oneChunk / 1e9, 1e-6);
   // More channels never make it slower; LL is capped (kLlMaxBusBwGBps) on one node.
   EXPECT_LT(estimateUs(m, CollId::kAllReduce, kProtoSimple, 16, 1 << 24),
             estimateUs(m, CollId::kAllReduce, kProtoSimple, 4, 1 << 24));

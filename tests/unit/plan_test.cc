@@ -255,7 +255,10 @@ TEST(PlanDecide, SymmetricKernelsTakeTheMeasuredMidSizes) {
       if (n == 2) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, from / 4).symmetric);
       if (coll != CollId::kAllGather) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, to * 4).symmetric);
     }
-    EXPECT_FALSE(decideSymmetric(m, allowAll(), sendOnly, CollId::kAllReduce, size_t{16} << 20).symmetric);
+    const Decision oneHop = decideSymmetric(m, allowAll(), sendOnly, CollId::kAllReduce, size_t{16} << 20);
+    EXPECT_FALSE(oneHop.twoShot);  // not preferred: by the estimates
+    EXPECT_EQ(oneHop.symmetric,
+              oneHop.estimatedUs < decideOk(m, allowAll(), CollId::kAllReduce, size_t{16} << 20).estimatedUs);
     EXPECT_FALSE(decideSymmetric(m, parse("Ring", ""), both, CollId::kAllGather, size_t{16} << 20).symmetric);
   }
 }
