@@ -7,7 +7,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 n=${1:-$(nvidia-smi -L | wc -l)}
 runs=${RUNS:-2}
-braid=$(realpath "${BRAID_LIB:?set BRAID_LIB to Braid's libnccl.so.2}")
+braid=$(realpath "${BRAID_LIB:?set BRAID_LIB to the path of the libnccl.so.2 Braid built}")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 launch() { python3 -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" 2>&1 | grep -E '^(tp_decode|fsdp_step)'; }
 for i in $(seq "$runs"); do
