@@ -9,7 +9,11 @@ n=${1:-$(nvidia-smi -L | wc -l)}
 runs=${RUNS:-2}
 braid=$(realpath "${BRAID_LIB:?set BRAID_LIB to the path of the libnccl.so.2 Braid built}")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-launch() { python3 -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" 2>&1 | grep -E '^(tp_decode|fsdp_step)'; }
+# Each launch within LAUNCH_TIMEOUT seconds (a hung job names itself instead of eating the call).
+launch() {
+  timeout "${LAUNCH_TIMEOUT:-180}" python3 -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" 2>&1 |
+    grep -E '^(tp_decode|fsdp_step)' || echo "no result (exit ${PIPESTATUS[0]})"
+}
 for i in $(seq "$runs"); do
   for lib in nvidia braid; do
     pre=""

@@ -252,8 +252,12 @@ TEST(PlanDecide, SymmetricKernelsTakeTheMeasuredMidSizes) {
       }
       // Two ranks: a one-step ring or Direct is cheaper below (on 4 ranks the ring takes three
       // steps, and the estimates may take the symmetric kernels earlier).
-      if (n == 2) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, from / 4).symmetric);
-      if (coll != CollId::kAllGather) EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, to * 4).symmetric);
+      if (n == 2) {
+        EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, from / 4).symmetric);
+      }
+      if (coll != CollId::kAllGather) {
+        EXPECT_FALSE(decideSymmetric(m, allowAll(), both, coll, to * 4).symmetric);
+      }
     }
     const Decision oneHop = decideSymmetric(m, allowAll(), sendOnly, CollId::kAllReduce, size_t{16} << 20);
     EXPECT_FALSE(oneHop.twoShot);  // not preferred: by the estimates
