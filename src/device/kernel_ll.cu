@@ -25,6 +25,7 @@ __global__ void __launch_bounds__(kMaxLLThreads, 1) llKernel(const DevKernelArgs
 }
 
 using LLRingKernels = PairRingKernels<LLPicker, kProtoLL>;
+static_assert(kMaxLLThreads <= kMaxPairRingThreads, "every LL CTA fits the pair kernels' bound");
 
 cudaError_t loadLLKernel(KernelArch* arch) { return loadPairKernels<LLRingKernels>(llKernel, arch); }
 

@@ -145,12 +145,12 @@ ncclResult_t BufferRegistration::exchange(const std::vector<CollTask>& queue) {
       continue;
     }
     // Zero-copy is a way to run the Simple ring: only where the copy path's own plan is one (else
-    // LL, LL128 or Direct is faster there), then fitted to the zero-copy model's channels.
+    // LL, LL128 or Direct is faster there), then fitted to the zero-copy model's channels (a plan
+    // that is the Simple ring by construction).
     plan::Decision copy{};
     NCCLCHECK(collectives_.decide(task, /*zeroCopy=*/false, &copy));
     if (copy.algo != plan::kAlgoRing || copy.proto != kProtoSimple) continue;
     NCCLCHECK(collectives_.decide(task, /*zeroCopy=*/true, &r.decision));
-    if (r.decision.algo != plan::kAlgoRing || r.decision.proto != kProtoSimple) continue;
     reg::Registration*& shared = peersRead ? r.send : r.recv;
     if (graph && shared == nullptr) {
       NCCLCHECK(registry_.acquireForGraph(sharedBuffer(task), sharedBytes(task, nranks), task.stream, &shared));

@@ -419,6 +419,15 @@ double directPeersUs(const CommModel& model) {
   return std::clamp(model.nranks - 2, 0, kDirectPeersPriced) * kDirectPeerLatencyUs;
 }
 
+// How many slot-sized chunks each channel of a Simple ring moves per ring step (a channel's part
+// of the data in nranks blocks, cut at the slot's payload): at least 1, fractional above, so that
+// the estimate stays continuous in the bytes.
+double ringChunksPerStep(const CommModel& model, int nChannels, size_t bytes) {
+  const double slot = std::max<double>(model.slotPayloadBytes[kProtoSimple], 1.0);
+  const double perStep = std::max(nChannels, 1) * std::max(model.nranks, 1) * slot;
+  return std::max(1.0, static_cast<double>(bytes) / perStep);
+}
+
 }  // namespace
 
 // Write-direct (peers write into receive buffers) takes half the channels: the next rank's buffer
@@ -444,15 +453,6 @@ CommModel zeroCopyModel(const CommModel& model, CollId coll) {
     out.bwPerChannelGBps = model.bwPerChannelGBps * model.maxChannels / out.maxChannels;
   }
   return out;
-}
-
-// How many slot-sized chunks each channel of a Simple ring moves per ring step (a channel's part
-// of the data in nranks blocks, cut at the slot's payload): at least 1, fractional above, so that
-// the estimate stays continuous in the bytes.
-double ringChunksPerStep(const CommModel& model, int nChannels, size_t bytes) {
-  const double slot = std::max<double>(model.slotPayloadBytes[kProtoSimple], 1.0);
-  const double perStep = std::max(nChannels, 1) * std::max(model.nranks, 1) * slot;
-  return std::max(1.0, static_cast<double>(bytes) / perStep);
 }
 
 double estimateUs(const CommModel& model, CollId coll, ProtoId proto, int nChannels, size_t bytes) {
